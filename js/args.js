@@ -1,0 +1,89 @@
+// Argument checks for the public API. Each throws a TypeError or RangeError
+// naming the argument, before anything is changed.
+
+const U32_LIMIT = 2 ** 32;
+const U64_LIMIT = 2n ** 64n;
+
+function isDetached(buffer) {
+  if (typeof buffer.detached === 'boolean') return buffer.detached;
+  if (buffer.byteLength !== 0) return false;
+  try { new Uint8Array(buffer); return false; } catch { return true; }
+}
+
+/** Tokens as a Uint32Array (the input itself when it already is one). */
+export function toTokens(tokens, name = 'tokens') {
+  if (tokens instanceof Uint32Array) {
+    if (isDetached(tokens.buffer)) throw new TypeError(`${name}: buffer is detached`);
+    return tokens;
+  }
+  if (!Array.isArray(tokens) && !ArrayBuffer.isView(tokens)) {
+    throw new TypeError(`${name} must be a Uint32Array or an array of integers`);
+  }
+  if (ArrayBuffer.isView(tokens) && (tokens instanceof DataView || isDetached(tokens.buffer))) {
+    throw new TypeError(`${name} must be a Uint32Array or an array of integers`);
+  }
+  const out = new Uint32Array(tokens.length);
+  for (let i = 0; i < tokens.length; i++) {
+    const t = typeof tokens[i] === 'bigint' ? Number(tokens[i]) : tokens[i];
+    if (typeof t !== 'number') throw new TypeError(`${name}[${i}] must be an integer, got ${typeof tokens[i]}`);
+    if (!Number.isInteger(t) || t < 0 || t >= U32_LIMIT) {
+      throw new RangeError(`${name}[${i}] must be an integer in [0, 2^32), got ${tokens[i]}`);
+    }
+    out[i] = t;
+  }
+  return out;
+}
+
+/** { k, v }: Float32Array[] each, one per layer, as many K as V. */
+export function toKv(kv, name = 'kv') {
+  if (!kv || typeof kv !== 'object') throw new TypeError(`${name} must be an object { k, v }`);
+  const { k, v } = kv;
+  for (const [side, blocks] of [['k', k], ['v', v]]) {
+    if (!Array.isArray(blocks)) throw new TypeError(`${name}.${side} must be an array of Float32Array (one per layer)`);
+    blocks.forEach((b, i) => {
+      if (!(b instanceof Float32Array)) throw new TypeError(`${name}.${side}[${i}] must be a Float32Array`);
+      if (isDetached(b.buffer)) throw new TypeError(`${name}.${side}[${i}]: buffer is detached`);
+    });
+  }
+  if (k.length !== v.length) {
+    throw new RangeError(`${name}: ${k.length} K layers but ${v.length} V layers`);
+  }
+  return { k, v };
+}
+
+/** A u64 fingerprint as a bigint: a bigint in [0, 2^64) or a safe integer. */
+export function toFingerprint(fp, name = 'fingerprint') {
+  if (fp === undefined) return 0n;
+  if (typeof fp === 'number') {
+    if (!Number.isSafeInteger(fp) || fp < 0) throw new RangeError(`${name} must be a non-negative safe integer or a bigint`);
+    return BigInt(fp);
+  }
+  if (typeof fp !== 'bigint') throw new TypeError(`${name} must be a bigint (or a safe integer number)`);
+  if (fp < 0n || fp >= U64_LIMIT) throw new RangeError(`${name} must be in [0, 2^64)`);
+  return fp;
+}
+
+/** A byte count: a non-negative integer (Infinity allowed when `infinite`). */
+export function toByteCount(n, name, { infinite = false } = {}) {
+  if (typeof n !== 'number') throw new TypeError(`${name} must be a number`);
+  if (infinite && n === Infinity) return n;
+  if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
+  return n;
+}
+
+/** Bytes from a Uint8Array, ArrayBuffer or other view. */
+export function toBytes(bytes, name = 'bytes') {
+  if (bytes instanceof Uint8Array) {
+    if (isDetached(bytes.buffer)) throw new TypeError(`${name}: buffer is detached`);
+    return bytes;
+  }
+  if (bytes instanceof ArrayBuffer) {
+    if (isDetached(bytes)) throw new TypeError(`${name}: buffer is detached`);
+    return new Uint8Array(bytes);
+  }
+  if (ArrayBuffer.isView(bytes)) {
+    if (isDetached(bytes.buffer)) throw new TypeError(`${name}: buffer is detached`);
+    return new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  }
+  throw new TypeError(`${name} must be a Uint8Array or an ArrayBuffer`);
+}

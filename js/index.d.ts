@@ -1,0 +1,178 @@
+// Types for rlxkv: a prompt KV-cache for in-browser and Node LLM apps.
+
+/** Stable failure codes of RlxkvError. */
+export type RlxkvErrorCode =
+  | 'BAD_MAGIC' | 'TRUNCATED' | 'CORRUPT' | 'NOSPACE' | 'QUOTA' | 'IO' | 'NOMEM'
+  | 'INVALID' | 'NOTFOUND' | 'STALE';
+
+/** Every failure that is not a wrong argument (those are TypeError/RangeError). */
+export class RlxkvError extends Error {
+  readonly name: 'RlxkvError';
+  readonly code: RlxkvErrorCode;
+  constructor(code: RlxkvErrorCode, message: string, options?: { cause?: unknown });
+}
+
+/** Token ids: u32 each. Arrays are checked and copied; a Uint32Array is used as is. */
+export type Tokens = Uint32Array | readonly number[];
+
+/** One K and one V block per layer, f32. Blocks may differ in length. */
+export interface KV {
+  k: readonly Float32Array[];
+  v: readonly Float32Array[];
+}
+
+export interface Hit {
+  /** Query tokens covered by the hit (the prefix to skip in prefill). */
+  matched: number;
+  /** The `matched` tokens. */
+  tokens: Uint32Array;
+  /** Per layer: the whole block, or its first `matched` rows for a partial hit. */
+  k: Float32Array[];
+  v: Float32Array[];
+}
+
+export interface LookupOptions {
+  /** Views into wasm memory instead of copies: valid until the next call that changes the cache. */
+  view?: boolean;
+  /** Also reuse a longer row-major entry, trimmed to the common prefix. */
+  partial?: boolean;
+  /** With partial: match at most this many tokens (e.g. tokens.length - 1). */
+  maxMatched?: number;
+}
+
+export interface CacheStats {
+  entries: number;
+  bytes: number;
+  capBytes: number;
+  pinnedEntries: number;
+  pinnedBytes: number;
+  hits: number;
+  misses: number;
+  evictions: number;
+  tokensReused: number;
+}
+
+export interface RestoreReport {
+  /** Entries restored into memory. */
+  loaded: number;
+  /** Blobs of other fingerprints, left untouched. */
+  stale: number;
+  /** Invalid blobs, skipped. */
+  corrupt: number;
+  /** Valid blobs left out because capBytes could not hold them (oldest first). */
+  skipped: number;
+  /** KV bytes restored. */
+  bytes: number;
+}
+
+export interface BlobInfo {
+  name: string;
+  tokens: number;
+  bytes: number;
+  mtime: Date;
+  fingerprint: bigint;
+  status: 'ok' | 'stale' | 'corrupt';
+  /** The C status that made it corrupt, else 0. */
+  error: number;
+}
+
+export interface PruneReport {
+  removed: number;
+  removedBytes: number;
+  kept: number;
+  keptBytes: number;
+}
+
+export type Fingerprint = bigint | number;
+
+export interface CacheOptions {
+  /** Budget of KV bytes (4 per float). 0 disables the cache. */
+  capBytes: number;
+  /** The model/config the KV belongs to (u64). Default 0n. */
+  fingerprint?: Fingerprint;
+}
+
+export interface OpenCacheOptions extends CacheOptions {
+  /** 'idb' (IndexedDB), 'fs' (Node directory), 'auto' (default) or 'none'. */
+  storage?: 'auto' | 'idb' | 'fs' | 'none';
+  /** IndexedDB mount path (default '/rlxkv') or directory (default './rlxkv-cache'). */
+  path?: string;
+  /** Byte budget of this fingerprint's stored blobs: the oldest are pruned on flush. */
+  storageCapBytes?: number;
+}
+
+export interface Cache {
+  readonly fingerprint: bigint;
+  readonly storage: 'idb' | 'fs' | 'none';
+  readonly closed: boolean;
+  /** What opening found in storage; null for a memory-only cache. */
+  readonly restoreReport: RestoreReport | null;
+  readonly size: number;
+  readonly bytes: number;
+  /** The budget; setting it evicts to fit. */
+  capBytes: number;
+  readonly stats: CacheStats;
+
+  /** Stores the KV of a token prefix; an entry with the same tokens is replaced. */
+  insert(tokens: Tokens, kv: KV): void;
+  /** The longest cached prefix of `tokens`, or null. */
+  lookup(tokens: Tokens, opts?: LookupOptions): Hit | null;
+  /** The entry with exactly these tokens is never evicted. Throws NOTFOUND if absent. */
+  pin(tokens: Tokens): void;
+  unpin(tokens: Tokens): void;
+  has(tokens: Tokens): boolean;
+  remove(tokens: Tokens): boolean;
+  clear(): void;
+  /** Pinned first, then most recent first. */
+  entries(): { tokens: Uint32Array; bytes: number; pinned: boolean }[];
+
+  /** The RLXKV001 blob of the entry with exactly these tokens, or null. */
+  exportBlob(tokens: Tokens): Uint8Array | null;
+  /** Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another fingerprint. */
+  importBlob(source: Uint8Array | ArrayBuffer | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number }>;
+
+  /** Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost. */
+  flush(): Promise<void>;
+  listBlobs(): BlobInfo[];
+  prune(opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;
+  /** Flushes (unless flush: false) and frees the wasm memory. */
+  close(opts?: { flush?: boolean }): Promise<void>;
+}
+
+export interface Entry {
+  tokens: Tokens;
+  k: readonly Float32Array[];
+  v: readonly Float32Array[];
+}
+
+export interface DecodedEntry {
+  fingerprint: bigint;
+  pastLen: number;
+  tokens: Uint32Array;
+  k: Float32Array[];
+  v: Float32Array[];
+}
+
+export interface Rlxkv {
+  readonly RlxkvError: typeof RlxkvError;
+  /** Bytes of wasm memory of this module instance. */
+  readonly memoryBytes: number;
+  createCache(opts: CacheOptions): Cache;
+  openCache(opts: OpenCacheOptions): Promise<Cache>;
+  encodeEntry(entry: Entry, fingerprint?: Fingerprint): Uint8Array;
+  /** null when opts.fingerprint is given and the blob's differs. */
+  decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: { fingerprint?: Fingerprint }): DecodedEntry | null;
+  /** A stable 64-bit hash of a string (UTF-8) or bytes. */
+  fingerprintOf(input: string | Uint8Array | ArrayBuffer): bigint;
+}
+
+export interface InitOptions {
+  wasmBinary?: ArrayBuffer | Uint8Array;
+  locateFile?: (name: string, prefix: string) => string;
+  /** A separate module instance instead of the shared one. */
+  newInstance?: boolean;
+}
+
+/** Instantiates the wasm module (once, unless newInstance). */
+export default function init(opts?: InitOptions): Promise<Rlxkv>;
+export { init };

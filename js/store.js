@@ -1,0 +1,56 @@
+// Store: the blobs of a directory or IndexedDB mount, without a cache.
+import { toFingerprint, toByteCount } from './args.js';
+
+const SIZE_MAX = 0xffffffff;
+const PRUNE_DRY_RUN = 1;
+const PRUNE_KEEP_STALE = 2;
+const PRUNE_ANY_FINGERPRINT = 4;
+
+export class Store {
+  #storage;
+  /** @internal use rlx.openStore */
+  constructor(storage) {
+    this.#storage = storage;
+  }
+
+  #live() {
+    if (!this.#storage) throw new TypeError('store is closed');
+    return this.#storage;
+  }
+
+  /**
+   * The blobs, judged against `fingerprint` (omitted: every valid blob is ok).
+   * @returns {import('./index.js').BlobInfo[]}
+   */
+  list(fingerprint) {
+    const storage = this.#live();
+    const fp = fingerprint === undefined ? 0n : toFingerprint(fingerprint);
+    const blobs = storage.list(fp);
+    if (fingerprint === undefined) for (const b of blobs) if (b.status === 'stale') b.status = 'ok';
+    return blobs;
+  }
+
+  /**
+   * Removes corrupt blobs, blobs of other fingerprints (with a fingerprint
+   * and stale: true), then the oldest (of that fingerprint, or of all)
+   * until they total at most maxBytes. Synchronous for directories; call
+   * sync() to make an IndexedDB prune durable.
+   */
+  prune(fingerprint, { maxBytes = Infinity, stale = true, dryRun = false } = {}) {
+    const storage = this.#live();
+    toByteCount(maxBytes, 'maxBytes', { infinite: true });
+    const any = fingerprint === undefined;
+    const fp = any ? 0n : toFingerprint(fingerprint);
+    const flags = (any ? PRUNE_ANY_FINGERPRINT : 0) | (stale && !any ? 0 : PRUNE_KEEP_STALE) | (dryRun ? PRUNE_DRY_RUN : 0);
+    return storage.prune(fp, Math.min(maxBytes, SIZE_MAX), flags, 0);
+  }
+
+  sync() { return this.#live().sync(); }
+
+  async close() {
+    if (!this.#storage) return;
+    const s = this.#storage;
+    this.#storage = null;
+    await s.close();
+  }
+}

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# emcc -O1 and above runs Node scripts that need acorn from Debian's nodejs dir.
+export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
+jobs=$(nproc 2>/dev/null || echo 2)
+emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build/wasm -j"$jobs"
+echo "build: web/dist/rlxkv_core.mjs, web/dist/rlxkv_core.wasm"

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Every suite: native C (ctest), the same under ASan+UBSan, the wasm build,
+# the Node suite, the browser suite (Chromium) and a short fuzz run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+jobs=$(nproc 2>/dev/null || echo 2)
+
+echo "== C: native build and ctest"
+cmake -S . -B build/native -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+cmake --build build/native -j"$jobs"
+ctest --test-dir build/native --output-on-failure
+
+echo "== C: ASan + UBSan"
+CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRLXKV_SANITIZE=ON >/dev/null
+cmake --build build/asan -j"$jobs"
+ctest --test-dir build/asan --output-on-failure
+
+echo "== wasm build"
+bash scripts/build.sh
+
+echo "== Node suite"
+node --test --test-concurrency=1 tests/node/
+
+if [ -d tests/browser ] && ls tests/browser/*.test.js >/dev/null 2>&1; then
+  echo "== browser suite (Chromium)"
+  node --test --test-concurrency=1 tests/browser/
+fi
+
+if [ -f scripts/fuzz.sh ]; then
+  echo "== short fuzz runs"
+  bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-45}"
+fi

@@ -1,0 +1,75 @@
+/* Entries: allocation and accessors. One malloc per entry (see entry.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "entry.h"
+
+/* a * b + c without wrapping; returns 0 on overflow. */
+static int mul_add(size_t a, size_t b, size_t c, size_t *out) {
+    if (b && a > (SIZE_MAX - c) / b) return 0;
+    *out = a * b + c;
+    return 1;
+}
+
+rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
+                             const size_t *block_lens, int *status) {
+    int st = RLXKV_ERR_INVALID;
+    size_t n_blocks, n_floats = 0, size, floats_at, tokens_at;
+    rlxkv_entry *e = NULL;
+
+    if (n_layers > SIZE_MAX / 2 - 1 || (n_layers && !block_lens)) goto out;
+    n_blocks = 2 * n_layers;
+    for (size_t i = 0; i < n_blocks; i++) {
+        if (block_lens[i] > SIZE_MAX - n_floats) goto out;
+        n_floats += block_lens[i];
+    }
+    /* header | offs | floats | tokens, each part aligned for its type. */
+    if (!mul_add(n_blocks + 1, sizeof(size_t), sizeof(rlxkv_entry), &floats_at)) goto out;
+    floats_at = (floats_at + 15) & ~(size_t)15;
+    if (!mul_add(n_floats, sizeof(float), floats_at, &tokens_at)) goto out;
+    if (!mul_add(n_tokens, sizeof(uint32_t), tokens_at, &size)) goto out;
+
+    st = RLXKV_ERR_NOMEM;
+    e = malloc(size);
+    if (!e) goto out;
+    memset(e, 0, sizeof *e);
+    e->n_tokens = n_tokens;
+    e->n_layers = n_layers;
+    e->n_floats = n_floats;
+    e->offs = (size_t *)(e + 1);
+    e->kv = (float *)((char *)e + floats_at);
+    e->tokens = (uint32_t *)((char *)e + tokens_at);
+    e->offs[0] = 0;
+    for (size_t i = 0; i < n_blocks; i++) e->offs[i + 1] = e->offs[i] + block_lens[i];
+    st = RLXKV_OK;
+out:
+    if (status) *status = st;
+    return e;
+}
+
+void rlxkv_entry_free(rlxkv_entry *e) { free(e); }
+
+size_t rlxkv_entry_n_tokens(const rlxkv_entry *e) { return e->n_tokens; }
+size_t rlxkv_entry_n_layers(const rlxkv_entry *e) { return e->n_layers; }
+size_t rlxkv_entry_n_floats(const rlxkv_entry *e) { return e->n_floats; }
+size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e) { return e->n_floats * sizeof(float); }
+const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e) { return e->tokens; }
+const float *rlxkv_entry_floats(const rlxkv_entry *e) { return e->kv; }
+uint32_t *rlxkv_entry_tokens_mut(rlxkv_entry *e) { return e->tokens; }
+
+const float *rlxkv_entry_block(const rlxkv_entry *e, size_t i) {
+    return i < 2 * e->n_layers ? e->kv + e->offs[i] : NULL;
+}
+float *rlxkv_entry_block_mut(rlxkv_entry *e, size_t i) {
+    return i < 2 * e->n_layers ? e->kv + e->offs[i] : NULL;
+}
+size_t rlxkv_entry_block_len(const rlxkv_entry *e, size_t i) {
+    return i < 2 * e->n_layers ? e->offs[i + 1] - e->offs[i] : 0;
+}
+
+int rlxkv_entry_row_major(const rlxkv_entry *e) {
+    if (e->n_tokens == 0) return 0;
+    for (size_t i = 0; i < 2 * e->n_layers; i++)
+        if (rlxkv_entry_block_len(e, i) % e->n_tokens) return 0;
+    return 1;
+}

@@ -1,0 +1,44 @@
+/* Internal: the layout of an entry, shared by cache.c, codec.c and store.c.
+ * Not part of the public API. */
+#ifndef RLXKV_ENTRY_H
+#define RLXKV_ENTRY_H
+
+#include "rlxkv.h"
+
+#define RLXKV_ENTRY_PINNED 1u
+#define RLXKV_ENTRY_DIRTY 2u
+#define RLXKV_ENTRY_ROW_MAJOR 4u
+
+/* One allocation: this header, then offs[2L+1] (block start offsets, in
+ * floats, into kv), then the floats, then the tokens. Keeping everything in
+ * one block makes an insert one malloc and an eviction one free. */
+struct rlxkv_entry {
+    struct rlxkv_entry *prev, *next; /* LRU list or pinned list (cache.c) */
+    void *node;                      /* radix node holding it (cache.c) */
+    uint32_t flags;
+    size_t n_tokens;
+    size_t n_layers;
+    size_t n_floats;
+    size_t *offs;                    /* 2*n_layers + 1 offsets; offs[2L] == n_floats */
+    float *kv;
+    uint32_t *tokens;
+};
+
+/* Little-endian helpers for the codec: wasm and x86 are little-endian, so
+ * these compile to plain loads and stores there. */
+static inline uint64_t rlxkv_load_u64le(const uint8_t *p) {
+    return (uint64_t)p[0] | (uint64_t)p[1] << 8 | (uint64_t)p[2] << 16 |
+           (uint64_t)p[3] << 24 | (uint64_t)p[4] << 32 | (uint64_t)p[5] << 40 |
+           (uint64_t)p[6] << 48 | (uint64_t)p[7] << 56;
+}
+static inline void rlxkv_store_u64le(uint8_t *p, uint64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define RLXKV_BIG_ENDIAN 1
+#else
+#define RLXKV_BIG_ENDIAN 0
+#endif
+
+#endif

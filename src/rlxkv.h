@@ -1,0 +1,294 @@
+/*
+ * rlxkv — a prompt KV-cache: longest-prefix lookup over token ids, a
+ * byte-bounded LRU of per-layer K/V tensors, the RLXKV001 blob codec and a
+ * directory store of blobs.
+ *
+ * Copyright (C) 2026 the rlxkv authors. GPL-3.0-only.
+ *
+ * Conventions
+ *   - Every handle is opaque; nothing here keeps global state.
+ *   - Functions that can fail return an int status: RLXKV_OK (0), a positive
+ *     non-error outcome (RLXKV_STALE), or a negative rlxkv_status error.
+ *   - Ownership is stated at every function that returns memory. "Borrowed"
+ *     means: do not free, valid until the next call that changes the cache.
+ *   - Sizes are size_t; token ids are uint32_t; KV values are f32.
+ */
+#ifndef RLXKV_H
+#define RLXKV_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define RLXKV_VERSION "0.1.0"
+
+typedef enum rlxkv_status {
+    RLXKV_OK = 0,
+    RLXKV_STALE = 1,            /* blob of another fingerprint: not an error */
+    RLXKV_ERR_BAD_MAGIC = -1,   /* not an RLXKV001 blob */
+    RLXKV_ERR_TRUNCATED = -2,   /* blob ends before its fields do */
+    RLXKV_ERR_CORRUPT = -3,     /* fields disagree (past_len, token range, trailing bytes) */
+    RLXKV_ERR_NOMEM = -4,       /* allocation failed */
+    RLXKV_ERR_NOSPACE = -5,     /* the entry cannot fit beside the pinned entries */
+    RLXKV_ERR_IO = -6,          /* a file operation failed */
+    RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded */
+    RLXKV_ERR_INVALID = -8,     /* a bad argument */
+    RLXKV_ERR_NOTFOUND = -9     /* no such entry or blob */
+} rlxkv_status;
+
+/* A static, human-readable text for any status. Never NULL. */
+const char *rlxkv_strerror(int status);
+const char *rlxkv_version(void);
+
+/* A stable 64-bit hash (FNV-1a with a final avalanche). Apps can use it to
+ * derive a fingerprint from a model id and config. */
+uint64_t rlxkv_hash64(const void *data, size_t len, uint64_t seed);
+
+/* ------------------------------------------------------------------------
+ * Entries: one token prefix and its KV, in a single allocation.
+ *
+ * Blocks are numbered 0..2*n_layers-1: K of layer 0..L-1, then V of layer
+ * 0..L-1 (the order of the blob format). All floats of an entry are
+ * contiguous in that order.
+ * ---------------------------------------------------------------------- */
+typedef struct rlxkv_entry rlxkv_entry;
+
+/* A new entry with room for n_tokens tokens and 2*n_layers blocks whose
+ * lengths (in floats) are block_lens[0..2*n_layers-1]. Tokens and floats are
+ * uninitialised: fill them through rlxkv_entry_tokens_mut/_block_mut.
+ * Returns NULL on overflow or out of memory (*status says which, if given).
+ * Owned by the caller until passed to rlxkv_cache_put; free with
+ * rlxkv_entry_free otherwise. */
+rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
+                             const size_t *block_lens, int *status);
+void rlxkv_entry_free(rlxkv_entry *e);
+
+size_t rlxkv_entry_n_tokens(const rlxkv_entry *e);
+size_t rlxkv_entry_n_layers(const rlxkv_entry *e);
+size_t rlxkv_entry_n_floats(const rlxkv_entry *e);       /* sum of block lengths */
+size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e);       /* 4 * n_floats: the budget unit */
+const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e); /* borrowed */
+const float *rlxkv_entry_block(const rlxkv_entry *e, size_t i);  /* borrowed */
+size_t rlxkv_entry_block_len(const rlxkv_entry *e, size_t i);
+const float *rlxkv_entry_floats(const rlxkv_entry *e);   /* all blocks, borrowed */
+/* Every block's length is a multiple of n_tokens (one row per token). */
+int rlxkv_entry_row_major(const rlxkv_entry *e);
+/* Writable views for filling a new entry; only before rlxkv_cache_put. */
+uint32_t *rlxkv_entry_tokens_mut(rlxkv_entry *e);
+float *rlxkv_entry_block_mut(rlxkv_entry *e, size_t i);
+
+/* ------------------------------------------------------------------------
+ * Cache: byte-bounded LRU with longest-prefix lookup over a radix tree.
+ * ---------------------------------------------------------------------- */
+typedef struct rlxkv_cache rlxkv_cache;
+
+typedef struct rlxkv_stats {
+    size_t entries;         /* entries held */
+    size_t bytes;           /* KV bytes held (4 per float) */
+    size_t cap_bytes;       /* the budget */
+    size_t pinned_entries;
+    size_t pinned_bytes;
+    uint64_t hits, misses, evictions;
+    uint64_t tokens_reused; /* sum of `matched` over hits */
+} rlxkv_stats;
+
+/* A lookup result. `entry` is borrowed: valid until the next call that
+ * changes the cache (insert, put, remove, pin, set_cap, clear, free). */
+typedef struct rlxkv_hit {
+    const rlxkv_entry *entry;
+    size_t matched;   /* query tokens covered: n_tokens of entry, or fewer for a partial hit */
+} rlxkv_hit;
+
+/* cap_bytes == 0 disables the cache: inserts store nothing. The fingerprint
+ * names the model whose KV this cache holds (used by the store). Returns
+ * NULL when out of memory. Free with rlxkv_cache_free. */
+rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint);
+void rlxkv_cache_free(rlxkv_cache *c);
+uint64_t rlxkv_cache_fingerprint(const rlxkv_cache *c);
+
+/* Insert an entry, taking ownership of `e` in every case (it is freed on
+ * failure and when cap is 0). An entry with identical tokens is replaced and
+ * keeps its pin. LRU entries are then evicted until within the cap; an
+ * entry that alone exceeds the cap is kept, alone. Fails with
+ * RLXKV_ERR_NOSPACE, changing nothing, when other pinned entries leave no
+ * room. The new entry is marked dirty (not yet stored). */
+int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e);
+
+/* Copying convenience over rlxkv_cache_put: k[l], v[l] have k_lens[l],
+ * v_lens[l] floats. */
+int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
+                       size_t n_layers, const float *const *k, const size_t *k_lens,
+                       const float *const *v, const size_t *v_lens);
+
+/* Longest cached entry that is wholly a prefix of `query` (empty entries and
+ * entries longer than the query never match). Returns 1 and fills *hit on a
+ * hit (the entry becomes most recent), 0 on a miss. O(n) in the query. */
+int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit);
+
+/* As lookup, but may also reuse a longer row-major entry that shares a
+ * common prefix with the query, trimmed to it: hit->matched is then less
+ * than the entry's n_tokens and the caller uses the first `matched` rows of
+ * each block (rlxkv_hit_copy does that). `matched` never exceeds max_match;
+ * a full-prefix entry longer than max_match is trimmed too, if row-major. */
+int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
+                               size_t max_match, rlxkv_hit *hit);
+
+/* Floats a copy of the hit needs: for each block, (len / n_tokens) * matched
+ * (the whole block for a full hit). */
+size_t rlxkv_hit_n_floats(const rlxkv_hit *hit);
+/* Copies the hit's floats into dst (rlxkv_hit_n_floats of them), block after
+ * block in entry order; block_lens_out (2*n_layers, may be NULL) gets each
+ * copied length. */
+void rlxkv_hit_copy(const rlxkv_hit *hit, float *dst, size_t *block_lens_out);
+
+/* The entry with exactly these tokens, or NULL. Borrowed; does not touch LRU. */
+const rlxkv_entry *rlxkv_cache_get(const rlxkv_cache *c, const uint32_t *tokens, size_t n);
+int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n); /* OK / NOTFOUND */
+/* A pinned entry is never evicted. OK / NOTFOUND. */
+int rlxkv_cache_pin(rlxkv_cache *c, const uint32_t *tokens, size_t n);
+int rlxkv_cache_unpin(rlxkv_cache *c, const uint32_t *tokens, size_t n);
+int rlxkv_cache_is_pinned(const rlxkv_cache *c, const rlxkv_entry *e);
+/* New budget; evicts LRU entries to fit (cap 0 drops every unpinned entry). */
+void rlxkv_cache_set_cap(rlxkv_cache *c, size_t cap_bytes);
+void rlxkv_cache_clear(rlxkv_cache *c);   /* drops every entry, pinned too */
+void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out);
+
+/* Iteration: pinned entries first, then from most to least recently used.
+ * Pass NULL to start; returns NULL at the end. Borrowed entries; do not
+ * change the cache while iterating. */
+const rlxkv_entry *rlxkv_cache_next(const rlxkv_cache *c, const rlxkv_entry *prev);
+
+/* Dirty: inserted since last marked clean (i.e. not yet in the store). */
+int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e);
+void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e);
+
+/* ------------------------------------------------------------------------
+ * Codec: RLXKV001 (see FORMAT.md). Little-endian u64 fields, f32 data.
+ * ---------------------------------------------------------------------- */
+
+/* What a blob holds, learnt without allocating. */
+typedef struct rlxkv_blob_meta {
+    uint64_t fingerprint;
+    size_t n_tokens;        /* == past_len */
+    size_t n_layers;
+    size_t n_floats;        /* sum of all block lengths */
+    size_t blob_bytes;
+} rlxkv_blob_meta;
+
+/* Exact encoded size of an entry; 0 on size overflow. */
+size_t rlxkv_encoded_size(const rlxkv_entry *e);
+/* Writes the blob into buf (cap bytes). RLXKV_ERR_INVALID if cap is short.
+ * *written (may be NULL) gets the size. */
+int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
+                 size_t cap, size_t *written);
+/* Validates a whole blob without allocating: OK, or an error. Fills *meta
+ * (may be NULL). Stale-ness is not judged here. */
+int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta);
+/* Decodes a blob into a new entry (*out, owned by the caller). When
+ * expect_fp is non-NULL and the blob's fingerprint differs, returns
+ * RLXKV_STALE with *out = NULL (after checking only the magic and the
+ * fingerprint). *fp_out (may be NULL) gets the blob's fingerprint. */
+int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
+                 rlxkv_entry **out, uint64_t *fp_out);
+
+/* ------------------------------------------------------------------------
+ * Store: a directory of blobs, one file per entry, named from a hash of
+ * (fingerprint, tokens): "<16 hex digits>.rlxkv". Saves are atomic
+ * (temporary file, then rename). Plain stdio/POSIX, so it runs natively and
+ * on Emscripten's MEMFS/IDBFS/NODEFS alike.
+ * ---------------------------------------------------------------------- */
+typedef struct rlxkv_store rlxkv_store;
+
+/* The file operations the store uses; tests inject faults through it.
+ * Each returns 0 on success, -1 with errno set on failure. */
+typedef struct rlxkv_io {
+    void *ctx;
+    int (*open)(void *ctx, const char *path, int flags, int mode);   /* fd */
+    long (*read)(void *ctx, int fd, void *buf, size_t n);             /* bytes or -1 */
+    long (*write)(void *ctx, int fd, const void *buf, size_t n);      /* bytes or -1 */
+    int (*sync)(void *ctx, int fd);
+    int (*close)(void *ctx, int fd);
+    int (*rename)(void *ctx, const char *from, const char *to);
+    int (*unlink)(void *ctx, const char *path);
+} rlxkv_io;
+
+/* The POSIX file operations (the default). */
+const rlxkv_io *rlxkv_io_posix(void);
+
+typedef enum rlxkv_blob_status {
+    RLXKV_BLOB_OK = 0,      /* valid, of the expected fingerprint */
+    RLXKV_BLOB_STALE = 1,   /* valid, of another fingerprint */
+    RLXKV_BLOB_CORRUPT = 2  /* unreadable or invalid */
+} rlxkv_blob_status;
+
+typedef struct rlxkv_blob_info {
+    char name[32];          /* file name inside the directory */
+    size_t n_tokens;        /* 0 when corrupt */
+    size_t file_bytes;
+    int64_t mtime;          /* seconds since the epoch */
+    uint64_t fingerprint;   /* 0 when corrupt */
+    int status;             /* rlxkv_blob_status */
+    int error;              /* the rlxkv_status that made it corrupt, else 0 */
+} rlxkv_blob_info;
+
+typedef struct rlxkv_load_report {
+    size_t loaded;          /* entries put in the cache */
+    size_t stale;           /* blobs of other fingerprints, left alone */
+    size_t corrupt;         /* blobs skipped as invalid */
+    size_t skipped;         /* valid blobs left out because the cap is full */
+    size_t bytes;           /* KV bytes loaded */
+} rlxkv_load_report;
+
+typedef struct rlxkv_prune_report {
+    size_t removed;         /* blobs removed (or that would be, on a dry run) */
+    size_t removed_bytes;   /* their file bytes */
+    size_t kept;
+    size_t kept_bytes;
+} rlxkv_prune_report;
+
+/* Opens (creating if missing) the directory `dir`. io may be NULL for POSIX.
+ * Returns NULL on failure (*status says why, if given). Free with
+ * rlxkv_store_close. */
+rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status);
+void rlxkv_store_close(rlxkv_store *s);
+
+/* The file name of (fingerprint, tokens) into name (at least 32 bytes). */
+void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
+
+/* Writes one entry's blob atomically. */
+int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint);
+/* Saves every dirty entry of the cache (under the cache's fingerprint) and
+ * marks each clean once its rename succeeded. Stops at the first failure
+ * and returns it; entries saved before stay saved and clean. */
+int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c);
+/* Reads every blob of the cache's fingerprint into it, newest last (so the
+ * most recent files are the most recently used), leaving out the oldest that
+ * the cap cannot hold. Stale blobs are counted and left alone; corrupt ones
+ * are counted and skipped. Loaded entries are clean. report may be NULL. */
+int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report);
+/* Reads and decodes one blob by file name (*out owned by the caller). */
+int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
+                     rlxkv_entry **out);
+/* Lists the directory's blobs (files ending ".rlxkv"), judging each against
+ * `fingerprint`. *out is an array of *n infos allocated with malloc: the
+ * caller frees it with free(). */
+int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n);
+int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO */
+
+#define RLXKV_PRUNE_DRY_RUN   1   /* report, remove nothing */
+#define RLXKV_PRUNE_KEEP_STALE 2  /* leave other fingerprints' blobs alone */
+/* Removes corrupt and (unless KEEP_STALE) stale blobs, then the oldest blobs
+ * of `fingerprint` until its files total at most max_bytes (SIZE_MAX: no
+ * budget; stale files kept under KEEP_STALE do not count). Blobs of entries
+ * currently in `keep` (may be NULL) are never removed. report may be NULL. */
+int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
+                      unsigned flags, const rlxkv_cache *keep,
+                      rlxkv_prune_report *report);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* RLXKV_H */

@@ -1,0 +1,757 @@
+/* The blob store: a directory with one RLXKV001 file per entry.
+ *
+ * File data moves through the rlxkv_io vtable (so tests can inject faults);
+ * the directory itself is read with opendir/readdir/stat. Only plain POSIX
+ * is used, nothing Linux-only (no O_TMPFILE, linkat or flock), because the
+ * same code runs on Emscripten's MEMFS/IDBFS/NODEFS.
+ *
+ * A save encodes into one buffer, writes it to a temporary file in the same
+ * directory, syncs and closes it, then renames it over the final name: a
+ * crash leaves the old blob or the new one, never a torn one. */
+#define _POSIX_C_SOURCE 200809L
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "entry.h"
+
+#ifndef O_CLOEXEC
+#define O_CLOEXEC 0
+#endif
+
+#define SUFFIX ".rlxkv"
+#define SUFFIX_LEN 6
+/* Longest file name the store reads, removes or makes (temporary names
+ * included); blob names are 22 characters. */
+#define NAME_CAP 96
+/* Largest single read or write: keeps every count inside a long. */
+#define IO_CHUNK ((size_t)1 << 30)
+/* Where the tokens begin in a blob (FORMAT.md). */
+#define TOKENS_AT 32
+
+struct rlxkv_store {
+    rlxkv_io io;
+    uint64_t seq;    /* makes this handle's temporary names unique */
+    size_t dir_len;
+    char *dir;       /* the directory, NUL-terminated */
+    char *path;      /* scratch: dir + '/' + a name */
+    char *tmp;       /* scratch: the temporary path during a save */
+};
+
+/* A directory entry that looks like a blob. */
+typedef struct cand {
+    char name[32];
+    int64_t mtime;      /* seconds */
+    long mtime_ns;
+    uint64_t size;
+} cand;
+
+/* ---------------------------------------------------------------------- *
+ * POSIX file operations
+ * ---------------------------------------------------------------------- */
+static int px_open(void *ctx, const char *path, int flags, int mode) {
+    (void)ctx;
+    return open(path, flags, (mode_t)mode);
+}
+static long px_read(void *ctx, int fd, void *buf, size_t n) {
+    (void)ctx;
+    return (long)read(fd, buf, n);
+}
+static long px_write(void *ctx, int fd, const void *buf, size_t n) {
+    (void)ctx;
+    return (long)write(fd, buf, n);
+}
+static int px_sync(void *ctx, int fd) {
+    (void)ctx;
+    return fsync(fd);
+}
+static int px_close(void *ctx, int fd) {
+    (void)ctx;
+    return close(fd);
+}
+static int px_rename(void *ctx, const char *from, const char *to) {
+    (void)ctx;
+    return rename(from, to);
+}
+static int px_unlink(void *ctx, const char *path) {
+    (void)ctx;
+    return unlink(path);
+}
+
+static const rlxkv_io kPosixIo = {NULL,     px_open,  px_read,   px_write,
+                                  px_sync,  px_close, px_rename, px_unlink};
+
+const rlxkv_io *rlxkv_io_posix(void) { return &kPosixIo; }
+
+/* A full disk and an exhausted quota are the one failure a caller can act
+ * on (prune, then retry); every other errno is plain I/O. */
+static int io_status(int err) {
+    if (err == ENOSPC) return RLXKV_ERR_QUOTA;
+#ifdef EDQUOT
+    if (err == EDQUOT) return RLXKV_ERR_QUOTA;
+#endif
+    return RLXKV_ERR_IO;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Names
+ * ---------------------------------------------------------------------- */
+
+/* rlxkv_hash64 (util.c) fed one token at a time, as little-endian u32
+ * bytes. Streaming lets a blob's u64 tokens be hashed in place and needs no
+ * copy on big-endian hosts; test_store checks it equals rlxkv_hash64. */
+static uint64_t name_hash_init(uint64_t seed) { return 0xcbf29ce484222325ull ^ seed; }
+static uint64_t name_hash_token(uint64_t h, uint32_t t) {
+    for (int i = 0; i < 4; i++) {
+        h ^= (t >> (8 * i)) & 0xffu;
+        h *= 0x100000001b3ull;
+    }
+    return h;
+}
+static void name_from_hash(uint64_t h, char name[32]) {
+    h ^= h >> 30;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 27;
+    h *= 0x94d049bb133111ebull;
+    h ^= h >> 31;
+    snprintf(name, 32, "%016" PRIx64 SUFFIX, h);
+}
+
+void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]) {
+    uint64_t h = name_hash_init(fingerprint);
+    for (size_t i = 0; i < n; i++) h = name_hash_token(h, tokens[i]);
+    name_from_hash(h, name);
+}
+
+/* The name a valid blob (buf, already inspected) should have. */
+static void blob_name_of(const uint8_t *buf, const rlxkv_blob_meta *m, char name[32]) {
+    uint64_t h = name_hash_init(m->fingerprint);
+    for (size_t i = 0; i < m->n_tokens; i++)
+        h = name_hash_token(h, (uint32_t)rlxkv_load_u64le(buf + TOKENS_AT + 8 * i));
+    name_from_hash(h, name);
+}
+
+/* A name inside the directory: no separators, no "." or "..". */
+static int valid_name(const char *name) {
+    size_t n = name ? strlen(name) : 0;
+    if (n == 0 || n >= NAME_CAP || strchr(name, '/')) return 0;
+    return strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+static int is_blob_name(const char *name) {
+    size_t n = strlen(name);
+    return n > SUFFIX_LEN && n < 32 && !strcmp(name + n - SUFFIX_LEN, SUFFIX);
+}
+
+/* dir + '/' + name into dst (sized for any valid name). */
+static char *join(const rlxkv_store *s, char *dst, const char *name) {
+    memcpy(dst, s->dir, s->dir_len);
+    dst[s->dir_len] = '/';
+    strcpy(dst + s->dir_len + 1, name);
+    return dst;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Open / close
+ * ---------------------------------------------------------------------- */
+rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status) {
+    rlxkv_store *s = NULL;
+    struct stat st;
+    size_t n, each;
+    int rc = RLXKV_ERR_INVALID;
+
+    if (!io) io = &kPosixIo;
+    if (!dir || !*dir || !io->open || !io->read || !io->write || !io->sync ||
+        !io->close || !io->rename || !io->unlink)
+        goto out;
+    n = strlen(dir);
+    while (n > 1 && dir[n - 1] == '/') n--;
+    if (n > SIZE_MAX / 4 - NAME_CAP - 2) goto out;
+
+    /* One level only: the parent must exist. An existing file is refused. */
+    if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+        rc = io_status(errno);
+        goto out;
+    }
+    if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        rc = RLXKV_ERR_IO;
+        goto out;
+    }
+
+    rc = RLXKV_ERR_NOMEM;
+    each = n + 2 + NAME_CAP;
+    s = malloc(sizeof *s + 3 * each);
+    if (!s) goto out;
+    s->io = *io;
+    s->seq = 0;
+    s->dir_len = n;
+    s->dir = (char *)(s + 1);
+    s->path = s->dir + each;
+    s->tmp = s->path + each;
+    memcpy(s->dir, dir, n);
+    s->dir[n] = '\0';
+    rc = RLXKV_OK;
+out:
+    if (status) *status = rc;
+    return s;
+}
+
+void rlxkv_store_close(rlxkv_store *s) { free(s); }
+
+/* ---------------------------------------------------------------------- *
+ * File helpers
+ * ---------------------------------------------------------------------- */
+
+/* Writes all of buf, going on after short writes. */
+static int write_all(rlxkv_store *s, int fd, const uint8_t *buf, size_t len) {
+    while (len) {
+        size_t want = len < IO_CHUNK ? len : IO_CHUNK;
+        long n = s->io.write(s->io.ctx, fd, buf, want);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            return io_status(errno);
+        }
+        /* No progress (or a nonsense count) would spin forever. */
+        if (n == 0 || (size_t)n > want) return RLXKV_ERR_IO;
+        buf += n;
+        len -= (size_t)n;
+    }
+    return RLXKV_OK;
+}
+
+/* Reads the whole file at path into a new buffer (*out, freed by the
+ * caller), going on after short reads until end of file. size_hint is the
+ * expected size: one read past it finds the end without regrowing. */
+static int read_file(rlxkv_store *s, const char *path, size_t size_hint,
+                     uint8_t **out, size_t *len) {
+    size_t cap = size_hint < 64 ? 64 : size_hint, used = 0;
+    uint8_t *buf;
+    int fd, rc = RLXKV_OK;
+
+    *out = NULL;
+    *len = 0;
+    if (cap < SIZE_MAX) cap++;
+    fd = s->io.open(s->io.ctx, path, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    buf = malloc(cap);
+    if (!buf) rc = RLXKV_ERR_NOMEM;
+    while (!rc) {
+        long n;
+        if (used == cap) { /* the file grew: double */
+            uint8_t *nb;
+            if (cap > SIZE_MAX / 2 || !(nb = realloc(buf, cap * 2))) {
+                rc = RLXKV_ERR_NOMEM;
+                break;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        n = s->io.read(s->io.ctx, fd, buf + used,
+                       cap - used < IO_CHUNK ? cap - used : IO_CHUNK);
+        if (n < 0) {
+            if (errno == EINTR) continue;
+            rc = io_status(errno);
+        } else if (n == 0) {
+            break;
+        } else if ((size_t)n > cap - used) {
+            rc = RLXKV_ERR_IO;
+        } else {
+            used += (size_t)n;
+        }
+    }
+    s->io.close(s->io.ctx, fd); /* read-only: nothing to lose */
+    if (rc) {
+        free(buf);
+        return rc;
+    }
+    *out = buf;
+    *len = used;
+    return RLXKV_OK;
+}
+
+static long mtime_ns_of(const struct stat *st) {
+#if defined(__APPLE__)
+    return st->st_mtimespec.tv_nsec;
+#else
+    return st->st_mtim.tv_nsec;
+#endif
+}
+
+/* The directory's regular files named like blobs (*.rlxkv, short enough
+ * for rlxkv_blob_info.name). Temporary files end in ".tmp" and are not. */
+static int scan(rlxkv_store *s, cand **out, size_t *n_out) {
+    cand *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *d;
+    DIR *dir;
+    int rc = RLXKV_OK;
+
+    *out = NULL;
+    *n_out = 0;
+    dir = opendir(s->dir);
+    if (!dir) return io_status(errno);
+    for (;;) {
+        struct stat st;
+        errno = 0;
+        if (!(d = readdir(dir))) {
+            if (errno) rc = io_status(errno);
+            break;
+        }
+        if (!is_blob_name(d->d_name)) continue;
+        /* d_type is not reliable everywhere (Emscripten): stat. */
+        if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            cand *nv = nc < SIZE_MAX / sizeof *nv ? realloc(v, nc * sizeof *nv) : NULL;
+            if (!nv) {
+                rc = RLXKV_ERR_NOMEM;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        strcpy(v[n].name, d->d_name);
+        v[n].mtime = (int64_t)st.st_mtime;
+        v[n].mtime_ns = mtime_ns_of(&st);
+        v[n].size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+        n++;
+    }
+    closedir(dir);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return RLXKV_OK;
+}
+
+static int cmp_newest_first(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->mtime != y->mtime) return x->mtime > y->mtime ? -1 : 1;
+    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns > y->mtime_ns ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+/* ---------------------------------------------------------------------- *
+ * Save / flush
+ * ---------------------------------------------------------------------- */
+
+/* Makes a rename durable. Best effort: some file systems cannot open or
+ * sync a directory, and the blob is whole either way. */
+static void sync_dir(rlxkv_store *s) {
+    int fd = s->io.open(s->io.ctx, s->dir, O_RDONLY | O_CLOEXEC, 0);
+    if (fd < 0) return;
+    s->io.sync(s->io.ctx, fd);
+    s->io.close(s->io.ctx, fd);
+}
+
+int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint) {
+    char name[32], tmp_name[NAME_CAP];
+    size_t size;
+    uint8_t *buf;
+    int fd, rc;
+
+    if (!s || !e) return RLXKV_ERR_INVALID;
+    size = rlxkv_encoded_size(e);
+    if (!size) return RLXKV_ERR_INVALID;
+    buf = malloc(size);
+    if (!buf) return RLXKV_ERR_NOMEM;
+    rc = rlxkv_encode(e, fingerprint, buf, size, NULL);
+    if (rc) goto out;
+
+    rlxkv_blob_name(fingerprint, e->tokens, e->n_tokens, name);
+    /* Unique per process and handle, so concurrent savers never share a
+     * temporary file; ".tmp" keeps it out of every listing. */
+    snprintf(tmp_name, sizeof tmp_name, "%s.%lx-%" PRIxPTR "-%" PRIx64 ".tmp", name,
+             (unsigned long)getpid(), (uintptr_t)s, s->seq++);
+    join(s, s->path, name);
+    join(s, s->tmp, tmp_name);
+
+    fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        rc = io_status(errno);
+        goto out;
+    }
+    rc = write_all(s, fd, buf, size);
+    if (!rc && s->io.sync(s->io.ctx, fd) != 0) rc = io_status(errno);
+    /* close can report a deferred write error (NFS, quotas): it counts. */
+    if (s->io.close(s->io.ctx, fd) != 0 && !rc) rc = io_status(errno);
+    if (!rc && s->io.rename(s->io.ctx, s->tmp, s->path) != 0) rc = io_status(errno);
+    if (rc) s->io.unlink(s->io.ctx, s->tmp);
+    else sync_dir(s);
+out:
+    free(buf);
+    return rc;
+}
+
+int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c) {
+    uint64_t fp;
+    if (!s || !c) return RLXKV_ERR_INVALID;
+    fp = rlxkv_cache_fingerprint(c);
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e)) {
+        int rc;
+        if (!rlxkv_cache_is_dirty(c, e)) continue;
+        rc = rlxkv_store_save(s, e, fp);
+        if (rc) return rc;
+        rlxkv_cache_mark_clean(c, e);
+    }
+    return RLXKV_OK;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Read / load
+ * ---------------------------------------------------------------------- */
+
+/* Decodes a file's bytes, and refuses a valid blob whose file name is not
+ * the one its own fingerprint and tokens give: a renamed file or a hash
+ * collision must never answer for other tokens. */
+static int decode_named(const char *name, const uint8_t *buf, size_t len,
+                        const uint64_t *expect_fp, rlxkv_entry **out) {
+    char want[32];
+    uint64_t fp = 0;
+    int rc = rlxkv_decode(buf, len, expect_fp, out, &fp);
+    if (rc != RLXKV_OK) return rc;
+    rlxkv_blob_name(fp, (*out)->tokens, (*out)->n_tokens, want);
+    if (strcmp(want, name) != 0) {
+        rlxkv_entry_free(*out);
+        *out = NULL;
+        return RLXKV_ERR_CORRUPT;
+    }
+    return RLXKV_OK;
+}
+
+/* decode_named's verdict, building the entry only when out is given (the
+ * blobs that load leaves out are judged, not decoded). Stale is, as in
+ * rlxkv_decode, a right magic with another fingerprint, whatever follows. */
+static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp,
+                 rlxkv_entry **out) {
+    rlxkv_blob_meta m;
+    char want[32];
+    int rc;
+    if (out) return decode_named(name, buf, len, &fp, out);
+    if (len >= 16 && !memcmp(buf, "RLXKV001", 8) && rlxkv_load_u64le(buf + 8) != fp)
+        return RLXKV_STALE;
+    rc = rlxkv_inspect(buf, len, &m);
+    if (rc) return rc;
+    blob_name_of(buf, &m, want);
+    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
+}
+
+/* A file this host could hold in memory at all: larger ones (beyond a
+ * 32-bit size_t on wasm) are reported as unreadable, not tried. */
+static int readable(uint64_t size) { return size < SIZE_MAX / 2; }
+
+static size_t size_hint_of(uint64_t size) {
+    return size < SIZE_MAX ? (size_t)size : SIZE_MAX;
+}
+
+int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
+                     rlxkv_entry **out) {
+    struct stat st;
+    uint8_t *buf;
+    size_t len;
+    int rc;
+
+    if (!out) return RLXKV_ERR_INVALID;
+    *out = NULL;
+    if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
+    join(s, s->path, name);
+    if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    rc = read_file(s, s->path, size_hint_of(st.st_size > 0 ? (uint64_t)st.st_size : 0), &buf, &len);
+    if (rc) return rc;
+    rc = decode_named(name, buf, len, expect_fp, out);
+    free(buf);
+    return rc;
+}
+
+int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) {
+    rlxkv_load_report r;
+    rlxkv_entry **held = NULL;
+    size_t n = 0, n_held = 0, held_bytes = 0, cap;
+    rlxkv_stats stats;
+    cand *v = NULL;
+    uint64_t fp;
+    int rc, full;
+
+    memset(&r, 0, sizeof r);
+    if (report) *report = r;
+    if (!s || !c) return RLXKV_ERR_INVALID;
+    fp = rlxkv_cache_fingerprint(c);
+    rlxkv_cache_stats(c, &stats);
+    cap = stats.cap_bytes;
+    full = cap == 0; /* a disabled cache takes nothing */
+
+    rc = scan(s, &v, &n);
+    if (rc) return rc;
+    if (n && !(held = malloc(n * sizeof *held))) {
+        free(v);
+        return RLXKV_ERR_NOMEM;
+    }
+
+    /* Newest first, holding entries while the cap allows (always at least
+     * one); every older valid blob is then left out. Every file is still
+     * read, so that the report tells skipped from stale and corrupt. */
+    qsort(v, n, sizeof *v, cmp_newest_first);
+    for (size_t i = 0; i < n; i++) {
+        rlxkv_entry *e = NULL;
+        uint8_t *buf;
+        size_t len, kv;
+
+        if (!readable(v[i].size)) {
+            r.corrupt++;
+            continue;
+        }
+        rc = read_file(s, join(s, s->path, v[i].name), size_hint_of(v[i].size), &buf, &len);
+        if (rc == RLXKV_OK) {
+            rc = judge(v[i].name, buf, len, fp, full ? NULL : &e);
+            free(buf);
+        }
+        if (rc == RLXKV_ERR_NOMEM) goto fail;
+        if (rc == RLXKV_ERR_NOTFOUND) continue; /* removed since the scan */
+        if (rc == RLXKV_STALE) {
+            r.stale++;
+            continue;
+        }
+        if (rc) {
+            r.corrupt++;
+            continue;
+        }
+        if (full) {
+            r.skipped++;
+            continue;
+        }
+        kv = rlxkv_entry_kv_bytes(e);
+        if (n_held && (held_bytes > cap || kv > cap - held_bytes)) {
+            full = 1;
+            r.skipped++;
+            rlxkv_entry_free(e);
+            continue;
+        }
+        held[n_held++] = e;
+        held_bytes += kv;
+    }
+
+    /* Oldest first, so the newest end up most recently used. put keeps the
+     * entry it is given (cap > 0 here), so its tokens stay valid after. */
+    rc = RLXKV_OK;
+    while (n_held) {
+        rlxkv_entry *e = held[--n_held];
+        size_t kv = rlxkv_entry_kv_bytes(e);
+        const rlxkv_entry *in;
+        int prc = rlxkv_cache_put(c, e);
+        if (prc == RLXKV_ERR_NOMEM) {
+            rc = prc;
+            goto fail;
+        }
+        if (prc) { /* NOSPACE: pinned entries leave no room */
+            r.skipped++;
+            continue;
+        }
+        in = rlxkv_cache_get(c, e->tokens, e->n_tokens);
+        if (in) rlxkv_cache_mark_clean(c, in);
+        r.loaded++;
+        r.bytes += kv;
+    }
+    free(held);
+    free(v);
+    if (report) *report = r;
+    return RLXKV_OK;
+
+fail:
+    while (n_held) rlxkv_entry_free(held[--n_held]);
+    free(held);
+    free(v);
+    if (report) *report = r;
+    return rc;
+}
+
+/* ---------------------------------------------------------------------- *
+ * List / remove / prune
+ * ---------------------------------------------------------------------- */
+static int cmp_info_name(const void *a, const void *b) {
+    return strcmp(((const rlxkv_blob_info *)a)->name, ((const rlxkv_blob_info *)b)->name);
+}
+
+int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n_out) {
+    rlxkv_blob_info *info;
+    size_t n = 0, k = 0;
+    cand *v = NULL;
+    int rc;
+
+    if (out) *out = NULL;
+    if (n_out) *n_out = 0;
+    if (!s || !out || !n_out) return RLXKV_ERR_INVALID;
+    rc = scan(s, &v, &n);
+    if (rc) return rc;
+    info = calloc(n ? n : 1, sizeof *info);
+    if (!info) {
+        free(v);
+        return RLXKV_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n && rc == RLXKV_OK; i++) {
+        rlxkv_blob_info *b = &info[k];
+        rlxkv_blob_meta m;
+        uint8_t *buf;
+        size_t len;
+        int frc;
+
+        memcpy(b->name, v[i].name, sizeof b->name);
+        b->file_bytes = size_hint_of(v[i].size);
+        b->mtime = v[i].mtime;
+        if (!readable(v[i].size)) {
+            b->status = RLXKV_BLOB_CORRUPT;
+            b->error = RLXKV_ERR_NOMEM;
+            k++;
+            continue;
+        }
+        frc = read_file(s, join(s, s->path, v[i].name), b->file_bytes, &buf, &len);
+        if (frc == RLXKV_ERR_NOMEM) rc = frc;
+        if (frc == RLXKV_ERR_NOMEM || frc == RLXKV_ERR_NOTFOUND) continue; /* gone since the scan */
+        k++;
+        if (frc == RLXKV_OK) {
+            char want[32];
+            b->file_bytes = len;
+            frc = rlxkv_inspect(buf, len, &m);
+            if (frc == RLXKV_OK) {
+                blob_name_of(buf, &m, want);
+                if (strcmp(want, b->name) != 0) frc = RLXKV_ERR_CORRUPT;
+            }
+            free(buf);
+        }
+        if (frc) {
+            b->status = RLXKV_BLOB_CORRUPT;
+            b->error = frc;
+        } else {
+            b->status = m.fingerprint == fingerprint ? RLXKV_BLOB_OK : RLXKV_BLOB_STALE;
+            b->n_tokens = m.n_tokens;
+            b->fingerprint = m.fingerprint;
+        }
+    }
+    free(v);
+    if (rc) {
+        free(info);
+        return rc;
+    }
+    qsort(info, k, sizeof *info, cmp_info_name);
+    *out = info;
+    *n_out = k;
+    return RLXKV_OK;
+}
+
+int rlxkv_store_remove(rlxkv_store *s, const char *name) {
+    if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
+    if (s->io.unlink(s->io.ctx, join(s, s->path, name)) == 0) return RLXKV_OK;
+    return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+}
+
+static int cmp_name32(const void *a, const void *b) { return strcmp(a, b); }
+
+/* The blob names of every entry in keep, sorted for bsearch. */
+static int keep_names(const rlxkv_cache *keep, char (**out)[32], size_t *n_out) {
+    char (*names)[32];
+    size_t n = 0, i = 0;
+    uint64_t fp;
+
+    *out = NULL;
+    *n_out = 0;
+    if (!keep) return RLXKV_OK;
+    for (const rlxkv_entry *e = rlxkv_cache_next(keep, NULL); e; e = rlxkv_cache_next(keep, e)) n++;
+    if (!n) return RLXKV_OK;
+    names = malloc(n * sizeof *names);
+    if (!names) return RLXKV_ERR_NOMEM;
+    fp = rlxkv_cache_fingerprint(keep);
+    for (const rlxkv_entry *e = rlxkv_cache_next(keep, NULL); e && i < n; e = rlxkv_cache_next(keep, e))
+        rlxkv_blob_name(fp, e->tokens, e->n_tokens, names[i++]);
+    qsort(names, i, sizeof *names, cmp_name32);
+    *out = names;
+    *n_out = i;
+    return RLXKV_OK;
+}
+
+/* Indices of blobs sorted oldest first (ties by name). */
+typedef struct age_ctx { const rlxkv_blob_info *info; size_t idx; } age_ctx;
+static int cmp_oldest_first(const void *a, const void *b) {
+    const age_ctx *x = a, *y = b;
+    if (x->info->mtime != y->info->mtime) return x->info->mtime < y->info->mtime ? -1 : 1;
+    return strcmp(x->info->name, y->info->name);
+}
+
+int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
+                      unsigned flags, const rlxkv_cache *keep,
+                      rlxkv_prune_report *report) {
+    rlxkv_prune_report r;
+    rlxkv_blob_info *info = NULL;
+    char (*kept)[32] = NULL;
+    size_t n = 0, n_kept = 0, n_victims = 0, n_ok = 0;
+    size_t *victims = NULL;
+    age_ctx *ok = NULL;
+    uint64_t fp_bytes = 0, all_bytes = 0;
+    int rc;
+
+    memset(&r, 0, sizeof r);
+    if (report) *report = r;
+    if (!s) return RLXKV_ERR_INVALID;
+    rc = rlxkv_store_list(s, fingerprint, &info, &n);
+    if (rc) return rc;
+    rc = keep_names(keep, &kept, &n_kept);
+    if (rc) goto done;
+    rc = RLXKV_ERR_NOMEM;
+    victims = malloc((n ? n : 1) * sizeof *victims);
+    ok = malloc((n ? n : 1) * sizeof *ok);
+    if (!victims || !ok) goto done;
+
+    /* Corrupt and stale blobs first, then the fingerprint's oldest until
+     * its files fit max_bytes. A blob of an entry in keep always stays. */
+    for (size_t i = 0; i < n; i++) {
+        int guarded = n_kept && bsearch(info[i].name, kept, n_kept, sizeof *kept, cmp_name32);
+        all_bytes += info[i].file_bytes;
+        if (info[i].status == RLXKV_BLOB_OK) {
+            fp_bytes += info[i].file_bytes;
+            if (!guarded) ok[n_ok++] = (age_ctx){&info[i], i};
+        } else if (!guarded && (info[i].status == RLXKV_BLOB_CORRUPT ||
+                                !(flags & RLXKV_PRUNE_KEEP_STALE))) {
+            victims[n_victims++] = i;
+        }
+    }
+    if (max_bytes != SIZE_MAX) {
+        qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
+        for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
+            victims[n_victims++] = ok[j].idx;
+            fp_bytes -= ok[j].info->file_bytes;
+        }
+    }
+
+    /* Stop at the first failure: what was removed is gone, the rest is
+     * untouched, and the report says which is which. */
+    rc = RLXKV_OK;
+    for (size_t j = 0; j < n_victims; j++) {
+        const rlxkv_blob_info *b = &info[victims[j]];
+        if (!(flags & RLXKV_PRUNE_DRY_RUN)) {
+            int urc = rlxkv_store_remove(s, b->name);
+            if (urc && urc != RLXKV_ERR_NOTFOUND) {
+                rc = urc;
+                break;
+            }
+        }
+        r.removed++;
+        r.removed_bytes += b->file_bytes;
+    }
+    r.kept = n - r.removed;
+    all_bytes -= r.removed_bytes;
+    r.kept_bytes = all_bytes < SIZE_MAX ? (size_t)all_bytes : SIZE_MAX;
+done:
+    if (report) *report = r;
+    free(ok);
+    free(victims);
+    free(kept);
+    free(info);
+    return rc;
+}

@@ -1,0 +1,913 @@
+/* Tests of the cache: lookup, LRU, pins, partial reuse, scale, and a
+ * randomized comparison against a linear-scan model. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_check.h"
+#include "check.h"
+#include "rlxkv.h"
+
+/* TOKS(1, 2, 3) passes a token array and its length. */
+#define TOKS(...) \
+    (const uint32_t[]){__VA_ARGS__}, sizeof((const uint32_t[]){__VA_ARGS__}) / sizeof(uint32_t)
+
+/* An entry of n tokens with blocks of the given lengths; block b holds
+ * fill + b * 1000 + i at float i, so copies can be checked exactly. */
+static rlxkv_entry *make(const uint32_t *t, size_t n, size_t n_layers, const size_t *lens,
+                         float fill) {
+    rlxkv_entry *e = rlxkv_entry_new(n, n_layers, lens, NULL);
+    if (!e) abort();
+    if (n) memcpy(rlxkv_entry_tokens_mut(e), t, n * sizeof *t);
+    for (size_t b = 0; b < 2 * n_layers; b++) {
+        float *f = rlxkv_entry_block_mut(e, b);
+        for (size_t i = 0; i < lens[b]; i++) f[i] = fill + (float)(b * 1000 + i);
+    }
+    return e;
+}
+
+/* The reference's kv(past, fill): one layer, K and V of 2 floats per
+ * token, so 16 bytes per token (64 for four tokens). */
+static int put_kv(rlxkv_cache *c, const uint32_t *t, size_t n, float fill) {
+    size_t lens[2] = {2 * n, 2 * n};
+    return rlxkv_cache_put(c, make(t, n, 1, lens, fill));
+}
+
+/* An entry of `bytes` bytes whatever its tokens (one K float per 4 bytes);
+ * not row-major unless the numbers happen to divide. */
+static int put_bytes(rlxkv_cache *c, const uint32_t *t, size_t n, size_t bytes) {
+    size_t lens[2] = {bytes / 4, 0};
+    return rlxkv_cache_put(c, make(t, n, 1, lens, 0));
+}
+
+/* matched on a hit, -1 on a miss. */
+static long matched(rlxkv_cache *c, const uint32_t *q, size_t n) {
+    rlxkv_hit h;
+    return rlxkv_cache_lookup(c, q, n, &h) == 1 ? (long)h.matched : -1;
+}
+
+static long partial(rlxkv_cache *c, const uint32_t *q, size_t n, size_t max_match,
+                    rlxkv_hit *h) {
+    return rlxkv_cache_lookup_partial(c, q, n, max_match, h) == 1 ? (long)h->matched : -1;
+}
+
+/* n_tokens, or 0 for no entry (so a failed check does not crash the rest). */
+static size_t n_of(const rlxkv_entry *e) { return e ? rlxkv_entry_n_tokens(e) : 0; }
+
+/* KV bytes of the entry with exactly these tokens, 0 if none. */
+static size_t bytes_of(const rlxkv_cache *c, const uint32_t *t, size_t n) {
+    const rlxkv_entry *e = rlxkv_cache_get(c, t, n);
+    return e ? rlxkv_entry_kv_bytes(e) : 0;
+}
+
+static int has(const rlxkv_cache *c, const uint32_t *t, size_t n) {
+    return rlxkv_cache_get(c, t, n) != NULL;
+}
+
+static rlxkv_stats stats(const rlxkv_cache *c) {
+    rlxkv_stats s;
+    rlxkv_cache_stats(c, &s);
+    return s;
+}
+
+static int consistent(const rlxkv_cache *c) { return rlxkv_cache_check(c, NULL, NULL); }
+
+/* ---- the reference's tests -------------------------------------------- */
+
+static void longest_prefix_picks_deepest_match(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    put_kv(c, TOKS(1, 2), 0.1f);
+    put_kv(c, TOKS(1, 2, 3, 4), 0.2f);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3, 4, 5, 6), &h), 1);
+    CHECK_EQ(h.matched, 4);
+    CHECK_EQ(n_of(h.entry), 4);
+    CHECK_EQ(rlxkv_entry_tokens(h.entry)[3], 4);
+    /* A query that only shares the shorter prefix falls back to it. */
+    CHECK_EQ(matched(c, TOKS(1, 2, 9)), 2);
+    CHECK_EQ(matched(c, TOKS(1, 2, 3)), 2);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void no_match_returns_none(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    put_kv(c, TOKS(5, 6), 0.0f);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3), &h), 0);
+    CHECK(h.entry == NULL);
+    /* An entry longer than the query can't be a prefix of it. */
+    CHECK_EQ(matched(c, TOKS(5)), -1);
+    CHECK_EQ(matched(c, NULL, 0), -1);
+    rlxkv_cache_free(c);
+}
+
+static void lru_evicts_when_over_cap(void) {
+    rlxkv_cache *c = rlxkv_cache_new(100, 0); /* room for one 64-byte entry, not two */
+    put_kv(c, TOKS(1, 2, 3, 4), 0.1f);
+    put_kv(c, TOKS(5, 6, 7, 8), 0.2f);  /* evicts the first */
+    CHECK_EQ(stats(c).entries, 1);
+    CHECK_EQ(stats(c).bytes, 64);
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 4)), -1);
+    CHECK_EQ(matched(c, TOKS(5, 6, 7, 8)), 4);
+    CHECK_EQ(stats(c).evictions, 1);
+    rlxkv_cache_free(c);
+}
+
+static void lru_keeps_recently_used(void) {
+    rlxkv_cache *c = rlxkv_cache_new(140, 0); /* two entries fit (128), a third evicts */
+    put_kv(c, TOKS(1, 1, 1, 1), 0.1f);
+    put_kv(c, TOKS(2, 2, 2, 2), 0.2f);
+    matched(c, TOKS(1, 1, 1, 1));       /* touch entry 1: entry 2 is LRU */
+    put_kv(c, TOKS(3, 3, 3, 3), 0.3f);  /* evicts entry 2 */
+    CHECK_EQ(matched(c, TOKS(1, 1, 1, 1)), 4);
+    CHECK_EQ(matched(c, TOKS(2, 2, 2, 2)), -1);
+    CHECK_EQ(matched(c, TOKS(3, 3, 3, 3)), 4);
+    rlxkv_cache_free(c);
+}
+
+/* ---- lookup details --------------------------------------------------- */
+
+static void empty_entry_is_stored_but_never_matches(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    CHECK_EQ(put_kv(c, NULL, 0, 0), RLXKV_OK);
+    CHECK(has(c, NULL, 0));
+    CHECK_EQ(matched(c, TOKS(1, 2)), -1);
+    CHECK_EQ(matched(c, NULL, 0), -1);
+    put_kv(c, TOKS(1), 0);
+    CHECK_EQ(matched(c, TOKS(1, 2)), 1);
+    CHECK_EQ(rlxkv_cache_remove(c, NULL, 0), RLXKV_OK);
+    CHECK(!has(c, NULL, 0));
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void get_is_exact_and_does_not_touch(void) {
+    rlxkv_cache *c = rlxkv_cache_new(140, 0);
+    put_kv(c, TOKS(1, 2, 3, 4), 0);
+    put_kv(c, TOKS(1, 2, 5, 6), 0);
+    CHECK(rlxkv_cache_get(c, TOKS(1, 2)) == NULL);      /* a branch point, no entry */
+    CHECK(rlxkv_cache_get(c, TOKS(1, 2, 3)) == NULL);
+    CHECK(rlxkv_cache_get(c, TOKS(1, 2, 3, 4, 5)) == NULL);
+    CHECK(has(c, TOKS(1, 2, 3, 4)));
+    CHECK_EQ(stats(c).hits + stats(c).misses, 0);
+    put_kv(c, TOKS(7, 7, 7, 7), 0); /* the first is still LRU: get did not touch it */
+    CHECK(!has(c, TOKS(1, 2, 3, 4)));
+    CHECK(has(c, TOKS(1, 2, 5, 6)));
+    rlxkv_cache_free(c);
+}
+
+static void remove_prunes_the_tree(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    size_t nodes, labels;
+    put_kv(c, TOKS(1, 2, 3, 4), 0);
+    put_kv(c, TOKS(1, 2, 5, 6), 0);
+    put_kv(c, TOKS(1, 2), 0);
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(nodes, 4);
+    CHECK_EQ(labels, 6);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2)), RLXKV_ERR_NOTFOUND);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 3, 4)), RLXKV_OK);
+    /* [1 2] lost its entry and a child: it merges into [5 6]. */
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(nodes, 2);
+    CHECK_EQ(labels, 4);
+    CHECK_EQ(matched(c, TOKS(1, 2, 5, 6, 7)), 4);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 5, 6)), RLXKV_OK);
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(nodes, 1);
+    CHECK_EQ(stats(c).entries, 0);
+    CHECK_EQ(stats(c).bytes, 0);
+    rlxkv_cache_free(c);
+}
+
+/* ---- replacement, cap 0, kept alone ----------------------------------- */
+
+static void replacing_updates_bytes_recency_and_keeps_pin(void) {
+    rlxkv_cache *c = rlxkv_cache_new(200, 0);
+    put_kv(c, TOKS(1, 1, 1, 1), 1);   /* 64 bytes */
+    put_kv(c, TOKS(2, 2, 2, 2), 2);
+    CHECK_EQ(stats(c).bytes, 128);
+    put_bytes(c, TOKS(1, 1, 1, 1), 32); /* replaces, smaller */
+    CHECK_EQ(stats(c).entries, 2);
+    CHECK_EQ(stats(c).bytes, 96);
+    CHECK_EQ(bytes_of(c, TOKS(1, 1, 1, 1)), 32);
+    /* The replacement is the most recent: the next eviction takes [2 2 2 2]. */
+    CHECK(rlxkv_cache_next(c, NULL) == rlxkv_cache_get(c, TOKS(1, 1, 1, 1)));
+    put_kv(c, TOKS(3, 3, 3, 3), 3);   /* 160 */
+    put_kv(c, TOKS(4, 4, 4, 4), 4);   /* 224 > 200: evicts the LRU */
+    CHECK(has(c, TOKS(1, 1, 1, 1)));
+    CHECK(!has(c, TOKS(2, 2, 2, 2)));
+    CHECK_EQ(stats(c).evictions, 1);
+
+    /* A pinned entry stays pinned through replacement. */
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(3, 3, 3, 3)), RLXKV_OK);
+    put_kv(c, TOKS(3, 3, 3, 3), 30);
+    const rlxkv_entry *e = rlxkv_cache_get(c, TOKS(3, 3, 3, 3));
+    CHECK(rlxkv_cache_is_pinned(c, e));
+    CHECK_EQ(rlxkv_entry_block(e, 0)[0], 30.0f);
+    CHECK_EQ(stats(c).pinned_entries, 1);
+    CHECK_EQ(stats(c).pinned_bytes, 64);
+    CHECK_EQ(stats(c).bytes, 160);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void cap_zero_disables(void) {
+    rlxkv_cache *c = rlxkv_cache_new(0, 0);
+    const float k[2] = {1, 2}, *kp = k;
+    size_t len = 2;
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK); /* freed: ASan would see a leak */
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, &kp, &len, &kp, &len), RLXKV_OK);
+    CHECK_EQ(stats(c).entries, 0);
+    CHECK_EQ(matched(c, TOKS(1, 2)), -1);
+
+    /* set_cap(0) drops every unpinned entry, keeps pinned ones. */
+    rlxkv_cache_set_cap(c, 1000);
+    put_kv(c, TOKS(1, 2), 0);
+    put_kv(c, TOKS(3, 4), 0);
+    put_kv(c, TOKS(5, 6), 0);
+    rlxkv_cache_pin(c, TOKS(3, 4));
+    rlxkv_cache_set_cap(c, 0);
+    CHECK_EQ(stats(c).entries, 1);
+    CHECK(has(c, TOKS(3, 4)));
+    CHECK_EQ(stats(c).evictions, 2);
+    /* And a later insert, even of the pinned tokens, stores nothing. */
+    CHECK_EQ(put_bytes(c, TOKS(3, 4), 4), RLXKV_OK);
+    CHECK_EQ(bytes_of(c, TOKS(3, 4)), 32);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void oversized_entry_is_kept_alone(void) {
+    rlxkv_cache *c = rlxkv_cache_new(100, 0);
+    put_kv(c, TOKS(1), 0);
+    put_kv(c, TOKS(2), 0);
+    CHECK_EQ(put_bytes(c, TOKS(3, 3), 400), RLXKV_OK);
+    CHECK_EQ(stats(c).entries, 1);
+    CHECK_EQ(stats(c).bytes, 400);
+    CHECK_EQ(matched(c, TOKS(3, 3, 3)), 2);
+    /* set_cap keeps it too, while it is alone... */
+    rlxkv_cache_set_cap(c, 50);
+    CHECK_EQ(stats(c).entries, 1);
+    /* ...and it goes as soon as anything else comes in. */
+    put_kv(c, TOKS(4), 0);
+    CHECK(!has(c, TOKS(3, 3)));
+    CHECK(has(c, TOKS(4)));
+    CHECK_EQ(stats(c).bytes, 16);
+    rlxkv_cache_free(c);
+}
+
+static void oversized_entry_is_kept_beside_empty_pins(void) {
+    /* Pinned entries of no bytes leave the whole cap free: "alone" is about
+     * bytes, so the oversized entry is kept (not evicted by its own put). */
+    rlxkv_cache *c = rlxkv_cache_new(100, 0);
+    put_bytes(c, TOKS(1), 0);
+    rlxkv_cache_pin(c, TOKS(1));
+    put_kv(c, TOKS(2), 0);
+    CHECK_EQ(put_bytes(c, TOKS(3), 400), RLXKV_OK);
+    CHECK(has(c, TOKS(3)));
+    CHECK(!has(c, TOKS(2)));
+    CHECK_EQ(stats(c).entries, 2);
+    rlxkv_cache_set_cap(c, 10);
+    CHECK(has(c, TOKS(3)));
+    rlxkv_cache_free(c);
+}
+
+/* ---- pins ------------------------------------------------------------- */
+
+static void pinned_entries_are_never_evicted(void) {
+    rlxkv_cache *c = rlxkv_cache_new(140, 0);
+    put_kv(c, TOKS(9, 9, 9, 9), 0);
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(9, 9, 9, 9)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(9, 9, 9, 9)), RLXKV_OK); /* twice is fine */
+    for (uint32_t i = 0; i < 50; i++) put_kv(c, (uint32_t[]){i, i, i, 100 + i}, 4, 0);
+    CHECK(has(c, TOKS(9, 9, 9, 9)));
+    CHECK_EQ(stats(c).entries, 2);
+    CHECK_EQ(stats(c).pinned_entries, 1);
+    rlxkv_cache_set_cap(c, 1);
+    CHECK(has(c, TOKS(9, 9, 9, 9)));
+    CHECK_EQ(stats(c).entries, 1);
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(9, 9, 9)), RLXKV_ERR_NOTFOUND);
+    CHECK_EQ(rlxkv_cache_unpin(c, TOKS(8)), RLXKV_ERR_NOTFOUND);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void nospace_changes_nothing(void) {
+    rlxkv_cache *c = rlxkv_cache_new(140, 0);
+    put_kv(c, TOKS(1, 1, 1, 1), 0);  /* 64, pinned */
+    rlxkv_cache_pin(c, TOKS(1, 1, 1, 1));
+    put_kv(c, TOKS(2, 2, 2, 2), 2);  /* 64 */
+    rlxkv_stats before = stats(c);
+    const rlxkv_entry *old = rlxkv_cache_get(c, TOKS(2, 2, 2, 2));
+    /* 64 pinned + 80 > 140: refused, and the entry with these tokens stays. */
+    CHECK_EQ(put_bytes(c, TOKS(2, 2, 2, 2), 80), RLXKV_ERR_NOSPACE);
+    CHECK(rlxkv_cache_get(c, TOKS(2, 2, 2, 2)) == old);
+    CHECK_EQ(bytes_of(c, TOKS(2, 2, 2, 2)), 64);
+    CHECK_EQ(put_bytes(c, TOKS(3), 100), RLXKV_ERR_NOSPACE);
+    CHECK(!has(c, TOKS(3)));
+    rlxkv_stats after = stats(c);
+    CHECK(before.entries == after.entries && before.bytes == after.bytes);
+    CHECK(before.pinned_bytes == after.pinned_bytes && before.evictions == after.evictions);
+    /* 76 fits beside the pin: the unpinned one makes way. */
+    CHECK_EQ(put_bytes(c, TOKS(3), 76), RLXKV_OK);
+    CHECK(!has(c, TOKS(2, 2, 2, 2)));
+    /* Replacing the pinned entry itself counts only the other pins. */
+    CHECK_EQ(put_bytes(c, TOKS(1, 1, 1, 1), 500), RLXKV_OK);
+    CHECK_EQ(stats(c).entries, 1); /* kept alone, pinned */
+    CHECK_EQ(stats(c).pinned_bytes, 500);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void unpin_makes_evictable(void) {
+    rlxkv_cache *c = rlxkv_cache_new(140, 0);
+    put_kv(c, TOKS(1, 1, 1, 1), 0);
+    rlxkv_cache_pin(c, TOKS(1, 1, 1, 1));
+    put_kv(c, TOKS(2, 2, 2, 2), 0);
+    put_kv(c, TOKS(3, 3, 3, 3), 0); /* evicts 2: 1 is pinned */
+    CHECK(has(c, TOKS(1, 1, 1, 1)));
+    CHECK(!has(c, TOKS(2, 2, 2, 2)));
+    CHECK_EQ(rlxkv_cache_unpin(c, TOKS(1, 1, 1, 1)), RLXKV_OK);
+    CHECK(!rlxkv_cache_is_pinned(c, rlxkv_cache_get(c, TOKS(1, 1, 1, 1))));
+    CHECK_EQ(stats(c).pinned_entries, 0);
+    /* Unpinned, it counts as just used: 3 goes first, then 1. */
+    put_kv(c, TOKS(4, 4, 4, 4), 0);
+    CHECK(!has(c, TOKS(3, 3, 3, 3)));
+    CHECK(has(c, TOKS(1, 1, 1, 1)));
+    put_kv(c, TOKS(5, 5, 5, 5), 0);
+    CHECK(!has(c, TOKS(1, 1, 1, 1)));
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+/* ---- partial reuse ---------------------------------------------------- */
+
+/* One layer: K of 3 floats per token, V of 2. */
+static int put_rows(rlxkv_cache *c, const uint32_t *t, size_t n, float fill) {
+    size_t lens[2] = {3 * n, 2 * n};
+    return rlxkv_cache_put(c, make(t, n, 1, lens, fill));
+}
+
+static void partial_reuse_trims_to_the_common_prefix(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    put_rows(c, TOKS(1, 2, 3, 4, 5, 6), 0);
+    /* Shares 4 tokens: a plain lookup misses, a partial one reuses 4 rows. */
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 4, 9)), -1);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), 4);
+    CHECK_EQ(n_of(h.entry), 6);
+    CHECK_EQ(rlxkv_hit_n_floats(&h), 4 * 3 + 4 * 2);
+    /* A query that ends inside the entry. */
+    CHECK_EQ(partial(c, TOKS(1, 2), 100, &h), 2);
+    CHECK_EQ(partial(c, TOKS(2, 1), 100, &h), -1);
+    /* Branching off higher up, past a shorter full entry. */
+    put_rows(c, TOKS(1, 2, 3), 0);
+    put_rows(c, TOKS(1, 2, 3, 4, 5, 7), 0);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 8), 100, &h), 4);
+    CHECK_EQ(n_of(h.entry), 6);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 8), 100, &h), 3);
+    CHECK(h.entry == rlxkv_cache_get(c, TOKS(1, 2, 3))); /* full wins the tie */
+    CHECK_EQ(stats(c).tokens_reused, 4 + 2 + 4 + 3);
+    rlxkv_cache_free(c);
+}
+
+static void partial_reuse_respects_max_match(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    put_rows(c, TOKS(1, 2, 3, 4, 5, 6), 0);
+    put_rows(c, TOKS(1, 2), 0);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 3, &h), 3); /* full prefix, trimmed */
+    CHECK_EQ(n_of(h.entry), 6);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 2, &h), 2); /* the full [1 2] wins the tie */
+    CHECK_EQ(n_of(h.entry), 2);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 1, &h), 1);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 0, &h), -1); /* matched must be >= 1 */
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 99, &h), 6);
+    rlxkv_cache_free(c);
+}
+
+static void partial_reuse_refuses_non_row_major(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    size_t lens[2] = {3 * 6 + 1, 2 * 6}; /* K is not one row per token */
+    rlxkv_cache_put(c, make((const uint32_t[]){1, 2, 3, 4, 5, 6}, 6, 1, lens, 0));
+    CHECK(!rlxkv_entry_row_major(rlxkv_cache_get(c, TOKS(1, 2, 3, 4, 5, 6))));
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), -1);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 3, &h), -1);  /* no trimming either */
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 6, &h), 6);   /* whole is fine */
+    CHECK_EQ(rlxkv_hit_n_floats(&h), 3 * 6 + 1 + 2 * 6);
+    /* A row-major sibling is found past it. */
+    put_rows(c, TOKS(1, 2, 3, 7), 0);
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), 3);
+    CHECK_EQ(rlxkv_entry_tokens(h.entry)[3], 7);
+    rlxkv_cache_free(c);
+}
+
+static void hit_copy_takes_the_first_rows_exactly(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    /* Two layers through rlxkv_cache_insert, K and V of different widths. */
+    enum { N = 5 };
+    float k0[N * 4], k1[N * 4], v0[N * 2], v1[N * 2];
+    for (int i = 0; i < N * 4; i++) k0[i] = (float)i, k1[i] = 100.0f + (float)i;
+    for (int i = 0; i < N * 2; i++) v0[i] = 200.0f + (float)i, v1[i] = 300.0f + (float)i;
+    const float *k[2] = {k0, k1}, *v[2] = {v0, v1};
+    size_t kl[2] = {N * 4, N * 4}, vl[2] = {N * 2, N * 2};
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(10, 11, 12, 13, 14), 2, k, kl, v, vl), RLXKV_OK);
+
+    rlxkv_hit h;
+    float out[N * 12];
+    size_t lens[4];
+    CHECK_EQ(partial(c, TOKS(10, 11, 12, 99), 100, &h), 3);
+    CHECK_EQ(rlxkv_hit_n_floats(&h), 3 * 4 * 2 + 3 * 2 * 2);
+    rlxkv_hit_copy(&h, out, lens);
+    CHECK(lens[0] == 12 && lens[1] == 12 && lens[2] == 6 && lens[3] == 6);
+    CHECK(memcmp(out, k0, 12 * sizeof(float)) == 0);
+    CHECK(memcmp(out + 12, k1, 12 * sizeof(float)) == 0);
+    CHECK(memcmp(out + 24, v0, 6 * sizeof(float)) == 0);
+    CHECK(memcmp(out + 30, v1, 6 * sizeof(float)) == 0);
+
+    /* A full hit copies everything. */
+    CHECK_EQ(matched(c, TOKS(10, 11, 12, 13, 14, 15)), 5);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(10, 11, 12, 13, 14), &h), 1);
+    CHECK_EQ(rlxkv_hit_n_floats(&h), N * 12);
+    rlxkv_hit_copy(&h, out, NULL);
+    CHECK(memcmp(out, k0, sizeof k0) == 0);
+    CHECK(memcmp(out + N * 4, k1, sizeof k1) == 0);
+    CHECK(memcmp(out + N * 8, v0, sizeof v0) == 0);
+    CHECK(memcmp(out + N * 10, v1, sizeof v1) == 0);
+    CHECK(memcmp(out, rlxkv_entry_floats(h.entry), sizeof out) == 0);
+    rlxkv_cache_free(c);
+}
+
+/* ---- iteration, dirty, stats, arguments ------------------------------- */
+
+static void iteration_is_pinned_first_then_most_recent(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    put_kv(c, TOKS(1), 0);
+    put_kv(c, TOKS(2), 0);
+    put_kv(c, TOKS(3), 0);
+    put_kv(c, TOKS(4), 0);
+    rlxkv_cache_pin(c, TOKS(2));
+    matched(c, TOKS(1, 5));
+    uint32_t want[4] = {2, 1, 4, 3}, i = 0;
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e), i++)
+        CHECK(i < 4 && rlxkv_entry_tokens(e)[0] == want[i]);
+    CHECK_EQ(i, 4);
+    rlxkv_cache_clear(c);
+    CHECK(rlxkv_cache_next(c, NULL) == NULL);
+    rlxkv_cache_free(c);
+}
+
+static void entries_are_dirty_until_marked_clean(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 42);
+    CHECK_EQ(rlxkv_cache_fingerprint(c), 42);
+    put_kv(c, TOKS(1, 2), 0);
+    const rlxkv_entry *e = rlxkv_cache_get(c, TOKS(1, 2));
+    CHECK(rlxkv_cache_is_dirty(c, e));
+    rlxkv_cache_mark_clean(c, e);
+    CHECK(!rlxkv_cache_is_dirty(c, e));
+    rlxkv_cache_pin(c, TOKS(1, 2));
+    CHECK(!rlxkv_cache_is_dirty(c, e)); /* pinning is not a change of content */
+    put_kv(c, TOKS(1, 2), 1);
+    CHECK(rlxkv_cache_is_dirty(c, rlxkv_cache_get(c, TOKS(1, 2))));
+    rlxkv_cache_free(c);
+}
+
+static void stats_count_hits_misses_and_reuse(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1000, 0);
+    put_kv(c, TOKS(1, 2, 3), 0);
+    put_rows(c, TOKS(7, 8, 9), 0);
+    matched(c, TOKS(1, 2, 3, 4));
+    matched(c, TOKS(1, 2, 3));
+    matched(c, TOKS(1, 2));
+    matched(c, TOKS(5));
+    rlxkv_hit h;
+    partial(c, TOKS(7, 8, 1), 9, &h);
+    partial(c, TOKS(1, 2, 1), 9, &h);   /* [1 2 3] is row-major too: 2 rows */
+    partial(c, TOKS(6), 9, &h);
+    rlxkv_stats s = stats(c);
+    CHECK_EQ(s.hits, 4);
+    CHECK_EQ(s.misses, 3);
+    CHECK_EQ(s.tokens_reused, 3 + 3 + 2 + 2);
+    CHECK_EQ(s.entries, 2);
+    CHECK_EQ(s.bytes, 48 + 60);
+    CHECK_EQ(s.cap_bytes, 1000);
+    CHECK_EQ(s.evictions, 0);
+    rlxkv_cache_set_cap(c, 60);
+    s = stats(c);
+    CHECK_EQ(s.evictions, 1);
+    CHECK_EQ(s.cap_bytes, 60);
+    CHECK_EQ(s.entries, 1);
+    rlxkv_cache_clear(c);
+    s = stats(c);
+    CHECK(s.entries == 0 && s.bytes == 0 && s.pinned_entries == 0 && s.hits == 4);
+    rlxkv_cache_free(c);
+}
+
+static void bad_arguments_are_refused(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1000, 0);
+    rlxkv_hit h;
+    rlxkv_stats s;
+    size_t lens[2] = {2, 2};
+    CHECK_EQ(rlxkv_cache_put(NULL, make(TOKS(1), 1, lens, 0)), RLXKV_ERR_INVALID); /* freed */
+    CHECK_EQ(rlxkv_cache_put(c, NULL), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(NULL, TOKS(1), 0, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(c, NULL, 3, 0, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, NULL, lens, NULL, lens), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_lookup(NULL, TOKS(1), &h), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_lookup(c, NULL, 2, &h), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_lookup_partial(c, NULL, 2, 5, &h), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_lookup_partial(NULL, TOKS(1), 5, &h), RLXKV_ERR_INVALID);
+    CHECK(rlxkv_cache_get(NULL, TOKS(1)) == NULL);
+    CHECK(rlxkv_cache_get(c, NULL, 1) == NULL);
+    CHECK_EQ(rlxkv_cache_remove(NULL, TOKS(1)), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_remove(c, NULL, 1), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_pin(NULL, TOKS(1)), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_unpin(c, NULL, 1), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_is_pinned(NULL, NULL), 0);
+    CHECK_EQ(rlxkv_cache_is_dirty(c, NULL), 0);
+    CHECK(rlxkv_cache_next(NULL, NULL) == NULL);
+    CHECK_EQ(rlxkv_hit_n_floats(NULL), 0);
+    rlxkv_cache_set_cap(NULL, 5);
+    rlxkv_cache_clear(NULL);
+    rlxkv_cache_mark_clean(NULL, NULL);
+    rlxkv_cache_stats(NULL, &s);
+    CHECK_EQ(s.entries, 0);
+    rlxkv_cache_free(NULL);
+    /* An entry already in a cache is refused, not freed twice. */
+    put_kv(c, TOKS(1), 0);
+    CHECK_EQ(rlxkv_cache_put(c, (rlxkv_entry *)rlxkv_cache_get(c, TOKS(1))), RLXKV_ERR_INVALID);
+    CHECK_EQ(stats(c).entries, 1);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+/* ---- scale ------------------------------------------------------------ */
+
+static void ten_thousand_entries_share_a_long_prefix(void) {
+    enum { P = 1500, E = 10000 };
+    rlxkv_cache *c = rlxkv_cache_new(SIZE_MAX, 0);
+    uint32_t *q = malloc((P + 3) * sizeof *q);
+    size_t lens[2] = {1, 1}, nodes, labels;
+    for (size_t i = 0; i < P; i++) q[i] = (uint32_t)(i * 7 + 3);
+    rlxkv_cache_put(c, make(q, P, 1, lens, 0));
+    for (uint32_t j = 0; j < E; j++) {
+        q[P] = 1000000 + j % 100;  /* suffixes branch at two levels */
+        q[P + 1] = j;
+        rlxkv_cache_put(c, make(q, P + 2, 1, lens, (float)j));
+    }
+    CHECK_EQ(stats(c).entries, E + 1);
+    int all = 1;
+    for (uint32_t j = 0; j < E; j++) {
+        rlxkv_hit h;
+        q[P] = 1000000 + j % 100;
+        q[P + 1] = j;
+        q[P + 2] = 5;
+        if (rlxkv_cache_lookup(c, q, P + 3, &h) != 1 || h.matched != P + 2 ||
+            rlxkv_entry_block(h.entry, 0)[0] != (float)j)
+            all = 0;
+    }
+    CHECK(all);
+    q[P + 1] = E + 1; /* an unknown suffix falls back to the prefix */
+    CHECK_EQ(matched(c, q, P + 2), P);
+    /* The prefix is stored once in the tree, not once per entry. */
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK(nodes <= 2 * (E + 1) + 1);
+    CHECK(labels <= P + 2 * E + 100);
+    free(q);
+    rlxkv_cache_free(c);
+}
+
+static void eviction_follows_recency_over_many_entries(void) {
+    enum { N = 200 };
+    rlxkv_cache *c = rlxkv_cache_new(64 * N, 0);
+    uint32_t order[N];
+    for (uint32_t i = 0; i < N; i++) put_kv(c, (uint32_t[]){i / 16, i % 16, i, 0}, 4, 0);
+    /* Touch them in a scrambled order: that is the eviction order. */
+    for (uint32_t i = 0; i < N; i++) {
+        order[i] = (i * 7919) % N;
+        uint32_t t = order[i];
+        CHECK_EQ(matched(c, (uint32_t[]){t / 16, t % 16, t, 0, 1}, 5), 4);
+    }
+    int ok = 1;
+    for (uint32_t i = 0; i < N; i++) {
+        uint32_t gone = order[i], next = i + 1 < N ? order[i + 1] : N;
+        put_kv(c, (uint32_t[]){9999, i, 0, 0}, 4, 0);
+        if (has(c, (uint32_t[]){gone / 16, gone % 16, gone, 0}, 4)) ok = 0;
+        if (next < N && !has(c, (uint32_t[]){next / 16, next % 16, next, 0}, 4)) ok = 0;
+    }
+    CHECK(ok);
+    CHECK_EQ(stats(c).evictions, N);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void many_insert_evict_cycles_stay_bounded(void) {
+    rlxkv_cache *c = rlxkv_cache_new(64 * 8, 0);
+    size_t nodes, labels, max_nodes = 0;
+    int ok = 1;
+    for (uint32_t i = 0; i < 100000; i++) {
+        /* Shared short prefixes, so nodes split and merge all the time. */
+        uint32_t t[4] = {i % 3, (i / 3) % 5, i % 7, i};
+        if (put_kv(c, t, 1 + i % 4, 0) != RLXKV_OK) ok = 0;
+        if (i % 5 == 0) matched(c, (uint32_t[]){i % 3, 1, 2, 3}, 4);
+        if (i % 1000 == 0) {
+            if (!rlxkv_cache_check(c, &nodes, &labels)) ok = 0;
+            if (nodes > max_nodes) max_nodes = nodes;
+        }
+    }
+    CHECK(ok);
+    CHECK(stats(c).bytes <= 64 * 8);
+    CHECK(max_nodes <= 2 * 32 + 1); /* at most 32 entries of 16 bytes */
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK(labels <= 4 * nodes);
+    rlxkv_cache_free(c);
+}
+
+/* ---- randomized comparison with a linear-scan model ------------------- */
+
+enum { MT = 8, MAXE = 4096 };
+
+typedef struct mentry {
+    uint32_t t[MT];
+    size_t n, bytes;
+    int rm, pinned;
+    uint64_t tick;
+    const rlxkv_entry *ptr;
+} mentry;
+
+typedef struct model {
+    mentry e[MAXE];
+    size_t n, cap;
+    uint64_t clock, hits, misses, evictions, reused;
+} model;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+static uint32_t rnd(uint32_t n) {
+    rng_state ^= rng_state << 13;
+    rng_state ^= rng_state >> 7;
+    rng_state ^= rng_state << 17;
+    return (uint32_t)(rng_state % n);
+}
+
+static size_t common(const uint32_t *a, size_t na, const uint32_t *b, size_t nb) {
+    size_t i = 0;
+    while (i < na && i < nb && a[i] == b[i]) i++;
+    return i;
+}
+
+static size_t m_find(const model *m, const uint32_t *t, size_t n) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->e[i].n == n && common(m->e[i].t, n, t, n) == n) return i;
+    return SIZE_MAX;
+}
+
+static size_t m_find_ptr(const model *m, const rlxkv_entry *p) {
+    for (size_t i = 0; i < m->n; i++)
+        if (m->e[i].ptr == p) return i;
+    return SIZE_MAX;
+}
+
+static size_t m_bytes(const model *m, int pinned_only) {
+    size_t b = 0;
+    for (size_t i = 0; i < m->n; i++)
+        if (!pinned_only || m->e[i].pinned) b += m->e[i].bytes;
+    return b;
+}
+
+static void m_evict(model *m) {
+    while (m_bytes(m, 0) > m->cap) {
+        size_t lru = SIZE_MAX, unpinned = 0;
+        for (size_t i = 0; i < m->n; i++) {
+            if (m->e[i].pinned) continue;
+            unpinned++;
+            if (lru == SIZE_MAX || m->e[i].tick < m->e[lru].tick) lru = i;
+        }
+        if (lru == SIZE_MAX) break;
+        if (m->cap && unpinned == 1 && m_bytes(m, 1) == 0) break;
+        m->e[lru] = m->e[--m->n];
+        m->evictions++;
+    }
+}
+
+static int m_put(model *m, const mentry *ne) {
+    if (m->cap == 0) return RLXKV_OK;
+    size_t old = m_find(m, ne->t, ne->n), others = m_bytes(m, 1);
+    if (old != SIZE_MAX && m->e[old].pinned) others -= m->e[old].bytes;
+    if (others && others + ne->bytes > m->cap) return RLXKV_ERR_NOSPACE;
+    if (old == SIZE_MAX) {
+        old = m->n++;
+        m->e[old].pinned = 0;
+    }
+    int pinned = m->e[old].pinned;
+    m->e[old] = *ne;
+    m->e[old].pinned = pinned;
+    m->e[old].tick = ++m->clock;
+    m_evict(m);
+    return RLXKV_OK;
+}
+
+/* The model's longest full-prefix entry, or SIZE_MAX. */
+static size_t m_lookup(const model *m, const uint32_t *q, size_t n) {
+    size_t best = SIZE_MAX;
+    for (size_t i = 0; i < m->n; i++) {
+        const mentry *e = &m->e[i];
+        if (e->n >= 1 && e->n <= n && common(e->t, e->n, q, n) == e->n &&
+            (best == SIZE_MAX || e->n > m->e[best].n))
+            best = i;
+    }
+    return best;
+}
+
+/* The best matched for a partial lookup, and whether the best is full. */
+static size_t m_partial(const model *m, const uint32_t *q, size_t n, size_t mm, int *full) {
+    size_t best = 0;
+    *full = 0;
+    for (size_t i = 0; i < m->n; i++) {
+        const mentry *e = &m->e[i];
+        size_t cpl = common(e->t, e->n, q, n);
+        if (e->n >= 1 && cpl == e->n && e->n <= mm) {
+            if (e->n > best || (e->n == best && !*full)) best = e->n, *full = 1;
+        } else if (e->rm) {
+            size_t got = cpl < mm ? cpl : mm;
+            if (got > best) best = got, *full = 0;
+        }
+    }
+    return best;
+}
+
+static model M;
+
+/* Compares everything observable: totals, then the iteration order (pinned
+ * by recency, then unpinned by recency) entry by entry. */
+static int same(const rlxkv_cache *c, const model *m) {
+    rlxkv_stats s = stats(c);
+    if (s.entries != m->n || s.bytes != m_bytes(m, 0) || s.pinned_bytes != m_bytes(m, 1))
+        return 0;
+    if (s.hits != m->hits || s.misses != m->misses || s.evictions != m->evictions ||
+        s.tokens_reused != m->reused)
+        return 0;
+    if (!rlxkv_cache_check(c, NULL, NULL)) return 0;
+    int seen[MAXE] = {0};
+    const rlxkv_entry *e = NULL;
+    size_t prev = SIZE_MAX;
+    for (size_t k = 0; k < m->n; k++) {
+        e = rlxkv_cache_next(c, e);
+        size_t i = m_find_ptr(m, e);
+        if (!e || i == SIZE_MAX || seen[i]) return 0;
+        seen[i] = 1;
+        const mentry *me = &m->e[i];
+        if (rlxkv_entry_n_tokens(e) != me->n || rlxkv_entry_kv_bytes(e) != me->bytes ||
+            rlxkv_cache_is_pinned(c, e) != me->pinned ||
+            common(rlxkv_entry_tokens(e), me->n, me->t, me->n) != me->n)
+            return 0;
+        if (prev != SIZE_MAX) {
+            const mentry *pe = &m->e[prev];
+            if (pe->pinned < me->pinned) return 0;
+            if (pe->pinned == me->pinned && pe->tick < me->tick) return 0;
+        }
+        prev = i;
+    }
+    return rlxkv_cache_next(c, e) == NULL;
+}
+
+static size_t random_tokens(uint32_t *t, size_t max) {
+    size_t n = rnd((uint32_t)max + 1);
+    /* Mostly extend a cached entry, so queries share prefixes often. */
+    if (M.n && rnd(3)) {
+        const mentry *e = &M.e[rnd((uint32_t)M.n)];
+        size_t keep = rnd((uint32_t)e->n + 1);
+        if (keep > max) keep = max;
+        memcpy(t, e->t, keep * sizeof *t);
+        if (n < keep) n = keep;
+        for (size_t i = keep; i < n; i++) t[i] = rnd(3);
+        return n;
+    }
+    for (size_t i = 0; i < n; i++) t[i] = rnd(3);
+    return n;
+}
+
+static void randomized_against_a_linear_model(void) {
+    rlxkv_cache *c = rlxkv_cache_new(400, 0);
+    memset(&M, 0, sizeof M);
+    M.cap = 400;
+    int ok = 1;
+    for (int step = 0; step < 6000 && ok; step++) {
+        uint32_t op = rnd(100), q[MT + 4];
+        if (op < 35) { /* put */
+            mentry ne;
+            memset(&ne, 0, sizeof ne);
+            ne.n = random_tokens(ne.t, MT);
+            /* Mostly row-major; else K gets a stray float or two (which
+             * still divides for the shortest entries). */
+            size_t lens[2] = {2 * ne.n + (ne.n && rnd(10) < 7 ? 0 : 1 + rnd(2)),
+                              (ne.n ? 1 + rnd(3) : 0) * ne.n};
+            ne.rm = ne.n && lens[0] % ne.n == 0 && lens[1] % ne.n == 0;
+            ne.bytes = 4 * (lens[0] + lens[1]);
+            int want = m_put(&M, &ne);
+            int got = rlxkv_cache_put(c, make(ne.t, ne.n, 1, lens, (float)step));
+            if (got != want) ok = 0;
+            if (want == RLXKV_OK && M.cap) {
+                const rlxkv_entry *e = rlxkv_cache_get(c, ne.t, ne.n);
+                size_t i = m_find(&M, ne.t, ne.n);
+                if (!e || i == SIZE_MAX || rlxkv_entry_block(e, 0)[0] != (float)step) ok = 0;
+                else M.e[i].ptr = e;
+            }
+        } else if (op < 60) { /* lookup */
+            size_t n = random_tokens(q, MT + 3), i = m_lookup(&M, q, n);
+            rlxkv_hit h;
+            int got = rlxkv_cache_lookup(c, q, n, &h);
+            if (got != (i != SIZE_MAX)) ok = 0;
+            else if (got) {
+                if (h.entry != M.e[i].ptr || h.matched != M.e[i].n) ok = 0;
+                M.e[i].tick = ++M.clock;
+                M.hits++;
+                M.reused += h.matched;
+            } else {
+                M.misses++;
+            }
+        } else if (op < 78) { /* partial lookup */
+            size_t n = random_tokens(q, MT + 3), mm = rnd(MT + 2);
+            int full;
+            size_t want = m_partial(&M, q, n, mm, &full);
+            rlxkv_hit h;
+            int got = rlxkv_cache_lookup_partial(c, q, n, mm, &h);
+            if (got != (want > 0)) ok = 0;
+            else if (got) {
+                size_t i = m_find_ptr(&M, h.entry);
+                if (i == SIZE_MAX || h.matched != want) ok = 0;
+                else {
+                    const mentry *e = &M.e[i];
+                    size_t cpl = common(e->t, e->n, q, n);
+                    if (full && e->n != want) ok = 0;          /* the full one */
+                    if (!full && (!e->rm || e->n <= want ||     /* a valid trimmed one */
+                                  (cpl < mm ? cpl : mm) != want))
+                        ok = 0;
+                    M.e[i].tick = ++M.clock;
+                }
+                M.hits++;
+                M.reused += h.matched;
+            } else {
+                M.misses++;
+            }
+        } else if (op < 88) { /* pin or unpin */
+            size_t n = random_tokens(q, MT), i = m_find(&M, q, n);
+            int pin = rnd(2);
+            int got = pin ? rlxkv_cache_pin(c, q, n) : rlxkv_cache_unpin(c, q, n);
+            if (got != (i == SIZE_MAX ? RLXKV_ERR_NOTFOUND : RLXKV_OK)) ok = 0;
+            if (i != SIZE_MAX && M.e[i].pinned != pin) {
+                M.e[i].pinned = pin;
+                M.e[i].tick = ++M.clock;
+            }
+        } else if (op < 94) { /* remove */
+            size_t n = random_tokens(q, MT), i = m_find(&M, q, n);
+            int got = rlxkv_cache_remove(c, q, n);
+            if (got != (i == SIZE_MAX ? RLXKV_ERR_NOTFOUND : RLXKV_OK)) ok = 0;
+            if (i != SIZE_MAX) M.e[i] = M.e[--M.n];
+        } else if (op < 99) { /* set_cap */
+            size_t cap = rnd(10) ? 100 + rnd(500) : rnd(2) ? 0 : rnd(60);
+            rlxkv_cache_set_cap(c, cap);
+            M.cap = cap;
+            m_evict(&M);
+        } else if (rnd(4) == 0) { /* clear, now and then */
+            rlxkv_cache_clear(c);
+            M.n = 0;
+        }
+        if (ok && !same(c, &M)) ok = 0;
+        if (!ok) fprintf(stderr, "randomized: diverged at step %d (op %u)\n", step, op);
+    }
+    CHECK(ok);
+    rlxkv_cache_free(c);
+}
+
+int main(void) {
+    RUN(longest_prefix_picks_deepest_match);
+    RUN(no_match_returns_none);
+    RUN(lru_evicts_when_over_cap);
+    RUN(lru_keeps_recently_used);
+    RUN(empty_entry_is_stored_but_never_matches);
+    RUN(get_is_exact_and_does_not_touch);
+    RUN(remove_prunes_the_tree);
+    RUN(replacing_updates_bytes_recency_and_keeps_pin);
+    RUN(cap_zero_disables);
+    RUN(oversized_entry_is_kept_alone);
+    RUN(oversized_entry_is_kept_beside_empty_pins);
+    RUN(pinned_entries_are_never_evicted);
+    RUN(nospace_changes_nothing);
+    RUN(unpin_makes_evictable);
+    RUN(partial_reuse_trims_to_the_common_prefix);
+    RUN(partial_reuse_respects_max_match);
+    RUN(partial_reuse_refuses_non_row_major);
+    RUN(hit_copy_takes_the_first_rows_exactly);
+    RUN(iteration_is_pinned_first_then_most_recent);
+    RUN(entries_are_dirty_until_marked_clean);
+    RUN(stats_count_hits_misses_and_reuse);
+    RUN(bad_arguments_are_refused);
+    RUN(ten_thousand_entries_share_a_long_prefix);
+    RUN(eviction_follows_recency_over_many_entries);
+    RUN(many_insert_evict_cycles_stay_bounded);
+    RUN(randomized_against_a_linear_model);
+    return check_report();
+}

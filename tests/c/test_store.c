@@ -1,0 +1,1071 @@
+/* Store tests: round trips through a cache, stale and corrupt files, fault
+ * injection through a custom rlxkv_io, prune, list and cap-limited loads.
+ * Each test works in its own mkdtemp directory under /tmp. */
+#define _POSIX_C_SOURCE 200809L /* mkdtemp, utimensat */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "entry.h"
+#include "rlxkv.h"
+
+#define FP_A 0x1111222233334444ull
+#define FP_B 0x5555666677778888ull
+
+/* ---------------------------------------------------------------------- *
+ * helpers
+ * ---------------------------------------------------------------------- */
+static char *tmpdir_new(void) {
+    char tmpl[] = "/tmp/rlxkv_store_XXXXXX";
+    char *d = mkdtemp(tmpl);
+    CHECK(d != NULL);
+    return d ? strdup(d) : NULL;
+}
+
+static char *path_of(const char *dir, const char *name) {
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+/* Removes dir and what is in it (one level of subdirectories). */
+static void rm_rf(char *dir) {
+    DIR *d;
+    struct dirent *de;
+    if (!dir) return;
+    if ((d = opendir(dir))) {
+        while ((de = readdir(d))) {
+            if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+            char *p = path_of(dir, de->d_name);
+            if (unlink(p) != 0) rm_rf(strdup(p));
+            free(p);
+        }
+        closedir(d);
+    }
+    rmdir(dir);
+    free(dir);
+}
+
+static uint8_t *slurp(const char *dir, const char *name, size_t *len) {
+    char *p = path_of(dir, name);
+    FILE *f = fopen(p, "rb");
+    uint8_t *buf = NULL;
+    size_t cap = 0, n = 0;
+    free(p);
+    *len = 0;
+    if (!f) return NULL;
+    for (;;) {
+        if (n == cap) buf = realloc(buf, cap = cap ? 2 * cap : 4096);
+        size_t got = fread(buf + n, 1, cap - n, f);
+        if (!got) break;
+        n += got;
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void spit(const char *dir, const char *name, const void *data, size_t len) {
+    char *p = path_of(dir, name);
+    FILE *f = fopen(p, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        CHECK_EQ(fwrite(data, 1, len, f), len);
+        fclose(f);
+    }
+    free(p);
+}
+
+static int exists(const char *dir, const char *name) {
+    char *p = path_of(dir, name);
+    struct stat st;
+    int r = stat(p, &st) == 0;
+    free(p);
+    return r;
+}
+
+static void set_mtime(const char *dir, const char *name, time_t t) {
+    char *p = path_of(dir, name);
+    struct timespec ts[2] = {{t, 0}, {t, 0}};
+    CHECK_EQ(utimensat(AT_FDCWD, p, ts, 0), 0);
+    free(p);
+}
+
+/* Files in dir that are not blobs: temporary files and the like. */
+static size_t count_files(const char *dir, int blobs) {
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    size_t n = 0;
+    if (!d) return 0;
+    while ((de = readdir(d))) {
+        size_t l = strlen(de->d_name);
+        int blob = l > 6 && !strcmp(de->d_name + l - 6, ".rlxkv");
+        if (de->d_name[0] == '.') continue;
+        if (blob == blobs) n++;
+    }
+    closedir(d);
+    return n;
+}
+#define count_blobs(d) count_files((d), 1)
+#define count_others(d) count_files((d), 0)
+
+/* An entry of n tokens (start, start+1, ...) with `layers` layers of
+ * 4*n floats per block, filled from seed. */
+static rlxkv_entry *make_entry(uint32_t start, size_t n, size_t layers, uint32_t seed) {
+    size_t lens[16];
+    for (size_t i = 0; i < 2 * layers; i++) lens[i] = 4 * n;
+    rlxkv_entry *e = rlxkv_entry_new(n, layers, lens, NULL);
+    for (size_t i = 0; i < n; i++) rlxkv_entry_tokens_mut(e)[i] = start + (uint32_t)i;
+    for (size_t i = 0; i < e->n_floats; i++) e->kv[i] = (float)(seed * 1000 + i) * 0.5f;
+    return e;
+}
+
+static void name_of(uint64_t fp, const rlxkv_entry *e, char name[32]) {
+    rlxkv_blob_name(fp, rlxkv_entry_tokens(e), rlxkv_entry_n_tokens(e), name);
+}
+
+static int same_entry(const rlxkv_entry *a, const rlxkv_entry *b) {
+    if (!a || !b) return 0;
+    if (a->n_tokens != b->n_tokens || a->n_layers != b->n_layers || a->n_floats != b->n_floats)
+        return 0;
+    for (size_t i = 0; i < 2 * a->n_layers; i++)
+        if (rlxkv_entry_block_len(a, i) != rlxkv_entry_block_len(b, i)) return 0;
+    return !memcmp(a->tokens, b->tokens, 4 * a->n_tokens) &&
+           !memcmp(a->kv, b->kv, 4 * a->n_floats);
+}
+
+/* Saves a copy of e under fp through a POSIX store. */
+static void save_plain(const char *dir, const rlxkv_entry *e, uint64_t fp) {
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    CHECK(s != NULL);
+    if (!s) return;
+    CHECK_EQ(rlxkv_store_save(s, e, fp), RLXKV_OK);
+    rlxkv_store_close(s);
+}
+
+static rlxkv_load_report load_into(const char *dir, rlxkv_cache *c, int expect_rc) {
+    rlxkv_load_report r;
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    memset(&r, 0xAB, sizeof r);
+    CHECK(s != NULL);
+    if (!s) return r;
+    CHECK_EQ(rlxkv_store_load(s, c, &r), expect_rc);
+    rlxkv_store_close(s);
+    return r;
+}
+
+/* ---------------------------------------------------------------------- *
+ * A fault-injecting rlxkv_io over POSIX
+ * ---------------------------------------------------------------------- */
+enum { OP_OPEN, OP_READ, OP_WRITE, OP_SYNC, OP_CLOSE, OP_RENAME, OP_UNLINK, OP_KINDS };
+
+typedef struct fault {
+    int count[OP_KINDS];
+    int total;
+    int fail_kind;    /* the kind whose fail_nth-th call fails; -1: any call */
+    int fail_nth;     /* 1-based; 0: nothing fails */
+    int err;          /* errno of the failure */
+    int fired;
+    size_t max_write; /* short writes: at most this per call (0: all) */
+    size_t max_read;
+    int zero_write;   /* every write returns 0 */
+} fault;
+
+static int fault_hit(fault *f, int kind) {
+    int nth;
+    f->count[kind]++;
+    f->total++;
+    nth = f->fail_kind < 0 ? f->total : f->count[kind];
+    if (f->fail_nth && (f->fail_kind < 0 || f->fail_kind == kind) && nth == f->fail_nth) {
+        f->fired++;
+        errno = f->err;
+        return 1;
+    }
+    return 0;
+}
+
+static int f_open(void *ctx, const char *path, int flags, int mode) {
+    if (fault_hit(ctx, OP_OPEN)) return -1;
+    return open(path, flags, (mode_t)mode);
+}
+static long f_read(void *ctx, int fd, void *buf, size_t n) {
+    fault *f = ctx;
+    if (fault_hit(f, OP_READ)) return -1;
+    if (f->max_read && n > f->max_read) n = f->max_read;
+    return (long)read(fd, buf, n);
+}
+static long f_write(void *ctx, int fd, const void *buf, size_t n) {
+    fault *f = ctx;
+    if (fault_hit(f, OP_WRITE)) return -1;
+    if (f->zero_write) return 0;
+    if (f->max_write && n > f->max_write) n = f->max_write;
+    return (long)write(fd, buf, n);
+}
+static int f_sync(void *ctx, int fd) {
+    if (fault_hit(ctx, OP_SYNC)) return -1;
+    return fsync(fd);
+}
+static int f_close(void *ctx, int fd) {
+    /* The descriptor is released either way, as close(2) does. */
+    if (fault_hit(ctx, OP_CLOSE)) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    return close(fd);
+}
+static int f_rename(void *ctx, const char *from, const char *to) {
+    if (fault_hit(ctx, OP_RENAME)) return -1;
+    return rename(from, to);
+}
+static int f_unlink(void *ctx, const char *path) {
+    if (fault_hit(ctx, OP_UNLINK)) return -1;
+    return unlink(path);
+}
+
+static rlxkv_io fault_io(fault *f) {
+    rlxkv_io io = {f, f_open, f_read, f_write, f_sync, f_close, f_rename, f_unlink};
+    return io;
+}
+
+static fault fault_none(void) {
+    fault f;
+    memset(&f, 0, sizeof f);
+    f.fail_kind = -1;
+    return f;
+}
+
+/* ---------------------------------------------------------------------- *
+ * tests
+ * ---------------------------------------------------------------------- */
+static void test_blob_name(void) {
+    uint32_t t[3] = {7, 0x01020304u, UINT32_MAX};
+    uint8_t le[12];
+    char name[32], want[32];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t b = 0; b < 4; b++) le[4 * i + b] = (uint8_t)(t[i] >> (8 * b));
+    for (size_t n = 0; n <= 3; n++) {
+        rlxkv_blob_name(0xABCD, t, n, name);
+        snprintf(want, sizeof want, "%016" PRIx64 ".rlxkv", rlxkv_hash64(le, 4 * n, 0xABCD));
+        CHECK(!strcmp(name, want));
+        CHECK_EQ(strlen(name), 22);
+    }
+    for (const char *p = name; *p != '.'; p++)
+        CHECK((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f'));
+    rlxkv_blob_name(0xABCE, t, 3, want);
+    CHECK(strcmp(name, want) != 0); /* the fingerprint seeds the name */
+    rlxkv_blob_name(0, NULL, 0, name);
+    CHECK_EQ(strlen(name), 22);
+}
+
+static void test_open(void) {
+    char *dir = tmpdir_new();
+    int st = 12345;
+    rlxkv_store *s;
+    char *sub = path_of(dir, "sub"), *deep = path_of(dir, "no/such"), *file = path_of(dir, "f");
+    s = rlxkv_store_open(sub, NULL, &st); /* created */
+    CHECK(s != NULL);
+    CHECK_EQ(st, RLXKV_OK);
+    CHECK(exists(dir, "sub"));
+    rlxkv_store_close(s);
+    s = rlxkv_store_open(sub, rlxkv_io_posix(), &st); /* exists already */
+    CHECK(s != NULL && st == RLXKV_OK);
+    rlxkv_store_close(s);
+    spit(dir, "f", "x", 1);
+    CHECK(rlxkv_store_open(file, NULL, &st) == NULL);
+    CHECK_EQ(st, RLXKV_ERR_IO);
+    CHECK(rlxkv_store_open(deep, NULL, &st) == NULL);
+    CHECK_EQ(st, RLXKV_ERR_IO);
+    CHECK(rlxkv_store_open(NULL, NULL, &st) == NULL);
+    CHECK_EQ(st, RLXKV_ERR_INVALID);
+    CHECK(rlxkv_store_open("", NULL, &st) == NULL);
+    CHECK_EQ(st, RLXKV_ERR_INVALID);
+    rlxkv_io bad = *rlxkv_io_posix();
+    bad.sync = NULL;
+    CHECK(rlxkv_store_open(dir, &bad, &st) == NULL);
+    CHECK_EQ(st, RLXKV_ERR_INVALID);
+    /* a trailing slash names the same directory */
+    size_t l = strlen(sub);
+    char *slash = malloc(l + 3);
+    snprintf(slash, l + 3, "%s//", sub);
+    s = rlxkv_store_open(slash, NULL, &st);
+    CHECK(s != NULL);
+    rlxkv_entry *e = make_entry(1, 2, 1, 1);
+    char name[32];
+    CHECK_EQ(rlxkv_store_save(s, e, FP_A), RLXKV_OK);
+    name_of(FP_A, e, name);
+    char *subname = path_of("sub", name);
+    CHECK(exists(dir, subname));
+    free(subname);
+    rlxkv_store_close(s);
+    rlxkv_entry_free(e);
+    free(slash);
+    free(sub);
+    free(deep);
+    free(file);
+    rm_rf(dir);
+}
+
+static void test_save_read(void) {
+    char *dir = tmpdir_new();
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_entry *e = make_entry(100, 5, 2, 1), *e2 = make_entry(100, 5, 2, 2), *back = NULL;
+    char name[32];
+    size_t len, size = rlxkv_encoded_size(e);
+    uint8_t *want = malloc(size), *got;
+    uint64_t other = FP_B;
+
+    name_of(FP_A, e, name);
+    CHECK_EQ(rlxkv_store_save(s, e, FP_A), RLXKV_OK);
+    CHECK_EQ(rlxkv_encode(e, FP_A, want, size, NULL), RLXKV_OK);
+    got = slurp(dir, name, &len);
+    CHECK(got && len == size && !memcmp(got, want, size));
+    free(got);
+    CHECK_EQ(count_blobs(dir), 1);
+    CHECK_EQ(count_others(dir), 0);
+
+    CHECK_EQ(rlxkv_store_read(s, name, NULL, &back), RLXKV_OK);
+    CHECK(same_entry(back, e));
+    rlxkv_entry_free(back);
+    CHECK_EQ(rlxkv_store_read(s, name, &other, &back), RLXKV_STALE);
+    CHECK(back == NULL);
+    CHECK_EQ(rlxkv_store_read(s, "0000000000000000.rlxkv", NULL, &back), RLXKV_ERR_NOTFOUND);
+    CHECK_EQ(rlxkv_store_read(s, "../x.rlxkv", NULL, &back), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_store_read(s, "", NULL, &back), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_store_read(s, "..", NULL, &back), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_store_read(s, name, NULL, NULL), RLXKV_ERR_INVALID);
+
+    /* Same tokens again: the file is replaced, nothing else left behind. */
+    CHECK_EQ(rlxkv_store_save(s, e2, FP_A), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_read(s, name, NULL, &back), RLXKV_OK);
+    CHECK(same_entry(back, e2));
+    rlxkv_entry_free(back);
+    CHECK_EQ(count_blobs(dir), 1);
+    CHECK_EQ(count_others(dir), 0);
+    CHECK_EQ(rlxkv_store_save(s, NULL, FP_A), RLXKV_ERR_INVALID);
+
+    /* An empty entry is a valid blob too. */
+    rlxkv_entry *empty = rlxkv_entry_new(0, 0, NULL, NULL);
+    CHECK_EQ(rlxkv_store_save(s, empty, FP_A), RLXKV_OK);
+    name_of(FP_A, empty, name);
+    CHECK_EQ(rlxkv_store_read(s, name, NULL, &back), RLXKV_OK);
+    CHECK(back && back->n_tokens == 0);
+    rlxkv_entry_free(back);
+    rlxkv_entry_free(empty);
+
+    free(want);
+    rlxkv_entry_free(e);
+    rlxkv_entry_free(e2);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
+static void test_round_trip_cache(void) {
+    char *dir = tmpdir_new();
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A), *d = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_entry *orig[3];
+    size_t bytes = 0;
+    fault f = fault_none();
+    rlxkv_io io = fault_io(&f);
+    rlxkv_store *counted = rlxkv_store_open(dir, &io, NULL);
+
+    for (int i = 0; i < 3; i++) {
+        orig[i] = make_entry(10 * (uint32_t)i, 3 + (size_t)i, 2, (uint32_t)i);
+        bytes += rlxkv_entry_kv_bytes(orig[i]);
+        rlxkv_entry *copy = make_entry(10 * (uint32_t)i, 3 + (size_t)i, 2, (uint32_t)i);
+        CHECK_EQ(rlxkv_cache_put(c, copy), RLXKV_OK);
+    }
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e))
+        CHECK(rlxkv_cache_is_dirty(c, e));
+    CHECK_EQ(rlxkv_store_flush(s, c), RLXKV_OK);
+    CHECK_EQ(count_blobs(dir), 3);
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e))
+        CHECK(!rlxkv_cache_is_dirty(c, e));
+    /* Nothing dirty: a second flush writes nothing. */
+    CHECK_EQ(rlxkv_store_flush(counted, c), RLXKV_OK);
+    CHECK_EQ(f.count[OP_WRITE] + f.count[OP_OPEN], 0);
+
+    rlxkv_load_report r = load_into(dir, d, RLXKV_OK);
+    CHECK_EQ(r.loaded, 3);
+    CHECK_EQ(r.stale + r.corrupt + r.skipped, 0);
+    CHECK_EQ(r.bytes, bytes);
+    for (int i = 0; i < 3; i++) {
+        const rlxkv_entry *got = rlxkv_cache_get(d, orig[i]->tokens, orig[i]->n_tokens);
+        CHECK(same_entry(got, orig[i]));
+        CHECK(got && !rlxkv_cache_is_dirty(d, got)); /* loaded means stored */
+    }
+    rlxkv_hit hit;
+    uint32_t q[8] = {20, 21, 22, 23, 24, 99, 99, 99};
+    CHECK_EQ(rlxkv_cache_lookup(d, q, 8, &hit), 1);
+    CHECK_EQ(hit.matched, 5);
+    /* Loaded entries are clean: flushing writes nothing; a new one is. */
+    CHECK_EQ(rlxkv_store_flush(counted, d), RLXKV_OK);
+    CHECK_EQ(f.count[OP_RENAME], 0);
+    CHECK_EQ(rlxkv_cache_put(d, make_entry(500, 2, 2, 9)), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_flush(counted, d), RLXKV_OK);
+    CHECK_EQ(f.count[OP_RENAME], 1);
+    CHECK_EQ(count_blobs(dir), 4);
+    /* Short reads are read through. */
+    f.max_read = 3;
+    rlxkv_cache *e3 = rlxkv_cache_new(1 << 20, FP_A);
+    CHECK_EQ(rlxkv_store_load(counted, e3, &r), RLXKV_OK);
+    CHECK_EQ(r.loaded, 4);
+    CHECK(same_entry(rlxkv_cache_get(e3, orig[2]->tokens, orig[2]->n_tokens), orig[2]));
+    CHECK(f.count[OP_READ] > 100);
+    rlxkv_cache_free(e3);
+    /* A report is optional. */
+    rlxkv_cache *e4 = rlxkv_cache_new(1 << 20, FP_A);
+    CHECK_EQ(rlxkv_store_load(s, e4, NULL), RLXKV_OK);
+    rlxkv_stats st;
+    rlxkv_cache_stats(e4, &st);
+    CHECK_EQ(st.entries, 4);
+    rlxkv_cache_free(e4);
+
+    for (int i = 0; i < 3; i++) rlxkv_entry_free(orig[i]);
+    rlxkv_cache_free(c);
+    rlxkv_cache_free(d);
+    rlxkv_store_close(s);
+    rlxkv_store_close(counted);
+    rm_rf(dir);
+}
+
+/* Snapshot of every file in dir: name and bytes. */
+typedef struct snap {
+    size_t n;
+    char names[32][256];
+    uint8_t *data[32];
+    size_t len[32];
+} snap;
+
+static void snap_take(const char *dir, snap *sn) {
+    DIR *d = opendir(dir);
+    struct dirent *de;
+    memset(sn, 0, sizeof *sn);
+    while (d && (de = readdir(d)) && sn->n < 32) {
+        if (de->d_name[0] == '.') continue;
+        snprintf(sn->names[sn->n], sizeof sn->names[0], "%s", de->d_name);
+        sn->data[sn->n] = slurp(dir, de->d_name, &sn->len[sn->n]);
+        sn->n++;
+    }
+    if (d) closedir(d);
+}
+
+/* 1 when dir holds exactly the snapshot's files with the same bytes. */
+static int snap_same(const char *dir, const snap *sn) {
+    int ok = count_blobs(dir) + count_others(dir) == sn->n;
+    for (size_t i = 0; i < sn->n; i++) {
+        size_t len;
+        uint8_t *b = slurp(dir, sn->names[i], &len);
+        if (!b || len != sn->len[i] || memcmp(b, sn->data[i], len)) ok = 0;
+        free(b);
+    }
+    return ok;
+}
+
+static void snap_free(snap *sn) {
+    for (size_t i = 0; i < sn->n; i++) free(sn->data[i]);
+}
+
+static void test_two_fingerprints(void) {
+    char *dir = tmpdir_new();
+    rlxkv_cache *a = rlxkv_cache_new(1 << 20, FP_A), *b = rlxkv_cache_new(1 << 20, FP_B);
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    snap sn;
+
+    for (uint32_t i = 0; i < 3; i++) CHECK_EQ(rlxkv_cache_put(a, make_entry(i * 10, 4, 1, i)), RLXKV_OK);
+    /* b holds one entry with the same tokens as one of a's: another file */
+    for (uint32_t i = 0; i < 2; i++) CHECK_EQ(rlxkv_cache_put(b, make_entry(i * 10, 4, 1, 7 + i)), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_flush(s, a), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_flush(s, b), RLXKV_OK);
+    CHECK_EQ(count_blobs(dir), 5);
+    snap_take(dir, &sn);
+
+    rlxkv_cache *a2 = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report r = load_into(dir, a2, RLXKV_OK);
+    CHECK_EQ(r.loaded, 3);
+    CHECK_EQ(r.stale, 2);
+    CHECK_EQ(r.corrupt, 0);
+    CHECK_EQ(r.skipped, 0);
+    CHECK(snap_same(dir, &sn)); /* stale files untouched */
+    uint32_t t[4] = {10, 11, 12, 13};
+    CHECK(same_entry(rlxkv_cache_get(a2, t, 4), rlxkv_cache_get(a, t, 4)));
+
+    rlxkv_cache *b2 = rlxkv_cache_new(1 << 20, FP_B);
+    r = load_into(dir, b2, RLXKV_OK);
+    CHECK_EQ(r.loaded, 2);
+    CHECK_EQ(r.stale, 3);
+    CHECK(same_entry(rlxkv_cache_get(b2, t, 4), rlxkv_cache_get(b, t, 4)));
+    CHECK(snap_same(dir, &sn));
+
+    snap_free(&sn);
+    rlxkv_cache_free(a);
+    rlxkv_cache_free(b);
+    rlxkv_cache_free(a2);
+    rlxkv_cache_free(b2);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
+/* A directory with 2 good blobs of FP_A, one of FP_B and every kind of bad
+ * file; *renamed_tokens gets the start token of the tokens a renamed blob's
+ * name claims. */
+static void make_messy_dir(const char *dir) {
+    rlxkv_entry *g1 = make_entry(1, 3, 2, 1), *g2 = make_entry(50, 6, 2, 2);
+    rlxkv_entry *st = make_entry(70, 2, 1, 3), *x = make_entry(90, 3, 2, 4), *y = make_entry(200, 3, 2, 5);
+    char name[32], yname[32];
+    uint8_t junk[300];
+    size_t len, size;
+    uint8_t *blob;
+
+    save_plain(dir, g1, FP_A);
+    save_plain(dir, g2, FP_A);
+    save_plain(dir, st, FP_B);
+    /* random bytes */
+    for (size_t i = 0; i < sizeof junk; i++) junk[i] = (uint8_t)(i * 131 + 7);
+    spit(dir, "00000000000000aa.rlxkv", junk, sizeof junk);
+    /* a truncated blob under its own name */
+    size = rlxkv_encoded_size(x);
+    blob = malloc(size);
+    rlxkv_encode(x, FP_A, blob, size, NULL);
+    name_of(FP_A, x, name);
+    spit(dir, name, blob, size - 5);
+    /* a whole blob of x under the name of y's tokens */
+    name_of(FP_A, y, yname);
+    spit(dir, yname, blob, size);
+    /* an empty file, and things that are not blobs */
+    spit(dir, "00000000000000bb.rlxkv", "", 0);
+    spit(dir, "notes.txt", "hello", 5);
+    spit(dir, "00000000000000cc.rlxkv.1-2-3.tmp", blob, size);
+    spit(dir, "a_name_far_too_long_to_be_a_blob_name.rlxkv", blob, size);
+    char *sub = path_of(dir, "00000000000000dd.rlxkv");
+    mkdir(sub, 0755);
+    free(sub);
+    (void)len;
+    free(blob);
+    rlxkv_entry_free(g1);
+    rlxkv_entry_free(g2);
+    rlxkv_entry_free(st);
+    rlxkv_entry_free(x);
+    rlxkv_entry_free(y);
+}
+
+static void test_corrupt_files(void) {
+    char *dir = tmpdir_new();
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_store *s;
+    rlxkv_entry *x = make_entry(90, 3, 2, 4), *y = make_entry(200, 3, 2, 5), *back = NULL;
+    char yname[32];
+    make_messy_dir(dir);
+    rlxkv_load_report r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 2);
+    CHECK_EQ(r.stale, 1);
+    CHECK_EQ(r.corrupt, 4); /* random, truncated, renamed, empty */
+    CHECK_EQ(r.skipped, 0);
+    /* the renamed blob answers for neither its name's tokens nor its own */
+    CHECK(rlxkv_cache_get(c, y->tokens, 3) == NULL);
+    CHECK(rlxkv_cache_get(c, x->tokens, 3) == NULL);
+    uint32_t g1[3] = {1, 2, 3};
+    CHECK(rlxkv_cache_get(c, g1, 3) != NULL);
+    s = rlxkv_store_open(dir, NULL, NULL);
+    name_of(FP_A, y, yname);
+    CHECK_EQ(rlxkv_store_read(s, yname, NULL, &back), RLXKV_ERR_CORRUPT);
+    CHECK(back == NULL);
+    CHECK_EQ(rlxkv_store_read(s, "00000000000000aa.rlxkv", NULL, &back), RLXKV_ERR_BAD_MAGIC);
+    CHECK_EQ(rlxkv_store_read(s, "00000000000000bb.rlxkv", NULL, &back), RLXKV_ERR_TRUNCATED);
+    /* nothing was removed or changed by the load */
+    CHECK(exists(dir, "00000000000000aa.rlxkv") && exists(dir, yname));
+    rlxkv_store_close(s);
+    rlxkv_entry_free(x);
+    rlxkv_entry_free(y);
+    rlxkv_cache_free(c);
+    rm_rf(dir);
+}
+
+static void test_list(void) {
+    char *dir = tmpdir_new();
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_blob_info *info = NULL;
+    rlxkv_entry *x = make_entry(90, 3, 2, 4), *y = make_entry(200, 3, 2, 5);
+    rlxkv_entry *g1 = make_entry(1, 3, 2, 1), *st = make_entry(70, 2, 1, 3);
+    char xname[32], yname[32], g1name[32], stname[32];
+    size_t n = 99;
+
+    CHECK_EQ(rlxkv_store_list(s, FP_A, &info, &n), RLXKV_OK); /* empty */
+    CHECK_EQ(n, 0);
+    CHECK(info != NULL);
+    free(info);
+    CHECK_EQ(rlxkv_store_list(s, FP_A, NULL, &n), RLXKV_ERR_INVALID);
+
+    make_messy_dir(dir);
+    set_mtime(dir, "00000000000000aa.rlxkv", 1000000);
+    name_of(FP_A, x, xname);
+    name_of(FP_A, y, yname);
+    name_of(FP_A, g1, g1name);
+    name_of(FP_B, st, stname);
+    CHECK_EQ(rlxkv_store_list(s, FP_A, &info, &n), RLXKV_OK);
+    CHECK_EQ(n, 7);
+    for (size_t i = 0; i + 1 < n; i++) CHECK(strcmp(info[i].name, info[i + 1].name) < 0);
+    size_t ok = 0, stale = 0, corrupt = 0;
+    for (size_t i = 0; i < n; i++) {
+        const rlxkv_blob_info *b = &info[i];
+        size_t len;
+        uint8_t *bytes = slurp(dir, b->name, &len);
+        CHECK_EQ(b->file_bytes, len);
+        free(bytes);
+        if (b->status == RLXKV_BLOB_OK) {
+            ok++;
+            CHECK_EQ(b->fingerprint, FP_A);
+            CHECK_EQ(b->error, 0);
+        } else if (b->status == RLXKV_BLOB_STALE) {
+            stale++;
+            CHECK(!strcmp(b->name, stname));
+            CHECK_EQ(b->fingerprint, FP_B);
+            CHECK_EQ(b->n_tokens, 2);
+        } else {
+            corrupt++;
+            CHECK_EQ(b->status, RLXKV_BLOB_CORRUPT);
+            CHECK(b->fingerprint == 0 && b->n_tokens == 0);
+        }
+        if (!strcmp(b->name, g1name)) CHECK(b->status == RLXKV_BLOB_OK && b->n_tokens == 3);
+        if (!strcmp(b->name, "00000000000000aa.rlxkv")) {
+            CHECK_EQ(b->error, RLXKV_ERR_BAD_MAGIC);
+            /* as stat reports it (Emscripten 3.1.6's NODERAWFS sets
+             * utimensat's seconds as milliseconds) */
+            char *p = path_of(dir, b->name);
+            struct stat st;
+            CHECK_EQ(stat(p, &st), 0);
+            CHECK_EQ(b->mtime, (int64_t)st.st_mtime);
+            CHECK(b->mtime >= 1000000 && b->mtime <= 1000000000);
+            free(p);
+        }
+        if (!strcmp(b->name, "00000000000000bb.rlxkv")) CHECK_EQ(b->error, RLXKV_ERR_TRUNCATED);
+        if (!strcmp(b->name, xname)) CHECK_EQ(b->error, RLXKV_ERR_TRUNCATED);
+        if (!strcmp(b->name, yname)) CHECK_EQ(b->error, RLXKV_ERR_CORRUPT);
+    }
+    CHECK_EQ(ok, 2);
+    CHECK_EQ(stale, 1);
+    CHECK_EQ(corrupt, 4);
+    free(info);
+    /* judged against FP_B, the stale one is OK and the others are stale */
+    CHECK_EQ(rlxkv_store_list(s, FP_B, &info, &n), RLXKV_OK);
+    ok = stale = 0;
+    for (size_t i = 0; i < n; i++) {
+        ok += info[i].status == RLXKV_BLOB_OK;
+        stale += info[i].status == RLXKV_BLOB_STALE;
+    }
+    CHECK(ok == 1 && stale == 2);
+    free(info);
+
+    /* remove */
+    CHECK_EQ(rlxkv_store_remove(s, "00000000000000aa.rlxkv"), RLXKV_OK);
+    CHECK(!exists(dir, "00000000000000aa.rlxkv"));
+    CHECK_EQ(rlxkv_store_remove(s, "00000000000000aa.rlxkv"), RLXKV_ERR_NOTFOUND);
+    CHECK_EQ(rlxkv_store_remove(s, "../notes.txt"), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_store_remove(s, NULL), RLXKV_ERR_INVALID);
+
+    rlxkv_entry_free(x);
+    rlxkv_entry_free(y);
+    rlxkv_entry_free(g1);
+    rlxkv_entry_free(st);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
+/* One fault during a save over an existing blob: either the save fails with
+ * the mapped error and the old blob is intact, or it succeeded and the new
+ * one is there; never a temporary file left, and a load always works. */
+static int check_fault_save(int kind, int nth, int err, fault *extra, int *failed) {
+    char *dir = tmpdir_new();
+    rlxkv_entry *old = make_entry(5, 7, 3, 1), *neu = make_entry(5, 7, 3, 2);
+    char name[32];
+    size_t old_len, new_len, len, size = rlxkv_encoded_size(old);
+    uint8_t *old_bytes, *new_bytes = malloc(size), *now;
+    fault f = extra ? *extra : fault_none();
+    rlxkv_io io;
+    rlxkv_store *s;
+    int rc, good = 1;
+
+    f.fail_kind = kind;
+    f.fail_nth = nth;
+    f.err = err;
+    io = fault_io(&f);
+    save_plain(dir, old, FP_A);
+    name_of(FP_A, old, name);
+    old_bytes = slurp(dir, name, &old_len);
+    rlxkv_encode(neu, FP_A, new_bytes, size, &new_len);
+
+    s = rlxkv_store_open(dir, &io, NULL);
+    rc = rlxkv_store_save(s, neu, FP_A);
+    rlxkv_store_close(s);
+    now = slurp(dir, name, &len);
+    *failed = rc != RLXKV_OK;
+    if (rc != RLXKV_OK) {
+        int want = (err == ENOSPC || err == EDQUOT) ? RLXKV_ERR_QUOTA : RLXKV_ERR_IO;
+        if (rc != want) good = 0;
+        if (!now || len != old_len || memcmp(now, old_bytes, len)) good = 0;
+    } else if (!now || len != new_len || memcmp(now, new_bytes, len)) {
+        good = 0;
+    }
+    if (count_others(dir) != 0 || count_blobs(dir) != 1) good = 0;
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report r = load_into(dir, c, RLXKV_OK);
+    if (r.loaded != 1 || r.corrupt != 0) good = 0;
+    if (!same_entry(rlxkv_cache_get(c, old->tokens, 7), rc ? old : neu)) good = 0;
+    rlxkv_cache_free(c);
+    if (!good)
+        fprintf(stderr, "  fault kind=%d nth=%d errno=%d: rc=%d fired=%d\n", kind, nth, err, rc,
+                f.fired);
+    free(now);
+    free(old_bytes);
+    free(new_bytes);
+    rlxkv_entry_free(old);
+    rlxkv_entry_free(neu);
+    rm_rf(dir);
+    return good;
+}
+
+static void test_fault_injection(void) {
+    static const int errs[] = {EIO, ENOSPC, EDQUOT, EACCES};
+    int failed;
+    /* Each step of the save, in turn: all must fail cleanly. */
+    static const int steps[] = {OP_OPEN, OP_WRITE, OP_SYNC, OP_CLOSE, OP_RENAME};
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++)
+        for (size_t e = 0; e < sizeof errs / sizeof errs[0]; e++) {
+            CHECK(check_fault_save(steps[k], 1, errs[e], NULL, &failed));
+            CHECK(failed);
+        }
+    /* The directory sync after the rename is best effort: a failure there
+     * leaves the new blob in place and the save succeeds. */
+    CHECK(check_fault_save(OP_OPEN, 2, EIO, NULL, &failed));
+    CHECK(!failed);
+    CHECK(check_fault_save(OP_SYNC, 2, EIO, NULL, &failed));
+    CHECK(!failed);
+    /* Every operation of the save, by position. */
+    fault count = fault_none();
+    rlxkv_io io = fault_io(&count);
+    char *dir = tmpdir_new();
+    rlxkv_store *s = rlxkv_store_open(dir, &io, NULL);
+    rlxkv_entry *e = make_entry(5, 7, 3, 2);
+    CHECK_EQ(rlxkv_store_save(s, e, FP_A), RLXKV_OK);
+    rlxkv_entry_free(e);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+    CHECK(count.total >= 6);
+    for (int n = 1; n <= count.total + 1; n++) {
+        CHECK(check_fault_save(-1, n, EIO, NULL, &failed));
+        CHECK(check_fault_save(-1, n, ENOSPC, NULL, &failed));
+    }
+    /* Short writes are written through; a later failing write still
+     * leaves the old blob. */
+    fault shortw = fault_none();
+    shortw.max_write = 7;
+    CHECK(check_fault_save(-1, 0, 0, &shortw, &failed));
+    CHECK(!failed);
+    CHECK(check_fault_save(OP_WRITE, 3, ENOSPC, &shortw, &failed));
+    CHECK(failed);
+    /* A write that makes no progress is an error, not a loop. */
+    fault zero = fault_none();
+    zero.zero_write = 1;
+    CHECK(check_fault_save(-1, 0, 0, &zero, &failed));
+    CHECK(failed);
+}
+
+/* A failing flush: entries saved before the failure are clean, the failed
+ * one and the rest stay dirty, and a later flush finishes the job. */
+static void test_fault_flush(void) {
+    char *dir = tmpdir_new();
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    fault f = fault_none();
+    f.fail_kind = OP_RENAME;
+    f.fail_nth = 2;
+    f.err = ENOSPC;
+    rlxkv_io io = fault_io(&f);
+    rlxkv_store *s = rlxkv_store_open(dir, &io, NULL), *p = rlxkv_store_open(dir, NULL, NULL);
+    for (uint32_t i = 0; i < 3; i++) CHECK_EQ(rlxkv_cache_put(c, make_entry(i * 10, 3, 1, i)), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_flush(s, c), RLXKV_ERR_QUOTA);
+    size_t dirty = 0, n = 0;
+    const rlxkv_entry *first = rlxkv_cache_next(c, NULL);
+    for (const rlxkv_entry *e = first; e; e = rlxkv_cache_next(c, e), n++)
+        dirty += (size_t)rlxkv_cache_is_dirty(c, e);
+    CHECK_EQ(n, 3);
+    CHECK_EQ(dirty, 2);
+    CHECK(!rlxkv_cache_is_dirty(c, first));
+    CHECK_EQ(count_blobs(dir), 1);
+    CHECK_EQ(count_others(dir), 0);
+    CHECK_EQ(rlxkv_store_flush(p, c), RLXKV_OK);
+    CHECK_EQ(count_blobs(dir), 3);
+    rlxkv_cache *d = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report r = load_into(dir, d, RLXKV_OK);
+    CHECK_EQ(r.loaded, 3);
+    rlxkv_cache_free(d);
+    rlxkv_cache_free(c);
+    rlxkv_store_close(s);
+    rlxkv_store_close(p);
+    rm_rf(dir);
+}
+
+/* Four FP_A blobs (a0 oldest .. a3 newest) of equal size, two FP_B, one
+ * corrupt. */
+static size_t make_prune_dir(const char *dir, char names[7][32]) {
+    size_t blob_bytes = 0;
+    for (uint32_t i = 0; i < 4; i++) {
+        rlxkv_entry *e = make_entry(100 + 10 * i, 4, 2, i);
+        save_plain(dir, e, FP_A);
+        name_of(FP_A, e, names[i]);
+        set_mtime(dir, names[i], 1000 + 100 * (time_t)i);
+        blob_bytes = rlxkv_encoded_size(e);
+        rlxkv_entry_free(e);
+    }
+    for (uint32_t i = 0; i < 2; i++) {
+        rlxkv_entry *e = make_entry(300 + 10 * i, 4, 2, i);
+        save_plain(dir, e, FP_B);
+        name_of(FP_B, e, names[4 + i]);
+        set_mtime(dir, names[4 + i], 500); /* older than every FP_A blob */
+        rlxkv_entry_free(e);
+    }
+    snprintf(names[6], 32, "%s", "00000000000000ee.rlxkv");
+    spit(dir, names[6], "garbage!garbage!garbage!", 24);
+    return blob_bytes;
+}
+
+static void test_prune(void) {
+    char *dir = tmpdir_new();
+    char names[7][32];
+    size_t bb = make_prune_dir(dir, names);
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_prune_report r;
+    snap sn;
+    snap_take(dir, &sn);
+
+    /* dry runs remove nothing */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, RLXKV_PRUNE_DRY_RUN, NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 3); /* two stale, one corrupt */
+    CHECK_EQ(r.removed_bytes, 2 * bb + 24);
+    CHECK_EQ(r.kept, 4);
+    CHECK_EQ(r.kept_bytes, 4 * bb);
+    CHECK(snap_same(dir, &sn));
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, RLXKV_PRUNE_DRY_RUN | RLXKV_PRUNE_KEEP_STALE,
+                               NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 1);
+    CHECK_EQ(r.kept, 6);
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 2 * bb, RLXKV_PRUNE_DRY_RUN, NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 5);
+    CHECK(snap_same(dir, &sn));
+    snap_free(&sn);
+
+    /* keep stale, budget two blobs: the corrupt one and the two oldest go */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 2 * bb, RLXKV_PRUNE_KEEP_STALE, NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 3);
+    CHECK_EQ(r.removed_bytes, 2 * bb + 24);
+    CHECK_EQ(r.kept, 4);
+    CHECK_EQ(r.kept_bytes, 4 * bb);
+    CHECK(!exists(dir, names[0]) && !exists(dir, names[1]) && !exists(dir, names[6]));
+    CHECK(exists(dir, names[2]) && exists(dir, names[3]));
+    CHECK(exists(dir, names[4]) && exists(dir, names[5]));
+
+    /* budget one blob, but a keep-cache holds a2 (the older): a3 goes */
+    rlxkv_cache *keep = rlxkv_cache_new(1 << 20, FP_A);
+    CHECK_EQ(rlxkv_cache_put(keep, make_entry(120, 4, 2, 2)), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, bb, RLXKV_PRUNE_KEEP_STALE, keep, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 1);
+    CHECK(exists(dir, names[2]) && !exists(dir, names[3]));
+    /* a budget of 0 cannot take a kept blob either */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, RLXKV_PRUNE_KEEP_STALE, keep, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 0);
+    CHECK(exists(dir, names[2]));
+
+    /* without KEEP_STALE the other fingerprint's blobs go; a stale blob
+     * named in the keep-cache (of its fingerprint) stays */
+    rlxkv_cache *keep_b = rlxkv_cache_new(1 << 20, FP_B);
+    CHECK_EQ(rlxkv_cache_put(keep_b, make_entry(310, 4, 2, 1)), RLXKV_OK);
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, 0, keep_b, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 1);
+    CHECK(!exists(dir, names[4]) && exists(dir, names[5]));
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, 0, NULL, NULL), RLXKV_OK);
+    CHECK(!exists(dir, names[5]));
+    /* budget 0 with no keep: everything of FP_A goes */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, 0, NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 1);
+    CHECK_EQ(r.kept, 0);
+    CHECK_EQ(count_blobs(dir), 0);
+
+    rlxkv_cache_free(keep);
+    rlxkv_cache_free(keep_b);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
+/* An unlink failing partway through a prune: it stops there, the report
+ * matches the directory, what is left is intact and loads. */
+static void test_prune_unlink_failure(void) {
+    for (int nth = 1; nth <= 4; nth++) {
+        char *dir = tmpdir_new();
+        char names[7][32];
+        size_t bb = make_prune_dir(dir, names);
+        fault f = fault_none();
+        f.fail_kind = OP_UNLINK;
+        f.fail_nth = nth;
+        f.err = EACCES;
+        rlxkv_io io = fault_io(&f);
+        rlxkv_store *s = rlxkv_store_open(dir, &io, NULL);
+        rlxkv_prune_report r;
+        snap sn;
+        snap_take(dir, &sn);
+        /* victims: 2 stale + 1 corrupt + the 2 oldest FP_A = 5 */
+        CHECK_EQ(rlxkv_store_prune(s, FP_A, 2 * bb, 0, NULL, &r), RLXKV_ERR_IO);
+        CHECK_EQ(r.removed, (size_t)nth - 1);
+        CHECK_EQ(count_blobs(dir), 7 - r.removed);
+        CHECK_EQ(r.kept, 7 - r.removed);
+        CHECK_EQ(count_others(dir), 0);
+        /* every file still there has its old bytes */
+        size_t intact = 0;
+        for (size_t i = 0; i < sn.n; i++) {
+            size_t len;
+            uint8_t *b = slurp(dir, sn.names[i], &len);
+            if (b && len == sn.len[i] && !memcmp(b, sn.data[i], len)) intact++;
+            free(b);
+        }
+        CHECK_EQ(intact, 7 - r.removed);
+        snap_free(&sn);
+        rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+        rlxkv_load_report lr = load_into(dir, c, RLXKV_OK);
+        CHECK(lr.loaded >= 2 && lr.loaded <= 4);
+        rlxkv_cache_free(c);
+        /* finishing the job with working unlinks */
+        rlxkv_store *p = rlxkv_store_open(dir, NULL, NULL);
+        CHECK_EQ(rlxkv_store_prune(p, FP_A, 2 * bb, 0, NULL, &r), RLXKV_OK);
+        CHECK_EQ(count_blobs(dir), 2);
+        CHECK(exists(dir, names[2]) && exists(dir, names[3]));
+        rlxkv_store_close(p);
+        rlxkv_store_close(s);
+        rm_rf(dir);
+    }
+}
+
+static void test_cap_limited_load(void) {
+    char *dir = tmpdir_new();
+    char names[5][32];
+    size_t kv = 0;
+    for (uint32_t i = 0; i < 5; i++) {
+        rlxkv_entry *e = make_entry(10 * i, 4, 2, i); /* 4 tokens * 4 * 4 blocks = 64 floats */
+        kv = rlxkv_entry_kv_bytes(e);
+        save_plain(dir, e, FP_A);
+        name_of(FP_A, e, names[i]);
+        set_mtime(dir, names[i], 2000 + 10 * (time_t)i); /* e0 oldest */
+        rlxkv_entry_free(e);
+    }
+    /* older than all: a stale and a corrupt blob, counted as such */
+    rlxkv_entry *st = make_entry(900, 4, 2, 9);
+    char stname[32];
+    save_plain(dir, st, FP_B);
+    name_of(FP_B, st, stname);
+    set_mtime(dir, stname, 100);
+    spit(dir, "00000000000000ff.rlxkv", "RLXKV001", 8);
+    set_mtime(dir, "00000000000000ff.rlxkv", 100);
+    rlxkv_entry_free(st);
+
+    /* room for two and a half: the newest two */
+    rlxkv_cache *c = rlxkv_cache_new(2 * kv + kv / 2, FP_A);
+    rlxkv_load_report r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 2);
+    CHECK_EQ(r.skipped, 3);
+    CHECK_EQ(r.stale, 1);
+    CHECK_EQ(r.corrupt, 1);
+    CHECK_EQ(r.bytes, 2 * kv);
+    uint32_t t4[4] = {40, 41, 42, 43}, t3[4] = {30, 31, 32, 33}, t2[4] = {20, 21, 22, 23};
+    CHECK(rlxkv_cache_get(c, t4, 4) && rlxkv_cache_get(c, t3, 4) && !rlxkv_cache_get(c, t2, 4));
+    /* newest is the most recently used: iteration starts with it */
+    const rlxkv_entry *first = rlxkv_cache_next(c, NULL);
+    CHECK(first && first->tokens[0] == 40);
+    rlxkv_stats stats;
+    rlxkv_cache_stats(c, &stats);
+    CHECK_EQ(stats.evictions, 0);
+    rlxkv_cache_free(c);
+
+    /* a cap below one entry still loads the newest */
+    c = rlxkv_cache_new(kv / 2, FP_A);
+    r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 1);
+    CHECK_EQ(r.skipped, 4);
+    CHECK(rlxkv_cache_get(c, t4, 4) != NULL);
+    rlxkv_cache_free(c);
+
+    /* everything fits: iteration order is newest mtime first */
+    c = rlxkv_cache_new(1 << 20, FP_A);
+    r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 5);
+    CHECK_EQ(r.skipped, 0);
+    uint32_t want = 40;
+    int order_ok = 1;
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e), want -= 10)
+        if (e->tokens[0] != want) order_ok = 0;
+    CHECK(order_ok);
+    rlxkv_cache_free(c);
+
+    /* once one does not fit, every older one is left out, even one small
+     * enough for the room that is left */
+    char *dir2 = tmpdir_new();
+    static const size_t ntok[3] = {2, 8, 4}; /* oldest .. newest: kv/2, 2kv, kv */
+    for (uint32_t i = 0; i < 3; i++) {
+        rlxkv_entry *e = make_entry(10 * i, ntok[i], 2, i);
+        char nm[32];
+        save_plain(dir2, e, FP_A);
+        name_of(FP_A, e, nm);
+        set_mtime(dir2, nm, 3000 + 10 * (time_t)i);
+        rlxkv_entry_free(e);
+    }
+    c = rlxkv_cache_new(2 * kv + kv / 2, FP_A);
+    r = load_into(dir2, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 1);
+    CHECK_EQ(r.skipped, 2);
+    CHECK_EQ(r.bytes, kv);
+    rlxkv_cache_free(c);
+    rm_rf(dir2);
+
+    /* a disabled cache takes nothing */
+    c = rlxkv_cache_new(0, FP_A);
+    r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 0);
+    CHECK_EQ(r.skipped, 5);
+    rlxkv_cache_free(c);
+
+    /* pinned entries that leave no room: skipped, not an error */
+    c = rlxkv_cache_new(kv, FP_A);
+    CHECK_EQ(rlxkv_cache_put(c, make_entry(7000, 4, 2, 1)), RLXKV_OK);
+    uint32_t tp[4] = {7000, 7001, 7002, 7003};
+    CHECK_EQ(rlxkv_cache_pin(c, tp, 4), RLXKV_OK);
+    r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded, 0);
+    CHECK_EQ(r.skipped, 5);
+    CHECK(rlxkv_cache_get(c, tp, 4) != NULL);
+    rlxkv_cache_free(c);
+    rm_rf(dir);
+}
+
+int main(void) {
+    RUN(test_blob_name);
+    RUN(test_open);
+    RUN(test_save_read);
+    RUN(test_round_trip_cache);
+    RUN(test_two_fingerprints);
+    RUN(test_corrupt_files);
+    RUN(test_list);
+    RUN(test_fault_injection);
+    RUN(test_fault_flush);
+    RUN(test_prune);
+    RUN(test_prune_unlink_failure);
+    RUN(test_cap_limited_load);
+    return check_report();
+}

@@ -1,0 +1,99 @@
+// The rlxkv CLI, run as a user would: a child process on real files.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync, readdirSync, copyFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import init from 'rlxkv';
+import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
+
+const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const small = join(vectorsDir, 'seed_small.rlxkv');
+const model = join(vectorsDir, 'model_4l_37t.rlxkv');
+
+function rlxkv(...args) {
+  const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8' });
+  return { code: r.status, out: r.stdout, err: r.stderr };
+}
+
+test('inspect --json describes each blob', () => {
+  const one = rlxkv('inspect', '--json', model);
+  assert.equal(one.code, 0, one.err);
+  assert.deepEqual(JSON.parse(one.out), {
+    file: model, fingerprint: '0x123456789abcdef0', pastLen: 37, tokens: 37, layers: 4,
+    kLens: [1184, 1184, 1184, 1184], vLens: [1184, 1184, 1184, 1184], kvBytes: 8 * 1184 * 4, rowMajor: true,
+  });
+  const two = JSON.parse(rlxkv('inspect', '--json', small, model).out);
+  assert.equal(two.length, 2);
+  assert.equal(two[0].fingerprint, '0x000000000000abcd');
+  const text = rlxkv('inspect', small);
+  assert.match(text.out, /past length 3, tokens 3, layers 1/);
+});
+
+test('verify passes good blobs and names each bad one', () => {
+  assert.equal(rlxkv('verify', small, model).code, 0);
+  assert.equal(rlxkv('verify', '--fingerprint', '0xabcd', small).code, 0);
+  const dir = tempDir();
+  const cut = join(dir, 'cut.rlxkv');
+  writeFileSync(cut, readFileSync(model).subarray(0, 1000));
+  const r = rlxkv('verify', '--fingerprint', 'abcd', small, model, cut, join(dir, 'missing.rlxkv'));
+  assert.equal(r.code, 1);
+  assert.match(r.err, new RegExp(`${model}: stale`));
+  assert.match(r.err, /cut\.rlxkv: .*truncated/);
+  assert.match(r.err, /missing\.rlxkv: no such file/);
+  assert.doesNotMatch(r.err, /at .*\.js:\d+/, 'no stack trace');
+});
+
+test('tokens and rewrite', () => {
+  assert.deepEqual(JSON.parse(rlxkv('tokens', small).out).reduce((s, t) => s + t, 0), 24);
+  const out = join(tempDir(), 'again.rlxkv');
+  assert.equal(rlxkv('rewrite', model, out).code, 0);
+  assert.deepEqual(readFileSync(out), readFileSync(model));
+});
+
+test('ls and prune on a directory written by the API', async () => {
+  const dir = tempDir();
+  const rlx = await init();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 0x42n, storage: 'fs', path: dir });
+  for (let i = 0; i < 4; i++) {
+    cache.insert(range(i * 100, 16), kvFor(16));
+    await cache.flush();
+  }
+  await cache.close();
+  copyFileSync(small, join(dir, 'ffffffffffffffff.rlxkv')); // stale (and misnamed)
+  writeFileSync(join(dir, '0123456789abcdef.rlxkv'), 'junk');
+
+  const ls = JSON.parse(rlxkv('ls', '--json', '--fingerprint', '0x42', dir).out);
+  assert.equal(ls.blobs.length, 6);
+  assert.deepEqual(ls.totals, { ...ls.totals, ok: 4, corrupt: 2 });
+  const table = rlxkv('ls', dir);
+  assert.match(table.out, /6 blobs/);
+
+  const each = ls.blobs.find((b) => b.status === 'ok').bytes;
+  const dry = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each), '--dry-run');
+  assert.match(dry.out, /would remove 4 blobs/);
+  assert.equal(readdirSync(dir).length, 6);
+  const real = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each));
+  assert.equal(real.code, 0, real.err);
+  assert.match(real.out, /removed 4 blobs/);
+  assert.equal(readdirSync(dir).length, 2);
+});
+
+test('clear errors, never a stack trace', () => {
+  const dir = tempDir();
+  for (const [args, pattern] of [
+    [['inspect', dir], /is a directory/],
+    [['inspect', join(dir, 'nope.rlxkv')], /no such file/],
+    [['ls', join(dir, 'nope')], /no such directory/],
+    [['prune', dir, '--max-bytes', 'lots'], /not a byte count/],
+    [['verify', '--fingerprint', 'xyz', small], /not a 64-bit hex number/],
+    [['frobnicate'], /unknown command/],
+  ]) {
+    const r = rlxkv(...args);
+    assert.notEqual(r.code, 0, args.join(' '));
+    assert.match(r.err, pattern);
+    assert.doesNotMatch(r.err, /\n\s+at /);
+  }
+  assert.match(rlxkv('prune', '--help').out, /usage: rlxkv prune/);
+});

@@ -1,0 +1,36 @@
+/* The few C helpers that exist only for the JS side: they flatten structs
+ * whose layout JS would otherwise have to know. Everything else is called
+ * straight from the library (see exports.txt). */
+#include <stddef.h>
+
+#include "rlxkv.h"
+
+/* Stats as doubles, in this order: entries, bytes, cap_bytes,
+ * pinned_entries, pinned_bytes, hits, misses, evictions, tokens_reused.
+ * (Counters stay exact in a double up to 2^53.) */
+void rlxkv_web_stats(const rlxkv_cache *c, double *out) {
+    rlxkv_stats s;
+    rlxkv_cache_stats(c, &s);
+    out[0] = (double)s.entries;
+    out[1] = (double)s.bytes;
+    out[2] = (double)s.cap_bytes;
+    out[3] = (double)s.pinned_entries;
+    out[4] = (double)s.pinned_bytes;
+    out[5] = (double)s.hits;
+    out[6] = (double)s.misses;
+    out[7] = (double)s.evictions;
+    out[8] = (double)s.tokens_reused;
+}
+
+/* web/core.js reads rlxkv_blob_info records at these offsets (wasm32). */
+_Static_assert(offsetof(rlxkv_blob_info, n_tokens) == 32, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, file_bytes) == 36, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, mtime) == 40, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, fingerprint) == 48, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, status) == 56, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, error) == 60, "blob_info layout");
+size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
+
+/* The load and prune reports are all size_t: JS reads them as u32s. */
+_Static_assert(sizeof(rlxkv_load_report) == 5 * sizeof(size_t), "load_report layout");
+_Static_assert(sizeof(rlxkv_prune_report) == 4 * sizeof(size_t), "prune_report layout");

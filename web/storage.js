@@ -1,0 +1,162 @@
+// Where blobs live: the C store (src/store.c) opened on a directory of the
+// Emscripten file system, mounted on a real directory (NODEFS, Node) or on an
+// IDBFS mount mirrored to IndexedDB (browsers, workers, fake-indexeddb).
+import { RlxkvError } from './errors.js';
+import { IdbMirror } from './idb-sync.js';
+import { isNode } from './core.js';
+
+/** Mounts shared by the stores of one module instance, counted. */
+const mountsOf = new WeakMap();
+
+function mounts(core) {
+  let m = mountsOf.get(core);
+  if (!m) mountsOf.set(core, (m = { byKey: new Map(), next: 0 }));
+  return m;
+}
+
+/** Which storage 'auto' means here. */
+export function autoStorage() {
+  if (isNode && typeof globalThis.indexedDB === 'undefined') return 'fs';
+  return typeof globalThis.indexedDB === 'object' ? 'idb' : 'none';
+}
+
+async function mountFs(core, dir) {
+  const { mkdir, stat } = await import('node:fs/promises');
+  const { resolve } = await import('node:path');
+  const root = resolve(dir);
+  try {
+    await mkdir(root, { recursive: true });
+    if (!(await stat(root)).isDirectory()) throw new Error('not a directory');
+  } catch (err) {
+    throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
+  }
+  const m = mounts(core);
+  const key = `fs:${root}`;
+  let mnt = m.byKey.get(key);
+  if (!mnt) {
+    const point = `/rlxkv-fs/${m.next++}`;
+    core.M.FS.mkdirTree(point);
+    core.M.FS.mount(core.M.NODEFS, { root }, point);
+    mnt = { key, point, refs: 0, mirror: null };
+    m.byKey.set(key, mnt);
+  }
+  mnt.refs++;
+  return mnt;
+}
+
+async function mountIdb(core, path) {
+  const factory = globalThis.indexedDB;
+  if (!factory) throw new RlxkvError('IO', "storage 'idb' needs IndexedDB, which this environment lacks");
+  if (!path.startsWith('/')) path = '/' + path;
+  const m = mounts(core);
+  const key = `idb:${path}`;
+  let mnt = m.byKey.get(key);
+  if (!mnt) {
+    const { FS, IDBFS } = core.M;
+    FS.mkdirTree(path);
+    FS.mount(IDBFS, {}, path);
+    mnt = { key, point: path, refs: 0, mirror: new IdbMirror(FS, path, factory) };
+    m.byKey.set(key, mnt);
+  }
+  mnt.refs++;
+  try {
+    await mnt.mirror.restore();
+  } catch (err) {
+    await unmount(core, mnt);
+    throw err;
+  }
+  return mnt;
+}
+
+async function unmount(core, mnt) {
+  if (--mnt.refs > 0) return;
+  mounts(core).byKey.delete(mnt.key);
+  if (mnt.mirror) await mnt.mirror.close();
+  try { core.M.FS.unmount(mnt.point); } catch { /* already gone */ }
+}
+
+/** A C store (rlxkv_store) over a mounted directory, with its mirror. */
+export class Storage {
+  static async open(core, kind, path) {
+    const mnt = kind === 'fs' ? await mountFs(core, path) : await mountIdb(core, path);
+    const dir = core.cstring(mnt.point);
+    let store;
+    try {
+      store = core.M._rlxkv_store_open(dir, 0, core.cell) >>> 0;
+    } finally {
+      core.free(dir);
+    }
+    if (!store) {
+      const st = core.i32(core.cell);
+      await unmount(core, mnt);
+      throw core.fail(st, `opening store ${path}`);
+    }
+    return new Storage(core, kind, mnt, store);
+  }
+
+  constructor(core, kind, mnt, store) {
+    this.core = core;
+    this.kind = kind;
+    this.mnt = mnt;
+    this.ptr = store;
+  }
+
+  /** Loads this cache's fingerprint; returns the C load report. */
+  load(cache) {
+    const { core } = this;
+    const rep = core.alloc(5 * 4);
+    try {
+      const st = core.M._rlxkv_store_load(this.ptr, cache, rep);
+      if (st < 0) throw core.fail(st, 'restoring the cache');
+      const r = core.u32.subarray(rep >>> 2, (rep >>> 2) + 5);
+      return { loaded: r[0], stale: r[1], corrupt: r[2], skipped: r[3], bytes: r[4] };
+    } finally {
+      core.free(rep);
+    }
+  }
+
+  /** Saves dirty entries, then makes them durable (IndexedDB). */
+  async flush(cache) {
+    const st = this.core.M._rlxkv_store_flush(this.ptr, cache);
+    if (st < 0) throw this.core.fail(st, 'flushing the cache');
+    if (this.mnt.mirror) await this.mnt.mirror.persist();
+  }
+
+  /** Makes deletions durable too (after prune/remove). */
+  async sync() {
+    if (this.mnt.mirror) await this.mnt.mirror.persist();
+  }
+
+  list(fingerprint) {
+    const { core } = this;
+    const outCell = core.cell + 32, nCell = core.cell + 40;
+    const st = core.M._rlxkv_store_list(this.ptr, fingerprint, outCell, nCell);
+    if (st < 0) throw core.fail(st, 'listing the store');
+    const p = core.u32[outCell >>> 2], n = core.u32[nCell >>> 2];
+    try {
+      return core.blobInfos(p, n);
+    } finally {
+      core.free(p);
+    }
+  }
+
+  prune(fingerprint, maxBytes, flags, keepCache) {
+    const { core } = this;
+    const rep = core.alloc(4 * 4);
+    try {
+      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, maxBytes, flags, keepCache || 0, rep);
+      if (st < 0) throw core.fail(st, 'pruning the store');
+      const r = core.u32.subarray(rep >>> 2, (rep >>> 2) + 4);
+      return { removed: r[0], removedBytes: r[1], kept: r[2], keptBytes: r[3] };
+    } finally {
+      core.free(rep);
+    }
+  }
+
+  async close() {
+    if (!this.ptr) return;
+    this.core.M._rlxkv_store_close(this.ptr);
+    this.ptr = 0;
+    await unmount(this.core, this.mnt);
+  }
+}
