@@ -280,6 +280,7 @@ int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO
 
 #define RLXKV_PRUNE_DRY_RUN   1   /* report, remove nothing */
 #define RLXKV_PRUNE_KEEP_STALE 2  /* leave other fingerprints' blobs alone */
+#define RLXKV_PRUNE_ANY_FINGERPRINT 4 /* every valid blob counts as the fingerprint's */
 /* Removes corrupt and (unless KEEP_STALE) stale blobs, then the oldest blobs
  * of `fingerprint` until its files total at most max_bytes (SIZE_MAX: no
  * budget; stale files kept under KEEP_STALE do not count). Blobs of entries

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "entry.h"
+#include "hash.h"
 
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
@@ -33,6 +34,8 @@
 #define NAME_CAP 96
 /* Largest single read or write: keeps every count inside a long. */
 #define IO_CHUNK ((size_t)1 << 30)
+/* Temporary names tried before a save gives up (each a new name). */
+#define TMP_TRIES 16
 /* Where the tokens begin in a blob (FORMAT.md). */
 #define TOKENS_AT 32
 
@@ -104,35 +107,25 @@ static int io_status(int err) {
  * Names
  * ---------------------------------------------------------------------- */
 
-/* rlxkv_hash64 (util.c) fed one token at a time, as little-endian u32
- * bytes. Streaming lets a blob's u64 tokens be hashed in place and needs no
- * copy on big-endian hosts; test_store checks it equals rlxkv_hash64. */
-static uint64_t name_hash_init(uint64_t seed) { return 0xcbf29ce484222325ull ^ seed; }
+/* rlxkv_hash64 fed one token at a time, as little-endian u32 bytes, so a
+ * blob's u64 tokens can be hashed in place (test_store checks they agree). */
 static uint64_t name_hash_token(uint64_t h, uint32_t t) {
-    for (int i = 0; i < 4; i++) {
-        h ^= (t >> (8 * i)) & 0xffu;
-        h *= 0x100000001b3ull;
-    }
+    for (int i = 0; i < 4; i++) h = rlxkv_fnv_byte(h, (unsigned char)(t >> (8 * i)));
     return h;
 }
 static void name_from_hash(uint64_t h, char name[32]) {
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    snprintf(name, 32, "%016" PRIx64 SUFFIX, h);
+    snprintf(name, 32, "%016" PRIx64 SUFFIX, rlxkv_fnv_final(h));
 }
 
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]) {
-    uint64_t h = name_hash_init(fingerprint);
+    uint64_t h = rlxkv_fnv_init(fingerprint);
     for (size_t i = 0; i < n; i++) h = name_hash_token(h, tokens[i]);
     name_from_hash(h, name);
 }
 
 /* The name a valid blob (buf, already inspected) should have. */
 static void blob_name_of(const uint8_t *buf, const rlxkv_blob_meta *m, char name[32]) {
-    uint64_t h = name_hash_init(m->fingerprint);
+    uint64_t h = rlxkv_fnv_init(m->fingerprint);
     for (size_t i = 0; i < m->n_tokens; i++)
         h = name_hash_token(h, (uint32_t)rlxkv_load_u64le(buf + TOKENS_AT + 8 * i));
     name_from_hash(h, name);
@@ -337,7 +330,7 @@ static int cmp_newest_first(const void *a, const void *b) {
     const cand *x = a, *y = b;
     if (x->mtime != y->mtime) return x->mtime > y->mtime ? -1 : 1;
     if (x->mtime_ns != y->mtime_ns) return x->mtime_ns > y->mtime_ns ? -1 : 1;
-    return strcmp(x->name, y->name);
+    return strcmp(y->name, x->name); /* the reverse of prune's oldest first */
 }
 
 /* ---------------------------------------------------------------------- *
@@ -368,17 +361,22 @@ int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint)
     if (rc) goto out;
 
     rlxkv_blob_name(fingerprint, e->tokens, e->n_tokens, name);
-    /* Unique per process and handle, so concurrent savers never share a
-     * temporary file; ".tmp" keeps it out of every listing. */
-    snprintf(tmp_name, sizeof tmp_name, "%s.%lx-%" PRIxPTR "-%" PRIx64 ".tmp", name,
-             (unsigned long)getpid(), (uintptr_t)s, s->seq++);
     join(s, s->path, name);
-    join(s, s->tmp, tmp_name);
-
-    fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        rc = io_status(errno);
-        goto out;
+    /* The temporary name is unique per process, handle and call, and
+     * O_EXCL makes sure: under Emscripten every process is pid 42 and heaps
+     * are laid out alike, so two Node processes sharing a NODEFS directory
+     * could pick one name; the loser takes the next. ".tmp" keeps it out of
+     * every listing. */
+    for (int tries = 0;; tries++) {
+        snprintf(tmp_name, sizeof tmp_name, "%s.%lx-%" PRIxPTR "-%" PRIx64 ".tmp", name,
+                 (unsigned long)getpid(), (uintptr_t)s, s->seq++);
+        join(s, s->tmp, tmp_name);
+        fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (fd >= 0) break;
+        if (errno != EEXIST || tries == TMP_TRIES - 1) {
+            rc = io_status(errno);
+            goto out;
+        }
     }
     rc = write_all(s, fd, buf, size);
     if (!rc && s->io.sync(s->io.ctx, fd) != 0) rc = io_status(errno);
@@ -546,7 +544,15 @@ int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) 
         rlxkv_entry *e = held[--n_held];
         size_t kv = rlxkv_entry_kv_bytes(e);
         const rlxkv_entry *in;
-        int prc = rlxkv_cache_put(c, e);
+        int prc;
+        /* The cache's own entry is at least as new as the file (it may be
+         * dirty): keep it. */
+        if (rlxkv_cache_get(c, e->tokens, e->n_tokens)) {
+            rlxkv_entry_free(e);
+            r.skipped++;
+            continue;
+        }
+        prc = rlxkv_cache_put(c, e);
         if (prc == RLXKV_ERR_NOMEM) {
             rc = prc;
             goto fail;
@@ -676,11 +682,19 @@ static int keep_names(const rlxkv_cache *keep, char (**out)[32], size_t *n_out) 
     return RLXKV_OK;
 }
 
-/* Indices of blobs sorted oldest first (ties by name). */
-typedef struct age_ctx { const rlxkv_blob_info *info; size_t idx; } age_ctx;
+/* A blob that the budget may remove, for sorting oldest first. The
+ * nanoseconds (which rlxkv_blob_info lacks) order saves within a second as
+ * load does. */
+typedef struct age_ctx {
+    const rlxkv_blob_info *info;
+    size_t idx;
+    long mtime_ns;
+} age_ctx;
+
 static int cmp_oldest_first(const void *a, const void *b) {
     const age_ctx *x = a, *y = b;
     if (x->info->mtime != y->info->mtime) return x->info->mtime < y->info->mtime ? -1 : 1;
+    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? -1 : 1;
     return strcmp(x->info->name, y->info->name);
 }
 
@@ -693,7 +707,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
     size_t n = 0, n_kept = 0, n_victims = 0, n_ok = 0;
     size_t *victims = NULL;
     age_ctx *ok = NULL;
-    uint64_t fp_bytes = 0, all_bytes = 0;
+    uint64_t fp_bytes = 0, all_bytes = 0, gone_bytes = 0;
     int rc;
 
     memset(&r, 0, sizeof r);
@@ -713,20 +727,25 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
     for (size_t i = 0; i < n; i++) {
         int guarded = n_kept && bsearch(info[i].name, kept, n_kept, sizeof *kept, cmp_name32);
         all_bytes += info[i].file_bytes;
-        if (info[i].status == RLXKV_BLOB_OK) {
+        if (info[i].status == RLXKV_BLOB_OK ||
+            (info[i].status == RLXKV_BLOB_STALE && (flags & RLXKV_PRUNE_ANY_FINGERPRINT))) {
             fp_bytes += info[i].file_bytes;
-            if (!guarded) ok[n_ok++] = (age_ctx){&info[i], i};
+            if (!guarded && max_bytes != SIZE_MAX) {
+                struct stat st;
+                ok[n_ok].info = &info[i];
+                ok[n_ok].idx = i;
+                ok[n_ok++].mtime_ns =
+                    stat(join(s, s->path, info[i].name), &st) == 0 ? mtime_ns_of(&st) : 0;
+            }
         } else if (!guarded && (info[i].status == RLXKV_BLOB_CORRUPT ||
                                 !(flags & RLXKV_PRUNE_KEEP_STALE))) {
             victims[n_victims++] = i;
         }
     }
-    if (max_bytes != SIZE_MAX) {
-        qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
-        for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
-            victims[n_victims++] = ok[j].idx;
-            fp_bytes -= ok[j].info->file_bytes;
-        }
+    qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
+    for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
+        victims[n_victims++] = ok[j].idx;
+        fp_bytes -= ok[j].info->file_bytes;
     }
 
     /* Stop at the first failure: what was removed is gone, the rest is
@@ -742,10 +761,12 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
             }
         }
         r.removed++;
-        r.removed_bytes += b->file_bytes;
+        gone_bytes += b->file_bytes;
     }
+    /* Totals in u64, clamped: a directory may outgrow a 32-bit size_t. */
     r.kept = n - r.removed;
-    all_bytes -= r.removed_bytes;
+    r.removed_bytes = gone_bytes < SIZE_MAX ? (size_t)gone_bytes : SIZE_MAX;
+    all_bytes -= gone_bytes;
     r.kept_bytes = all_bytes < SIZE_MAX ? (size_t)all_bytes : SIZE_MAX;
 done:
     if (report) *report = r;

@@ -1,4 +1,5 @@
 /* Status strings, version and the 64-bit hash. */
+#include "hash.h"
 #include "rlxkv.h"
 
 const char *rlxkv_strerror(int status) {
@@ -20,19 +21,9 @@ const char *rlxkv_strerror(int status) {
 
 const char *rlxkv_version(void) { return RLXKV_VERSION; }
 
-/* FNV-1a over the bytes, then splitmix64's finaliser so that nearby inputs
- * land far apart (FNV alone leaves the high bits weak for short keys). */
 uint64_t rlxkv_hash64(const void *data, size_t len, uint64_t seed) {
     const unsigned char *p = data;
-    uint64_t h = 0xcbf29ce484222325ull ^ seed;
-    for (size_t i = 0; i < len; i++) {
-        h ^= p[i];
-        h *= 0x100000001b3ull;
-    }
-    h ^= h >> 30;
-    h *= 0xbf58476d1ce4e5b9ull;
-    h ^= h >> 27;
-    h *= 0x94d049bb133111ebull;
-    h ^= h >> 31;
-    return h;
+    uint64_t h = rlxkv_fnv_init(seed);
+    for (size_t i = 0; i < len; i++) h = rlxkv_fnv_byte(h, p[i]);
+    return rlxkv_fnv_final(h);
 }

@@ -80,6 +80,23 @@ test('ls and prune on a directory written by the API', async () => {
   assert.equal(readdirSync(dir).length, 2);
 });
 
+test('prune without a fingerprint budgets every blob, oldest first', async () => {
+  const dir = tempDir();
+  const rlx = await init();
+  for (const fp of [1n, 2n, 3n]) {
+    const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: fp, storage: 'fs', path: dir });
+    cache.insert([Number(fp)], kvFor(1));
+    await cache.close();
+    await new Promise((r) => setTimeout(r, 1100)); // mtimes are whole seconds in wasm
+  }
+  const each = JSON.parse(rlxkv('ls', '--json', dir).out).blobs[0].bytes;
+  const r = rlxkv('prune', dir, '--max-bytes', String(each));
+  assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /removed 2 blobs/);
+  const ls = JSON.parse(rlxkv('ls', '--json', '--fingerprint', '3', dir).out);
+  assert.deepEqual(ls.blobs.map((b) => b.status), ['ok'], 'the newest stays');
+});
+
 test('clear errors, never a stack trace', () => {
   const dir = tempDir();
   for (const [args, pattern] of [

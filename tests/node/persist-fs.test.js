@@ -61,7 +61,8 @@ test('stale and corrupt blobs: counted, skipped, and the stale ones left untouch
   await other.close();
   const [otherFile] = readdirSync(dir);
   const otherBytes = readFileSync(join(dir, otherFile));
-  writeFileSync(join(dir, '00000000deadbeef.rlxkv'), Buffer.from('RLXKV001 but then garbage'));
+  const mine = rlx.encodeEntry({ tokens: [7, 8], ...kvFor(2) }, 2n);
+  writeFileSync(join(dir, '00000000deadbeef.rlxkv'), mine.subarray(0, mine.length - 3)); // torn
   writeFileSync(join(dir, 'notes.txt'), 'not a blob');
 
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 2n, storage: 'fs', path: dir });
