@@ -153,12 +153,24 @@ export interface DecodedEntry {
   v: Float32Array[];
 }
 
+/** The blobs of a store directory or IndexedDB mount, without a cache (rlx.openStore). */
+export interface Store {
+  /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. */
+  list(fingerprint?: Fingerprint): BlobInfo[];
+  /** Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the oldest until maxBytes. */
+  prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): PruneReport;
+  /** Makes an IndexedDB prune durable. */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
 export interface Rlxkv {
   readonly RlxkvError: typeof RlxkvError;
   /** Bytes of wasm memory of this module instance. */
   readonly memoryBytes: number;
   createCache(opts: CacheOptions): Cache;
   openCache(opts: OpenCacheOptions): Promise<Cache>;
+  openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' }): Promise<Store>;
   encodeEntry(entry: Entry, fingerprint?: Fingerprint): Uint8Array;
   /** null when opts.fingerprint is given and the blob's differs. */
   decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: { fingerprint?: Fingerprint }): DecodedEntry | null;

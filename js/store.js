@@ -36,7 +36,7 @@ export class Store {
    * until they total at most maxBytes. Synchronous for directories; call
    * sync() to make an IndexedDB prune durable.
    */
-  prune(fingerprint, { maxBytes = Infinity, stale = true, dryRun = false } = {}) {
+  prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
     const storage = this.#live();
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     const any = fingerprint === undefined;

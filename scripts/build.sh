@@ -8,3 +8,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build/wasm -j"$jobs"
 echo "build: web/dist/rlxkv_core.mjs, web/dist/rlxkv_core.wasm"
+
+# The demo's shipped asset: the default system prompt's KV, computed in Node
+# by the same model the page runs (needs the wasm just built).
+node scripts/precompute.mjs

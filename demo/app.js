@@ -1,0 +1,397 @@
+// The demo page: UI only. The model and the rlxkv cache live in worker.js.
+import { DEFAULT_SYSTEM_PROMPT } from './system-prompt.js';
+
+const RUNS_KEY = 'rlxkv-demo:runs';
+const ASSET_KEY = 'rlxkv-demo:use-asset';
+const MAX_RUNS = 40;
+
+const $ = (id) => document.getElementById(id);
+const el = {
+  system: $('system'), systemTokens: $('system-tokens'), resetSystem: $('reset-system'),
+  form: $('send-form'), message: $('message'), send: $('send'),
+  status: $('status'), output: $('output'), outUser: $('out-user'),
+  ttft: $('ttft'), source: $('source'), matched: $('matched'), prefilled: $('prefilled'),
+  lookupMs: $('lookup-ms'), prefillMs: $('prefill-ms'), restoreMs: $('restore-ms'), flushMs: $('flush-ms'),
+  chart: $('chart'), chartSummary: $('chart-summary'), resetChart: $('reset-chart'),
+  cEntries: $('c-entries'), cTokens: $('c-tokens'), cBytes: $('c-bytes'), cBlobs: $('c-blobs'),
+  cFp: $('c-fp'), cStorage: $('c-storage'), cOpen: $('c-open'), cList: $('c-list'),
+  useAsset: $('use-asset'), clear: $('clear'), reload: $('reload'), verify: $('verify'), verifyResult: $('verify-result'),
+};
+
+/* ---------------- formatting ---------------- */
+
+const nf = new Intl.NumberFormat('en-US');
+function fmtMs(ms) {
+  if (ms == null || Number.isNaN(ms)) return '–';
+  if (ms < 10) return `${ms.toFixed(1)} ms`;
+  if (ms < 10000) return `${nf.format(Math.round(ms))} ms`;
+  return `${(ms / 1000).toFixed(1)} s`;
+}
+function fmtBytes(n) {
+  if (n == null) return '–';
+  if (n < 1024) return `${n} B`;
+  const units = ['KiB', 'MiB', 'GiB', 'TiB'];
+  let v = n / 1024, u = 0;
+  while (v >= 1024 && u < units.length - 1) { v /= 1024; u++; }
+  return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
+}
+const fmtInt = (n) => (n == null ? '–' : nf.format(n));
+const tokenCount = (text) => new TextEncoder().encode(text).length + 1; // bytes + BOS
+
+/* ---------------- worker ---------------- */
+
+const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+const pending = new Map();
+let nextId = 1;
+let onToken = null;
+
+worker.onmessage = (ev) => {
+  const msg = ev.data;
+  if (msg.type === 'token') {
+    if (onToken) onToken(msg);
+    return;
+  }
+  const p = pending.get(msg.id);
+  if (!p) return;
+  pending.delete(msg.id);
+  if (msg.type === 'error') p.reject(Object.assign(new Error(msg.message), { code: msg.code }));
+  else p.resolve(msg);
+};
+worker.onerror = (ev) => {
+  ev.preventDefault();
+  fail(`The worker failed to start: ${ev.message || 'see the console'}. Is the wasm module built (npm run build)?`);
+};
+
+function request(type, payload = {}) {
+  const id = nextId++;
+  return new Promise((resolve, reject) => {
+    pending.set(id, { resolve, reject });
+    worker.postMessage({ type, id, ...payload });
+  });
+}
+
+/* ---------------- state ---------------- */
+
+let busy = true;
+let startup = null;
+
+function setState(state) {
+  document.body.dataset.state = state;
+  busy = state !== 'ready';
+  el.send.disabled = busy;
+  el.clear.disabled = busy;
+  el.verify.disabled = busy;
+}
+
+function setStatus(text, tone = '') {
+  el.status.textContent = text;
+  el.status.className = `status ${tone}`;
+}
+
+function fail(message) {
+  setStatus(message, 'bad');
+  setState('error');
+  for (const p of pending.values()) p.reject(new Error(message));
+  pending.clear();
+}
+
+function loadRuns() {
+  try {
+    const runs = JSON.parse(localStorage.getItem(RUNS_KEY) || '[]');
+    return Array.isArray(runs) ? runs.filter((r) => r && typeof r.ttft === 'number') : [];
+  } catch {
+    return [];
+  }
+}
+function saveRuns(runs) {
+  try { localStorage.setItem(RUNS_KEY, JSON.stringify(runs.slice(-MAX_RUNS))); } catch { /* full or disabled */ }
+}
+
+/** ?asset=0|1 wins; else the checkbox's saved value (default on). */
+function useAssetSetting() {
+  const q = new URLSearchParams(location.search).get('asset');
+  if (q === '0' || q === '1') return { value: q === '1', fromUrl: true };
+  let saved = null;
+  try { saved = localStorage.getItem(ASSET_KEY); } catch { /* disabled */ }
+  return { value: saved !== '0', fromUrl: false };
+}
+
+/* ---------------- rendering ---------------- */
+
+const SOURCE_LABEL = { 'shipped asset': 'shipped asset', IndexedDB: 'IndexedDB', memory: 'memory', computed: 'computed' };
+
+const BORN = { IndexedDB: 'restored from IndexedDB', 'shipped asset': 'from the shipped asset', computed: 'computed in this tab' };
+
+function renderInfo(info) {
+  if (!info) return;
+  el.cEntries.textContent = `${fmtInt(info.entries)} (${fmtInt(info.pinnedEntries)} pinned)`;
+  el.cTokens.textContent = fmtInt(info.tokens);
+  el.cBytes.textContent = `${fmtBytes(info.bytes)} of ${fmtBytes(info.capBytes)}`;
+  el.cBlobs.textContent = info.storage === 'none'
+    ? 'not persisted (no IndexedDB)'
+    : `${fmtInt(info.blobs)} in IndexedDB (${fmtBytes(info.blobBytes)})`;
+  el.cFp.textContent = info.fingerprint;
+  el.cFp.title = info.fingerprintKey;
+  const { usage, quota } = info.estimate || {};
+  el.cStorage.textContent = usage == null ? 'unknown' : `${fmtBytes(usage)} / ${fmtBytes(quota)}`;
+  el.cList.replaceChildren(...info.list.map((e) => {
+    const li = document.createElement('li');
+    const head = document.createElement('div');
+    head.className = 'entry-head';
+    head.textContent = `${fmtInt(e.tokens)} tokens · ${fmtBytes(e.bytes)}${e.pinned ? ' · pinned' : ''} · ${BORN[e.born] || e.born}${e.isDefault ? ' · default prompt' : ''}`;
+    const pre = document.createElement('div');
+    pre.className = 'entry-preview';
+    pre.textContent = e.preview.replace(/\s+/g, ' ') + '…';
+    li.append(head, pre);
+    return li;
+  }));
+}
+
+function renderStartup(s) {
+  el.restoreMs.textContent = fmtMs(s.openMs);
+  const r = s.restore;
+  const parts = [];
+  if (s.storage === 'none') parts.push(`IndexedDB unavailable (${s.openError || 'memory only'})`);
+  else parts.push(`restored ${r.loaded} ${r.loaded === 1 ? 'entry' : 'entries'} (${fmtBytes(r.bytes)}) in ${fmtMs(s.openMs)}`);
+  if (r && r.stale) parts.push(`${r.stale} stale removed`);
+  if (r && r.corrupt) parts.push(`${r.corrupt} corrupt skipped`);
+  if (s.asset.status === 'imported') parts.push(`shipped asset imported in ${fmtMs(s.asset.ms)}`);
+  else if (s.asset.status === 'missing' || s.asset.status === 'stale') parts.push(`shipped asset ${s.asset.status}`);
+  el.cOpen.textContent = parts.join('; ');
+}
+
+function readyStatus(s) {
+  const n = fmtInt(s.defaultTokens);
+  if (s.asset.status === 'cached') {
+    return `Ready. The default prompt's KV (${n} tokens) was restored from IndexedDB in ${fmtMs(s.openMs)}: the prefill will be skipped.`;
+  }
+  if (s.asset.status === 'imported') {
+    return `Ready. First visit: the default prompt's KV (${n} tokens) came with the page (shipped asset, ${fmtMs(s.asset.ms)}).`;
+  }
+  const why = s.asset.status === 'skipped' ? 'shipped asset not used' : `shipped asset ${s.asset.status}`;
+  return `Ready. The cache is empty (${why}): the first reply prefills all ${n} tokens of the prompt.`;
+}
+
+function resultStatus(r) {
+  const tail = ` Time to first token ${fmtMs(r.ttftMs)}.`;
+  if (r.kind === 'cold') {
+    const saved = r.flushError ? `cached in memory, but saving failed (${r.flushError})`
+      : r.info && r.info.storage === 'none' ? 'now cached in memory' : 'now cached and saved to IndexedDB';
+    return `Cold prefill ${fmtMs(r.prefillMs)} for all ${fmtInt(r.prefilled)} tokens; the system prompt's KV is ${saved}.${tail}`;
+  }
+  let from;
+  if (r.source === 'IndexedDB') from = `Restored from IndexedDB in ${fmtMs(r.restoreMs)}`;
+  else if (r.source === 'shipped asset') from = `Loaded from the shipped asset in ${fmtMs(startup.asset.ms)}`;
+  else from = 'Reused from memory';
+  const partial = r.matched < r.systemTokens ? ` (a partial hit: the prompt differs after token ${fmtInt(r.matched)})` : '';
+  return `${from}, prefill skipped for ${fmtInt(r.matched)} tokens${partial}; prefilled the other ${fmtInt(r.prefilled)} in ${fmtMs(r.prefillMs)}.${tail}`;
+}
+
+function renderResult(r) {
+  el.ttft.textContent = fmtMs(r.ttftMs);
+  el.ttft.dataset.ms = String(r.ttftMs);
+  el.source.textContent = SOURCE_LABEL[r.source] || r.source;
+  el.source.dataset.source = r.source;
+  el.source.className = `source ${r.kind}`;
+  el.matched.textContent = fmtInt(r.matched);
+  el.prefilled.textContent = fmtInt(r.prefilled);
+  el.lookupMs.textContent = fmtMs(r.lookupMs);
+  el.prefillMs.textContent = fmtMs(r.prefillMs);
+  el.flushMs.textContent = r.flushError ? 'failed' : fmtMs(r.flushMs);
+  setStatus(resultStatus(r), r.kind === 'warm' ? 'good' : 'warn');
+}
+
+const SVGNS = 'http://www.w3.org/2000/svg';
+function svg(name, attrs = {}, text) {
+  const node = document.createElementNS(SVGNS, name);
+  for (const [k, v] of Object.entries(attrs)) node.setAttribute(k, String(v));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+function niceStep(max, ticks) {
+  const raw = max / ticks;
+  const mag = 10 ** Math.floor(Math.log10(raw));
+  for (const m of [1, 2, 2.5, 5, 10]) if (m * mag >= raw) return m * mag;
+  return 10 * mag;
+}
+
+const median = (xs) => {
+  if (!xs.length) return null;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+
+function renderChart() {
+  const runs = loadRuns();
+  const shown = runs.slice(-24);
+  const W = Math.max(280, Math.round(el.chart.clientWidth || 600));
+  const H = W < 420 ? 220 : 260;
+  el.chart.setAttribute('viewBox', `0 0 ${W} ${H}`);
+  el.chart.replaceChildren();
+  el.chart.dataset.runs = String(runs.length);
+  const m = { l: 52, r: 10, t: 16, b: 30 };
+  const iw = W - m.l - m.r, ih = H - m.t - m.b;
+  if (!shown.length) {
+    el.chart.append(svg('text', { x: W / 2, y: H / 2, 'text-anchor': 'middle', class: 'chart-empty' }, 'No replies yet: send a message.'));
+    el.chartSummary.textContent = '';
+    return;
+  }
+  const max = Math.max(...shown.map((r) => r.ttft), 1);
+  const step = niceStep(max, 5);
+  const top = Math.ceil(max / step) * step;
+  const y = (v) => m.t + ih - (v / top) * ih;
+  for (let v = 0; v <= top + 1e-9; v += step) {
+    el.chart.append(svg('line', { x1: m.l, x2: W - m.r, y1: y(v), y2: y(v), class: v === 0 ? 'axis' : 'grid' }));
+    el.chart.append(svg('text', { x: m.l - 6, y: y(v) + 4, 'text-anchor': 'end', class: 'tick' }, v >= 1000 ? `${v / 1000} s` : `${v} ms`));
+  }
+  const slot = iw / Math.max(shown.length, 6);
+  const bw = Math.max(4, Math.min(44, slot * 0.7));
+  const first = runs.length - shown.length;
+  shown.forEach((r, i) => {
+    const cx = m.l + slot * i + slot / 2;
+    const h = Math.max(2, (r.ttft / top) * ih);
+    const g = svg('g', { class: `bar ${r.kind}`, 'data-kind': r.kind });
+    g.append(svg('title', {}, `#${first + i + 1} ${r.kind}, prefix from ${r.source}: ${fmtMs(r.ttft)} to first token (${r.matched} tokens reused, ${r.prefilled} prefilled)`));
+    g.append(svg('rect', { x: cx - bw / 2, y: m.t + ih - h, width: bw, height: h, rx: 2 }));
+    if (slot >= 30) {
+      const label = r.ttft >= 1000 ? `${(r.ttft / 1000).toFixed(1)}s` : `${Math.round(r.ttft)}`;
+      g.append(svg('text', { x: cx, y: m.t + ih - h - 4, 'text-anchor': 'middle', class: 'val' }, label));
+    }
+    if (slot >= 16 || i % 2 === 0) {
+      g.append(svg('text', { x: cx, y: H - m.b + 16, 'text-anchor': 'middle', class: 'tick' }, String(first + i + 1)));
+    }
+    el.chart.append(g);
+  });
+  const cold = median(runs.filter((r) => r.kind === 'cold').map((r) => r.ttft));
+  const warm = median(runs.filter((r) => r.kind === 'warm').map((r) => r.ttft));
+  const nCold = runs.filter((r) => r.kind === 'cold').length, nWarm = runs.length - nCold;
+  const parts = [];
+  if (cold != null) parts.push(`median cold ${fmtMs(cold)} (${nCold})`);
+  if (warm != null) parts.push(`median warm ${fmtMs(warm)} (${nWarm})`);
+  if (cold != null && warm != null && warm > 0) parts.push(`${(cold / warm).toFixed(cold / warm >= 10 ? 0 : 1)}× faster warm`);
+  el.chartSummary.textContent = parts.join(' · ');
+}
+
+/* ---------------- actions ---------------- */
+
+async function refreshInfo() {
+  try { renderInfo((await request('info')).info); } catch { /* shown elsewhere */ }
+}
+
+async function send(ev) {
+  ev.preventDefault();
+  if (busy) return;
+  const message = el.message.value.trim();
+  if (!message) return;
+  setState('busy');
+  el.outUser.hidden = false;
+  el.outUser.textContent = message;
+  el.output.textContent = '';
+  el.output.classList.add('typing');
+  el.ttft.textContent = '…';
+  el.source.textContent = '…';
+  const sysTokens = tokenCount(el.system.value);
+  setStatus(`Looking up ${fmtInt(sysTokens)}+ prompt tokens in the cache, then prefilling what is missing…`);
+  onToken = (t) => {
+    el.output.textContent += t.text;
+    if (t.ttftMs !== undefined) el.ttft.textContent = fmtMs(t.ttftMs);
+  };
+  try {
+    const r = await request('send', { system: el.system.value, message });
+    renderResult(r);
+    renderInfo(r.info);
+    const runs = loadRuns();
+    runs.push({ t: Date.now(), kind: r.kind, ttft: r.ttftMs, source: r.source, matched: r.matched, prefilled: r.prefilled, prefillMs: r.prefillMs });
+    saveRuns(runs);
+    renderChart();
+    setState('ready');
+  } catch (err) {
+    setStatus(`Error: ${err.message}`, 'bad');
+    setState('ready');
+  } finally {
+    onToken = null;
+    el.output.classList.remove('typing');
+  }
+}
+
+async function clearCache() {
+  if (busy) return;
+  setState('busy');
+  setStatus('Clearing the cache…');
+  try {
+    const r = await request('clear');
+    renderInfo(r.info);
+    setStatus(`Cache cleared in ${fmtMs(r.ms)}: ${r.removed} stored ${r.removed === 1 ? 'blob' : 'blobs'} removed (${fmtBytes(r.removedBytes)}). The next reply prefills the whole prompt (cold).`, 'warn');
+  } catch (err) {
+    setStatus(`Clearing failed: ${err.message}`, 'bad');
+  }
+  setState('ready');
+}
+
+async function verify() {
+  if (busy) return;
+  setState('busy');
+  el.verifyResult.textContent = 'Recomputing the default prompt’s KV in this browser…';
+  try {
+    const r = await request('verify');
+    const parts = [];
+    parts.push(r.helloMatch ? `golden hash ${r.helloHash} ✓` : `golden hash ${r.helloHash} ✗ (Node: different)`);
+    if (r.assetMatch === true) parts.push(`bit-identical to the shipped asset (${fmtBytes(r.bytes)}) ✓`);
+    else if (r.assetMatch === false) parts.push('differs from the shipped asset ✗ (rerun scripts/precompute.mjs)');
+    else parts.push(`no shipped asset (${r.assetError})`);
+    if (r.cacheMatch === true) parts.push('matches the cached entry ✓');
+    else if (r.cacheMatch === false) parts.push('differs from the cached entry ✗');
+    el.verifyResult.textContent = `${parts.join('; ')}. Full prefill took ${fmtMs(r.prefillMs)}.`;
+    el.verifyResult.dataset.ok = String(r.helloMatch && r.assetMatch !== false && r.cacheMatch !== false);
+  } catch (err) {
+    el.verifyResult.textContent = `Verification failed: ${err.message}`;
+    el.verifyResult.dataset.ok = 'false';
+  }
+  setState('ready');
+}
+
+function updateSystemTokens() {
+  const n = tokenCount(el.system.value);
+  el.systemTokens.textContent = `${fmtInt(n)} tokens`;
+  el.resetSystem.disabled = el.system.value === DEFAULT_SYSTEM_PROMPT;
+}
+
+/* ---------------- start ---------------- */
+
+async function start() {
+  el.system.value = DEFAULT_SYSTEM_PROMPT;
+  updateSystemTokens();
+  const asset = useAssetSetting();
+  el.useAsset.checked = asset.value;
+  if (asset.fromUrl) el.useAsset.title = 'Set by ?asset= in the address';
+  renderChart();
+
+  el.system.addEventListener('input', updateSystemTokens);
+  el.resetSystem.addEventListener('click', () => { el.system.value = DEFAULT_SYSTEM_PROMPT; updateSystemTokens(); });
+  el.form.addEventListener('submit', send);
+  el.clear.addEventListener('click', clearCache);
+  el.reload.addEventListener('click', () => location.reload());
+  el.verify.addEventListener('click', verify);
+  el.resetChart.addEventListener('click', () => { saveRuns([]); renderChart(); });
+  el.useAsset.addEventListener('change', () => {
+    try { localStorage.setItem(ASSET_KEY, el.useAsset.checked ? '1' : '0'); } catch { /* disabled */ }
+  });
+  let resizeTimer = 0;
+  window.addEventListener('resize', () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(renderChart, 100); });
+
+  try {
+    startup = await request('init', { useAsset: asset.value });
+    renderStartup(startup);
+    renderInfo(startup.info);
+    setStatus(readyStatus(startup), startup.asset.status === 'cached' || startup.asset.status === 'imported' ? 'good' : '');
+    setState('ready');
+    el.message.focus({ preventScroll: true });
+  } catch (err) {
+    fail(`Could not start: ${err.message}`);
+  }
+  setInterval(() => { if (!busy) refreshInfo(); }, 15000);
+}
+
+start();

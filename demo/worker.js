@@ -1,0 +1,346 @@
+// The demo's module worker: owns the model (demo/model.js) and an rlxkv
+// cache persisted in IndexedDB, so the page stays responsive while it
+// prefills.
+//
+// Protocol (postMessage). In: { type, id?, ... }
+//   init   { useAsset }           open the cache; import the shipped KV of the
+//                                 default system prompt if it is not cached
+//   send   { system, message }    reply: 'token'* then 'done'
+//   info                          cache panel numbers
+//   clear                         drop every entry, in memory and stored
+//   verify                        recompute the default prompt's KV here and
+//                                 compare it with the shipped asset's bytes
+// Out: { type: 'ready' | 'token' | 'done' | 'info' | 'cleared' | 'verified' |
+//        'error', id?, ... }. Requests are handled one at a time, in order.
+import init from '../js/index.js';
+import { createModel } from './model.js';
+import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
+
+const CAP_BYTES = 256 * 1024 * 1024;
+/** Stored blobs beyond this (oldest first, not those in memory) are pruned on flush. */
+const STORAGE_CAP_BYTES = 96 * 1024 * 1024;
+const IDB_PATH = '/rlxkv-demo';
+const ASSET_URL = new URL('./assets/system.rlxkv', import.meta.url).href;
+/** FNV-1a of the KV of 'Hello, rlxkv!' (see tests/node/demo-model.test.js). */
+const GOLDEN_HELLO = 'ed3a58ed';
+
+let rlx = null;
+let model = null;
+let cache = null;
+let fingerprint = 0n;
+let defaultTokens = null;
+let startup = null;          // what init measured, repeated in 'ready'
+/**
+ * Cached entries by their tokens: `born` is where the entry came from
+ * ('IndexedDB', 'shipped asset', 'computed'), `origin` what the next hit on it
+ * reports: the same until its first use, then 'memory'.
+ */
+const origins = new Map();
+let currentCustom = null;    // tokens of the pinned non-default system prompt, if any
+
+const now = () => performance.now();
+const round = (ms) => Math.round(ms * 10) / 10;
+const keyOf = (tokens) => tokens.join(',');
+const hex = (fp) => '0x' + fp.toString(16).padStart(16, '0');
+
+function concat(a, b) {
+  const out = new Uint32Array(a.length + b.length);
+  out.set(a);
+  out.set(b, a.length);
+  return out;
+}
+
+/** The origin of the entry a hit came from: the recorded entry its tokens begin. */
+function originOf(hit) {
+  let best = null;
+  for (const { tokens, origin } of origins.values()) {
+    if (tokens.length < hit.matched) continue;
+    let same = true;
+    for (let i = 0; i < hit.matched && same; i++) same = tokens[i] === hit.tokens[i];
+    if (same && (!best || tokens.length < best.tokens.length)) best = { tokens, origin };
+  }
+  return best;
+}
+
+function remember(tokens, origin, born = origin) {
+  const key = keyOf(tokens);
+  const old = origins.get(key);
+  origins.set(key, { tokens: Uint32Array.from(tokens), origin, born: old && born === 'memory' ? old.born : born });
+}
+
+async function storageEstimate() {
+  try {
+    if (typeof navigator === 'object' && navigator.storage && navigator.storage.estimate) {
+      const { usage, quota } = await navigator.storage.estimate();
+      return { usage: usage ?? null, quota: quota ?? null };
+    }
+  } catch { /* not available here */ }
+  return { usage: null, quota: null };
+}
+
+async function info() {
+  const entries = cache.entries();
+  const stats = cache.stats;
+  let blobs = [];
+  try { blobs = cache.listBlobs(); } catch { /* storage gone */ }
+  return {
+    entries: entries.length,
+    tokens: entries.reduce((s, e) => s + e.tokens.length, 0),
+    bytes: stats.bytes,
+    capBytes: stats.capBytes,
+    pinnedEntries: stats.pinnedEntries,
+    hits: stats.hits,
+    misses: stats.misses,
+    tokensReused: stats.tokensReused,
+    fingerprint: hex(fingerprint),
+    fingerprintKey: model.fingerprintKey,
+    storage: cache.storage,
+    blobs: blobs.filter((b) => b.status === 'ok').length,
+    blobBytes: blobs.filter((b) => b.status === 'ok').reduce((s, b) => s + b.bytes, 0),
+    staleBlobs: blobs.filter((b) => b.status !== 'ok').length,
+    estimate: await storageEstimate(),
+    wasmMemoryBytes: rlx.memoryBytes,
+    list: entries.map((e) => ({
+      tokens: e.tokens.length,
+      bytes: e.bytes,
+      pinned: e.pinned,
+      born: origins.get(keyOf(e.tokens))?.born ?? 'computed',
+      isDefault: e.tokens.length === defaultTokens.length && keyOf(e.tokens) === keyOf(defaultTokens),
+      preview: model.decode(e.tokens.subarray(0, 48)),
+    })),
+  };
+}
+
+async function openCache() {
+  try {
+    return await rlx.openCache({
+      capBytes: CAP_BYTES, fingerprint, storage: 'idb', path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES,
+    });
+  } catch (err) {
+    // No IndexedDB (some private modes): keep going with a memory-only cache.
+    console.warn('rlxkv demo: IndexedDB unavailable, memory-only cache:', err);
+    const c = await rlx.openCache({ capBytes: CAP_BYTES, fingerprint, storage: 'none' });
+    c.openError = String(err && err.message || err);
+    return c;
+  }
+}
+
+async function doInit({ useAsset = true } = {}) {
+  if (startup) return { ...startup, info: await info() };
+  const t0 = now();
+  rlx = await init();
+  const wasmMs = now() - t0;
+
+  const t1 = now();
+  model = createModel(MODEL_OPTIONS);
+  model.warmUp(); // let the JIT compile the kernels before anything is timed
+  const modelMs = now() - t1;
+  fingerprint = rlx.fingerprintOf(model.fingerprintKey);
+  defaultTokens = model.encode(DEFAULT_SYSTEM_PROMPT);
+
+  const t2 = now();
+  cache = await openCache();
+  const openMs = now() - t2;
+  const restore = cache.restoreReport;
+  for (const e of cache.entries()) remember(e.tokens, 'IndexedDB');
+  // Blobs of an older model version are useless now.
+  if (restore && restore.stale > 0) await cache.prune({ stale: true }).catch(() => {});
+
+  const asset = { status: 'skipped', ms: 0, tokens: 0, bytes: 0, error: null };
+  if (cache.has(defaultTokens)) {
+    asset.status = 'cached';
+  } else if (useAsset) {
+    const ta = now();
+    try {
+      const r = await cache.importBlob(ASSET_URL, { pin: true });
+      asset.status = 'imported';
+      asset.tokens = r.tokens;
+      asset.bytes = r.bytes;
+      remember(defaultTokens, 'shipped asset');
+      if (!cache.has(defaultTokens)) throw new Error('the shipped asset is not the default system prompt');
+    } catch (err) {
+      asset.status = err && err.code === 'STALE' ? 'stale' : 'missing';
+      asset.error = String(err && err.message || err);
+    }
+    asset.ms = now() - ta;
+    if (asset.status === 'imported') {
+      // Store it, so a reload restores it from IndexedDB.
+      await cache.flush().catch((err) => { asset.error = `flush: ${err.message}`; });
+    }
+  }
+  if (cache.has(defaultTokens)) cache.pin(defaultTokens);
+
+  startup = {
+    wasmMs: round(wasmMs),
+    modelMs: round(modelMs),
+    openMs: round(openMs),
+    restore,
+    restoredEntries: restore ? restore.loaded : 0,
+    storage: cache.storage,
+    openError: cache.openError || null,
+    asset: { ...asset, ms: round(asset.ms) },
+    defaultTokens: defaultTokens.length,
+    config: model.config,
+  };
+  return { ...startup, info: await info() };
+}
+
+async function doSend({ id, system, message }) {
+  const t0 = now();
+  const sysTokens = model.encode(String(system));
+  const tokens = concat(sysTokens, model.encode(userTurn(String(message)), { bos: false }));
+
+  const tl = now();
+  // view: the hit's K/V are read straight from wasm memory (no copy); they
+  // stay valid until the cache changes, and prefill copies them first.
+  const hit = cache.lookup(tokens, { partial: true, maxMatched: tokens.length - 1, view: true });
+  const lookupMs = now() - tl;
+  const matched = hit ? hit.matched : 0;
+  let source = 'computed';
+  let from = null;
+  if (hit) {
+    from = originOf(hit);
+    source = from ? from.origin : 'memory';
+  }
+
+  const tp = now();
+  const past = hit ? { k: hit.k, v: hit.v } : null;
+  const { kv } = model.prefill(tokens.subarray(matched), past);
+  const prefillMs = now() - tp;
+
+  let ttftMs = 0;
+  let text = '';
+  const tg = now();
+  const out = model.generate(kv, tokens, REPLY_TOKENS, {
+    onToken(tok, i) {
+      const ch = model.decode([tok]);
+      text += ch;
+      if (i === 0) ttftMs = now() - t0;
+      postMessage({ type: 'token', id, index: i, text: ch, ttftMs: i === 0 ? round(ttftMs) : undefined });
+    },
+  });
+  const genMs = now() - tg;
+
+  // Cache the system prompt's KV (its rows are the first of `kv`).
+  let inserted = false, insertMs = 0, flushMs = 0, flushError = null;
+  const ti = now();
+  if (!cache.has(sysTokens)) {
+    const rows = sysTokens.length * model.config.dModel; // insert copies these views
+    cache.insert(sysTokens, { k: kv.k.map((b) => b.subarray(0, rows)), v: kv.v.map((b) => b.subarray(0, rows)) });
+    inserted = true;
+    remember(sysTokens, 'memory', 'computed');
+  }
+  const isDefault = keyOf(sysTokens) === keyOf(defaultTokens);
+  if (!isDefault && currentCustom && keyOf(currentCustom) !== keyOf(sysTokens) && cache.has(currentCustom)) {
+    cache.unpin(currentCustom); // pin only the default and the latest custom prompt
+  }
+  cache.pin(sysTokens);
+  if (!isDefault) currentCustom = sysTokens;
+  insertMs = now() - ti;
+  const tf = now();
+  try {
+    await cache.flush();
+  } catch (err) {
+    flushError = `${err.code || 'ERROR'}: ${err.message}`;
+  }
+  flushMs = now() - tf;
+  // From now on this session, the entry that served the hit is in memory.
+  if (from) remember(from.tokens, 'memory');
+
+  return {
+    id,
+    text,
+    reply: model.decode(out),
+    promptTokens: tokens.length,
+    systemTokens: sysTokens.length,
+    matched,
+    prefilled: tokens.length - matched,
+    source,
+    kind: matched > 0 ? 'warm' : 'cold',
+    lookupMs: round(lookupMs),
+    prefillMs: round(prefillMs),
+    ttftMs: round(ttftMs),
+    genMs: round(genMs),
+    insertMs: round(insertMs),
+    flushMs: round(flushMs),
+    inserted,
+    flushError,
+    totalMs: round(now() - t0),
+    restoreMs: startup.openMs,
+    info: await info(),
+  };
+}
+
+async function doClear() {
+  const t0 = now();
+  cache.clear();
+  const pruned = await cache.prune({ maxBytes: 0, stale: true });
+  await cache.flush();
+  origins.clear();
+  currentCustom = null;
+  return { ms: round(now() - t0), removed: pruned.removed, removedBytes: pruned.removedBytes, info: await info() };
+}
+
+/** FNV-1a (32-bit) over every K then V block's bytes. */
+function kvHash(kv) {
+  let h = 0x811c9dc5;
+  for (const b of [...kv.k, ...kv.v]) {
+    const u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    for (let i = 0; i < u8.length; i++) h = Math.imul(h ^ u8[i], 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
+async function doVerify() {
+  const t0 = now();
+  const helloHash = kvHash(model.prefill(model.encode('Hello, rlxkv!')).kv);
+  const { kv } = model.prefill(defaultTokens);
+  const prefillMs = now() - t0;
+  const mine = rlx.encodeEntry({ tokens: defaultTokens, k: kv.k, v: kv.v }, fingerprint);
+  let assetMatch = null, assetError = null;
+  try {
+    const res = await fetch(ASSET_URL);
+    if (!res.ok) throw new Error(`HTTP ${res.status}`);
+    const shipped = new Uint8Array(await res.arrayBuffer());
+    assetMatch = shipped.length === mine.length && shipped.every((b, i) => b === mine[i]);
+  } catch (err) {
+    assetError = String(err.message || err);
+  }
+  // And the cached entry, if any (whatever its origin).
+  const cached = cache.exportBlob(defaultTokens);
+  const cacheMatch = cached ? cached.length === mine.length && cached.every((b, i) => b === mine[i]) : null;
+  return {
+    helloHash,
+    helloMatch: helloHash === GOLDEN_HELLO,
+    assetMatch,
+    assetError,
+    cacheMatch,
+    bytes: mine.length,
+    prefillMs: round(prefillMs),
+    ms: round(now() - t0),
+  };
+}
+
+const handlers = {
+  init: async (msg) => ({ type: 'ready', ...(await doInit(msg)) }),
+  send: async (msg) => ({ type: 'done', ...(await doSend(msg)) }),
+  info: async () => ({ type: 'info', info: await info() }),
+  clear: async () => ({ type: 'cleared', ...(await doClear()) }),
+  verify: async () => ({ type: 'verified', ...(await doVerify()) }),
+};
+
+let queue = Promise.resolve();
+self.onmessage = (ev) => {
+  const msg = ev.data || {};
+  queue = queue.then(async () => {
+    const handler = handlers[msg.type];
+    try {
+      if (!handler) throw new Error(`unknown request ${msg.type}`);
+      if (msg.type !== 'init' && !cache) throw new Error('not initialised: send init first');
+      postMessage({ id: msg.id, ...(await handler(msg)) });
+    } catch (err) {
+      console.error(err);
+      postMessage({ type: 'error', id: msg.id, request: msg.type, code: err && err.code, message: String(err && err.message || err) });
+    }
+  });
+};
