@@ -12,7 +12,7 @@
 //                                 compare it with the shipped asset's bytes
 // Out: { type: 'ready' | 'token' | 'done' | 'info' | 'cleared' | 'verified' |
 //        'error', id?, ... }. Requests are handled one at a time, in order.
-import init from '../js/index.js';
+import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { createModel } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 

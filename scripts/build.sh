@@ -5,9 +5,12 @@ cd "$(dirname "$0")/.."
 # emcc -O1 and above runs Node scripts that need acorn from Debian's nodejs dir.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 jobs=$(nproc 2>/dev/null || echo 2)
-emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=Release >/dev/null
+# MinSizeRel: the browser downloads this; the hot loops are memcpy and a
+# tree walk, which -Os keeps fast.
+emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=MinSizeRel >/dev/null
 cmake --build build/wasm -j"$jobs"
-echo "build: web/dist/rlxkv_core.mjs, web/dist/rlxkv_core.wasm"
+node web/bundle.mjs
+echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
 
 # The demo's shipped asset: the default system prompt's KV, computed in Node
 # by the same model the page runs (needs the wasm just built).

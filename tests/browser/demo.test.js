@@ -1,0 +1,84 @@
+// The demo page as a visitor meets it: a cold first reply, a reload, and a
+// warm reply whose prefix comes back from IndexedDB with a smaller time to
+// first token. Saves screenshots under tests/browser/artifacts/.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serve } from '../../scripts/serve.mjs';
+
+const artifacts = fileURLToPath(new URL('./artifacts/', import.meta.url));
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run', '--disable-quic'];
+
+async function reply(page) {
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 60_000 });
+  await page.click('[data-testid="send-button"]');
+  await page.waitForSelector('body[data-state="busy"]', { timeout: 10_000 }).catch(() => {});
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 120_000 });
+  const ttft = Number(await page.getAttribute('[data-testid="ttft"]', 'data-ms'));
+  const source = await page.getAttribute('[data-testid="source"]', 'data-source');
+  const matched = Number((await page.textContent('[data-testid="matched"]')).replace(/\D/g, ''));
+  return { ttft, source, matched };
+}
+
+test('demo: cold, reload, warm from IndexedDB', { timeout: 300_000 }, async (t) => {
+  mkdirSync(artifacts, { recursive: true });
+  const { server, url } = await serve();
+  const profile = mkdtempSync(join(tmpdir(), 'rlxkv-demo-'));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium', headless: true, args: ARGS, viewport: { width: 1200, height: 900 },
+  });
+  t.after(async () => {
+    await context.close().catch(() => {});
+    server.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  const errors = [];
+  const page = context.pages()[0] || await context.newPage();
+  page.on('pageerror', (e) => errors.push(String(e)));
+  page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
+  const outside = [];
+  page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url()); });
+
+  // asset=0: a first visit without the shipped KV, so it is cold.
+  await page.goto(`${url}/demo/?asset=0`);
+  const cold = await reply(page);
+  assert.equal(cold.source, 'computed', JSON.stringify(cold));
+  assert.equal(cold.matched, 0);
+  await page.screenshot({ path: join(artifacts, 'demo-cold.png'), fullPage: true });
+
+  await page.reload();
+  const warm = await reply(page);
+  assert.equal(warm.source, 'IndexedDB', JSON.stringify(warm));
+  assert.ok(warm.matched > 1000, `restored prefix of ${warm.matched} tokens`);
+  assert.ok(warm.ttft < cold.ttft, `warm ${warm.ttft} ms < cold ${cold.ttft} ms`);
+  const status = await page.textContent('[data-testid="status"]');
+  assert.match(status, /IndexedDB/);
+  assert.equal(Number(await page.getAttribute('[data-testid="chart"]', 'data-runs')), 2, 'chart kept across the reload');
+  await page.screenshot({ path: join(artifacts, 'demo-warm.png'), fullPage: true });
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(artifacts, 'demo-phone.png'), fullPage: true });
+  assert.deepEqual(outside, [], 'nothing downloaded from outside');
+  assert.deepEqual(errors, []);
+});
+
+test('demo: a first visit imports the shipped asset and skips the prefill', { timeout: 300_000 }, async (t) => {
+  const { server, url } = await serve();
+  const profile = mkdtempSync(join(tmpdir(), 'rlxkv-demo-'));
+  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
+  t.after(async () => {
+    await context.close().catch(() => {});
+    server.close();
+    rmSync(profile, { recursive: true, force: true });
+  });
+  const page = context.pages()[0] || await context.newPage();
+  await page.goto(`${url}/demo/?asset=1`);
+  const first = await reply(page);
+  assert.equal(first.source, 'shipped asset', JSON.stringify(first));
+  assert.ok(first.matched > 1000);
+});
