@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# npm start: install what is missing, build, precompute the demo's shipped
-# KV asset, and serve the demo on http://127.0.0.1:${PORT:-8080}/demo/.
+# npm start: install what is missing, build (the wasm, the browser bundle and
+# the demo's shipped KV asset), and serve the demo on
+# http://127.0.0.1:${PORT:-8080}/demo/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh
-node scripts/precompute.mjs
 exec node scripts/serve.mjs "${PORT:-8080}"
