@@ -200,9 +200,9 @@ export class Cache {
    * Makes every inserted entry durable. Rejects with RlxkvError ('QUOTA',
    * 'IO') on failure; the in-memory cache and earlier blobs stay intact.
    */
-  flush() {
+  async flush() {
     this.#live();
-    if (!this.#storage) return Promise.resolve();
+    if (!this.#storage) return;
     return this.#serialize(async () => {
       if (!this.#ptr) return;
       await this.#storage.flush(this.#ptr);
@@ -228,10 +228,10 @@ export class Cache {
    * the oldest of this fingerprint until they total at most maxBytes. Blobs
    * of entries in memory are kept.
    */
-  prune({ maxBytes = Infinity, stale = false, dryRun = false } = {}) {
+  async prune({ maxBytes = Infinity, stale = false, dryRun = false } = {}) {
     this.#live();
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
-    if (!this.#storage) return Promise.resolve({ removed: 0, removedBytes: 0, kept: 0, keptBytes: 0 });
+    if (!this.#storage) return { removed: 0, removedBytes: 0, kept: 0, keptBytes: 0 };
     return this.#serialize(async () => {
       const flags = (stale ? 0 : PRUNE_KEEP_STALE) | (dryRun ? PRUNE_DRY_RUN : 0);
       const report = this.#storage.prune(this.#fp, Math.min(maxBytes, SIZE_MAX), flags, this.#ptr);

@@ -116,7 +116,8 @@ test('the bad-input sweep', async () => {
     assert.throws(fn, (e) => e instanceof TypeError && /closed/.test(e.message), name);
   }
   await assert.rejects(cache.importBlob(new Uint8Array(10)), TypeError);
-  assert.throws(() => cache.flush(), TypeError);
+  await assert.rejects(cache.flush(), TypeError);
+  await assert.rejects(cache.prune(), TypeError);
 
   const fresh = rlx.createCache({ capBytes: 1 << 20 });
   fresh.insert([1, 2], kvFor(2));

@@ -71,6 +71,8 @@ test('a quota error rejects flush with QUOTA; memory and earlier blobs survive',
     cache.insert([4, 5, 6], kvFor(3, { seed: 2 }));
     await assert.rejects(cache.flush(), (e) => e.name === 'RlxkvError' && e.code === 'QUOTA');
     assert.ok(cache.lookup([4, 5, 6, 7]), 'the in-memory cache still answers');
+    await assert.rejects(cache.close(), (e) => e.code === 'QUOTA');
+    assert.equal(cache.closed, false, 'close() keeps the cache open when its flush fails');
   } finally {
     IDBObjectStore.prototype.put = put;
   }
