@@ -140,3 +140,23 @@ test('blobs of another fingerprint stay; corrupt records are skipped and reporte
   assert.ok(first.lookup([5, 5, 1]), 'the other fingerprint was left alone');
   await first.close();
 });
+
+test('any other IndexedDB failure rejects flush with IO and loses nothing', async () => {
+  const path = freshPath();
+  const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  cache.insert([1], kvFor(1));
+  await cache.flush();
+  const put = IDBObjectStore.prototype.put;
+  IDBObjectStore.prototype.put = function () { throw new DOMException('disk I/O failed', 'UnknownError'); };
+  try {
+    cache.insert([2], kvFor(1));
+    await assert.rejects(cache.flush(), (e) => e.code === 'IO' && /disk I\/O failed/.test(e.message) && e.cause.name === 'UnknownError');
+  } finally {
+    IDBObjectStore.prototype.put = put;
+  }
+  assert.equal(cache.size, 2);
+  await cache.close(); // the retry saves the second entry
+  const reload = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.equal(reload.size, 2);
+  await reload.close();
+});
