@@ -17,7 +17,7 @@ import { createModel } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 
 const CAP_BYTES = 256 * 1024 * 1024;
-/** Stored blobs beyond this (oldest first, not those in memory) are pruned on flush. */
+/** Stored blobs beyond this (oldest first, not the pinned prompts) are pruned on flush. */
 const STORAGE_CAP_BYTES = 96 * 1024 * 1024;
 const IDB_PATH = '/rlxkv-demo';
 const ASSET_URL = new URL('./assets/system.rlxkv', import.meta.url).href;

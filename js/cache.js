@@ -8,6 +8,7 @@ import { toTokens, toKv, toFingerprint, toByteCount, toBytes } from './args.js';
 const SIZE_MAX = 0xffffffff; // wasm32 size_t
 const PRUNE_DRY_RUN = 1;
 const PRUNE_KEEP_STALE = 2;
+const PRUNE_KEEP_PINNED = 8;
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ core, ptr, storage }) => {
@@ -213,8 +214,9 @@ export class Cache {
     });
   }
 
+  /** storageCapBytes is a real budget: only pinned entries' blobs are safe. */
   #pruneToCap() {
-    return this.#storage.prune(this.#fp, Math.min(this.#storageCap, SIZE_MAX), PRUNE_KEEP_STALE, this.#ptr);
+    return this.#storage.prune(this.#fp, Math.min(this.#storageCap, SIZE_MAX), PRUNE_KEEP_STALE | PRUNE_KEEP_PINNED, this.#ptr);
   }
 
   /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status }]. */

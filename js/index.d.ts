@@ -97,7 +97,7 @@ export interface OpenCacheOptions extends CacheOptions {
   storage?: 'auto' | 'idb' | 'fs' | 'none';
   /** IndexedDB mount path (default '/rlxkv') or directory (default './rlxkv-cache'). */
   path?: string;
-  /** Byte budget of this fingerprint's stored blobs: the oldest are pruned on flush. */
+  /** Byte budget of this fingerprint's stored blobs: the oldest are pruned on open and flush (blobs of pinned entries are kept). */
   storageCapBytes?: number;
 }
 

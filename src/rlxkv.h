@@ -281,10 +281,12 @@ int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO
 #define RLXKV_PRUNE_DRY_RUN   1   /* report, remove nothing */
 #define RLXKV_PRUNE_KEEP_STALE 2  /* leave other fingerprints' blobs alone */
 #define RLXKV_PRUNE_ANY_FINGERPRINT 4 /* every valid blob counts as the fingerprint's */
+#define RLXKV_PRUNE_KEEP_PINNED 8 /* only the pinned entries of `keep` are kept */
 /* Removes corrupt and (unless KEEP_STALE) stale blobs, then the oldest blobs
  * of `fingerprint` until its files total at most max_bytes (SIZE_MAX: no
  * budget; stale files kept under KEEP_STALE do not count). Blobs of entries
- * currently in `keep` (may be NULL) are never removed. report may be NULL. */
+ * currently in `keep` (may be NULL; with KEEP_PINNED, only its pinned
+ * entries) are never removed. report may be NULL. */
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report);

@@ -661,7 +661,8 @@ int rlxkv_store_remove(rlxkv_store *s, const char *name) {
 static int cmp_name32(const void *a, const void *b) { return strcmp(a, b); }
 
 /* The blob names of every entry in keep, sorted for bsearch. */
-static int keep_names(const rlxkv_cache *keep, char (**out)[32], size_t *n_out) {
+static int keep_names(const rlxkv_cache *keep, int pinned_only, char (**out)[32],
+                      size_t *n_out) {
     char (*names)[32];
     size_t n = 0, i = 0;
     uint64_t fp;
@@ -675,7 +676,8 @@ static int keep_names(const rlxkv_cache *keep, char (**out)[32], size_t *n_out) 
     if (!names) return RLXKV_ERR_NOMEM;
     fp = rlxkv_cache_fingerprint(keep);
     for (const rlxkv_entry *e = rlxkv_cache_next(keep, NULL); e && i < n; e = rlxkv_cache_next(keep, e))
-        rlxkv_blob_name(fp, e->tokens, e->n_tokens, names[i++]);
+        if (!pinned_only || rlxkv_cache_is_pinned(keep, e))
+            rlxkv_blob_name(fp, e->tokens, e->n_tokens, names[i++]);
     qsort(names, i, sizeof *names, cmp_name32);
     *out = names;
     *n_out = i;
@@ -715,7 +717,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
     if (!s) return RLXKV_ERR_INVALID;
     rc = rlxkv_store_list(s, fingerprint, &info, &n);
     if (rc) return rc;
-    rc = keep_names(keep, &kept, &n_kept);
+    rc = keep_names(keep, (flags & RLXKV_PRUNE_KEEP_PINNED) != 0, &kept, &n_kept);
     if (rc) goto done;
     rc = RLXKV_ERR_NOMEM;
     victims = malloc((n ? n : 1) * sizeof *victims);

@@ -1,25 +1,42 @@
-// Copies Emscripten 3.1.6's ES-module glue to web/dist, patched so that it
-// also loads as ESM under Node: 3.1.6 calls require() and __dirname there
-// (fixed upstream in 3.1.27), which do not exist in an ES module. We define
-// both from import.meta.url, only when running under Node, so browsers and
-// workers never touch node: modules.
+// Copies Emscripten 3.1.6's ES-module glue to web/dist, patched for two
+// faults of that version:
+//   - stat() reports mtimes in whole seconds (st_mtim.tv_nsec is always 0),
+//     so the store could not tell the order of blobs saved within one
+//     second: we fill in the milliseconds that MEMFS/IDBFS/NODEFS keep.
+//   - with --node: under Node the glue calls require() and __dirname, which
+//     an ES module lacks (fixed upstream in 3.1.27). We define both from
+//     import.meta.url, only when running under Node, so browsers and workers
+//     never touch node: modules.
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const [, , from, to] = process.argv;
+const args = process.argv.slice(2);
+const node = args.includes('--node');
+const [from, to] = args.filter((a) => a !== '--node');
 if (!from || !to) {
-  console.error('usage: node web/patch-glue.mjs GLUE_IN GLUE_OUT');
+  console.error('usage: node web/patch-glue.mjs [--node] GLUE_IN GLUE_OUT');
   process.exit(2);
 }
-const glue = readFileSync(from, 'utf8');
-for (const needle of ['require("fs")', '__dirname', 'import.meta.url']) {
-  if (!glue.includes(needle)) {
-    console.error(`patch-glue: "${needle}" not found: is this Emscripten 3.1.6 glue?`);
-    process.exit(1);
-  }
+
+function fail(what) {
+  console.error(`patch-glue: ${what} not found: is this Emscripten 3.1.6 glue?`);
+  process.exit(1);
 }
-const shim = `// Patched by web/patch-glue.mjs: Node's require/__dirname for ESM.
+
+let glue = readFileSync(from, 'utf8');
+
+// doStat writes tv_sec of st_mtim at buf+64 and a zero tv_nsec at buf+68.
+const mtimeNsec = 'HEAP32[buf+68>>>2]=0';
+if (glue.split(mtimeNsec).length !== 2) fail(`exactly one "${mtimeNsec}"`);
+glue = glue.replace(mtimeNsec, 'HEAP32[buf+68>>>2]=stat.mtime.getTime()%1e3*1e6|0');
+
+if (node) {
+  for (const needle of ['require("fs")', '__dirname', 'import.meta.url']) {
+    if (!glue.includes(needle)) fail(`"${needle}"`);
+  }
+  glue = `// Patched by web/patch-glue.mjs: Node's require/__dirname for ESM.
 const require = (typeof process === 'object' && process.versions && process.versions.node && typeof window === 'undefined')
   ? (await import('node:module')).createRequire(import.meta.url) : undefined;
 const __dirname = require ? require('node:path').dirname(require('node:url').fileURLToPath(import.meta.url)) : '';
-`;
-writeFileSync(to, shim + glue);
+` + glue;
+}
+writeFileSync(to, glue);

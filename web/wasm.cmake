@@ -1,6 +1,7 @@
 # The WebAssembly builds (emcmake cmake), copied to web/dist/:
-#   rlxkv_core.mjs/.wasm      browsers, workers and Node (IDBFS + NODEFS); the
+#   rlxkv_core.mjs/.wasm      browsers, workers and Node (IDBFS + NODEFS), the
 #                             glue patched to load as ESM under Node
+# Both glues get the mtime patch of web/patch-glue.mjs.
 #   rlxkv_core_web.mjs/.wasm  browsers and workers only (IDBFS), for the
 #                             minified browser bundle (web/bundle.mjs)
 # Included from CMakeLists.txt when EMSCRIPTEN.
@@ -30,13 +31,13 @@ target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
           $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.mjs ${RLXKV_DIST}/rlxkv_core.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm ${RLXKV_DIST}/
   VERBATIM)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND ${CMAKE_COMMAND} -E copy
-          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs
-          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs
+          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
   VERBATIM)

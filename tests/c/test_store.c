@@ -956,6 +956,19 @@ static void test_prune(void) {
     CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, RLXKV_PRUNE_KEEP_STALE, keep, &r), RLXKV_OK);
     CHECK_EQ(r.removed, 0);
     CHECK(exists(dir, names[2]));
+    /* with KEEP_PINNED only pinned entries guard their blobs */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, RLXKV_PRUNE_KEEP_STALE | RLXKV_PRUNE_KEEP_PINNED | RLXKV_PRUNE_DRY_RUN,
+                               keep, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 1);
+    {
+        rlxkv_entry *pin = make_entry(120, 4, 2, 2);
+        CHECK_EQ(rlxkv_cache_pin(keep, rlxkv_entry_tokens(pin), rlxkv_entry_n_tokens(pin)), RLXKV_OK);
+        rlxkv_entry_free(pin);
+    }
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, RLXKV_PRUNE_KEEP_STALE | RLXKV_PRUNE_KEEP_PINNED, keep, &r),
+             RLXKV_OK);
+    CHECK_EQ(r.removed, 0);
+    CHECK(exists(dir, names[2]));
 
     /* without KEEP_STALE the other fingerprint's blobs go; a stale blob
      * named in the keep-cache (of its fingerprint) stays */

@@ -94,3 +94,23 @@ test('a storage budget prunes the oldest blobs of this fingerprint', async () =>
   assert.ok(left.reduce((s, b) => s + b.bytes, 0) <= total / 2);
   await cache.close();
 });
+
+test('storageCapBytes is a real budget, newest kept, the pinned prompt always', async () => {
+  const dir = tempDir();
+  const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint: 6n, storage: 'fs', path: dir, storageCapBytes: 4 * 700 }); // 648-byte blobs: 4 fit
+  cache.insert(range(0, 8), kvFor(8)); // the system prompt, saved first
+  cache.pin(range(0, 8));
+  await cache.flush();
+  for (let i = 1; i <= 8; i++) {
+    cache.insert(range(i * 100, 8), kvFor(8, { seed: i })); // all still in memory
+    await cache.flush();
+  }
+  const blobs = cache.listBlobs();
+  assert.equal(blobs.length, 4, JSON.stringify(blobs.map((b) => b.bytes)));
+  await cache.close();
+  const reopened = await rlx.openCache({ capBytes: 256 << 20, fingerprint: 6n, storage: 'fs', path: dir });
+  assert.ok(reopened.has(range(0, 8)), 'the pinned prompt stays stored');
+  assert.ok(reopened.has(range(800, 8)) && reopened.has(range(700, 8)), 'the newest stay');
+  assert.ok(!reopened.has(range(100, 8)), 'the oldest went');
+  await reopened.close();
+});

@@ -1,0 +1,190 @@
+// The in-browser half of the browser tests, shared by the page (harness.js)
+// and the module worker (worker.js): deterministic KV entries, and the cache
+// calls the tests drive through page.evaluate / postMessage. Results are
+// plain data (bigints as hex strings) so they cross to Node unchanged.
+//
+// An entry is named by (id, version): its tokens depend on id only, its KV
+// bits on both, so a restored entry can be told to be exactly version A,
+// exactly version B, or neither (torn).
+
+export const DEFAULT_SHAPE = { tokens: 16, layers: 2, width: 8 };
+
+/** Tokens of entry `id`: no entry's tokens are a prefix of another's. */
+export function tokensOf(id, shape = DEFAULT_SHAPE) {
+  const t = new Uint32Array(shape.tokens);
+  for (let i = 0; i < t.length; i++) t[i] = ((id + 1) << 16) + i;
+  return t;
+}
+
+function fnv1a(str) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < str.length; i++) h = Math.imul(h ^ str.charCodeAt(i), 0x01000193) >>> 0;
+  return h;
+}
+
+/** KV of (id, version): random 32-bit patterns (any float bits, NaNs included). */
+export function kvOf(id, version, shape = DEFAULT_SHAPE) {
+  let s = fnv1a(`${id}/${version}`) || 1;
+  const block = () => {
+    const words = new Uint32Array(shape.tokens * shape.width);
+    for (let i = 0; i < words.length; i++) {
+      s ^= s << 13; s >>>= 0; s ^= s >>> 17; s ^= s << 5; s >>>= 0;
+      words[i] = s;
+    }
+    return new Float32Array(words.buffer);
+  };
+  const k = [], v = [];
+  for (let l = 0; l < shape.layers; l++) { k.push(block()); v.push(block()); }
+  return { k, v };
+}
+
+/** Same bits? Compared as u32 words, so NaN payloads count too. */
+function sameBits(a, b) {
+  if (a.length !== b.length) return false;
+  const x = new Uint32Array(a.buffer, a.byteOffset, a.length);
+  const y = new Uint32Array(b.buffer, b.byteOffset, b.length);
+  for (let i = 0; i < x.length; i++) if (x[i] !== y[i]) return false;
+  return true;
+}
+
+function sameKv(a, b) {
+  return a.k.length === b.k.length && a.v.length === b.v.length &&
+    a.k.every((blk, i) => sameBits(blk, b.k[i])) && a.v.every((blk, i) => sameBits(blk, b.v[i]));
+}
+
+/** SHA-256 (hex) of a KV's bytes, layer by layer, K then V. */
+export async function digestKv(kv) {
+  const blocks = [...kv.k, ...kv.v];
+  const total = blocks.reduce((n, b) => n + b.byteLength, 0);
+  const all = new Uint8Array(total);
+  let at = 0;
+  for (const b of blocks) { all.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), at); at += b.byteLength; }
+  const h = new Uint8Array(await crypto.subtle.digest('SHA-256', all));
+  return [...h].map((x) => x.toString(16).padStart(2, '0')).join('');
+}
+
+/** Rejects after ms instead of hanging: a hung promise is a bug to report. */
+export function within(promise, ms, what) {
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`TIMEOUT: ${what} did not settle within ${ms} ms`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function errorInfo(e, RlxkvError) {
+  return {
+    ok: false,
+    name: e && e.name,
+    code: e && e.code,
+    message: String((e && e.message) || e),
+    isRlxkvError: e instanceof RlxkvError,
+  };
+}
+
+function plainReport(r) { return r ? { ...r } : r; }
+
+/** The test API over one rlxkv module instance. */
+export function makeApi(rlx) {
+  let cache = null;
+  let flushState = null;
+  const api = {
+    /** Opens the IndexedDB-backed cache; fingerprint as hex. */
+    async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes } = {}) {
+      if (cache && !cache.closed) throw new Error('a cache is already open here');
+      const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path };
+      if (storageCapBytes !== undefined) opts.storageCapBytes = storageCapBytes;
+      cache = await within(rlx.openCache(opts), 30000, 'openCache');
+      return { storage: cache.storage, size: cache.size, restoreReport: plainReport(cache.restoreReport) };
+    },
+
+    /** Inserts (id, version) for every id; returns the KV digests. */
+    async insert(ids, version, shape = DEFAULT_SHAPE) {
+      const digests = {};
+      for (const id of ids) {
+        const kv = kvOf(id, version, shape);
+        cache.insert(tokensOf(id, shape), kv);
+        digests[id] = await digestKv(kv);
+      }
+      return digests;
+    },
+
+    /** flush(): { ok: true } or the error's { name, code, message, isRlxkvError }. */
+    async flush(ms = 30000) {
+      try {
+        await within(cache.flush(), ms, 'flush()');
+        return { ok: true };
+      } catch (e) {
+        return errorInfo(e, rlx.RlxkvError);
+      }
+    },
+
+    /** Starts a flush and does not wait for it. */
+    flushNoWait() {
+      flushState = 'running';
+      cache.flush().then(() => { flushState = 'done'; }, (e) => { flushState = errorInfo(e, rlx.RlxkvError); });
+      return true;
+    },
+
+    /** Where the flushNoWait() flush is: 'running', 'done' or its error. */
+    flushState() { return flushState; },
+
+    /**
+     * For each id: which version the cache holds (a lookup that must hit
+     * the whole entry, bits compared), 'missing', or 'torn' (neither).
+     */
+    async verify(ids, versions, shape = DEFAULT_SHAPE) {
+      const out = {};
+      for (const id of ids) {
+        const tokens = tokensOf(id, shape);
+        const query = new Uint32Array(tokens.length + 3);
+        query.set(tokens);
+        query.set([1, 2, 3], tokens.length);
+        const hit = cache.lookup(query);
+        if (!hit) { out[id] = { version: 'missing' }; continue; }
+        if (hit.matched !== tokens.length || hit.tokens.some((tok, i) => tok !== tokens[i])) {
+          out[id] = { version: 'torn', matched: hit.matched };
+          continue;
+        }
+        const candidates = versions.map((ver) => kvOf(id, ver, shape));
+        if (candidates.some((c, i) => candidates.slice(i + 1).some((d) => sameKv(c, d)))) {
+          throw new Error(`test bug: versions ${versions} of entry ${id} have the same KV`);
+        }
+        const at = candidates.findIndex((c) => sameKv(hit, c));
+        const match = at < 0 ? undefined : versions[at];
+        out[id] = { version: match === undefined ? 'torn' : match, digest: await digestKv(hit) };
+      }
+      return out;
+    },
+
+    /** A user's lookup: entry id's tokens plus `extra` new ones → { matched, hits, misses } or null. */
+    lookup(id, extra = 5, shape = DEFAULT_SHAPE) {
+      const tokens = tokensOf(id, shape);
+      const query = new Uint32Array(tokens.length + extra);
+      query.set(tokens);
+      const hit = cache.lookup(query);
+      const { hits, misses } = cache.stats;
+      return hit ? { matched: hit.matched, layers: hit.k.length, hits, misses } : null;
+    },
+
+    /** Waits until the wall clock enters its next second. */
+    nextSecond() { return new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000))); },
+
+    remove(ids, shape = DEFAULT_SHAPE) { return ids.map((id) => cache.remove(tokensOf(id, shape))); },
+
+    /** listBlobs() as plain data: fingerprint hex, mtime in ms. */
+    list() {
+      return cache.listBlobs().map((b) => ({ ...b, fingerprint: b.fingerprint.toString(16), mtime: b.mtime.getTime() }));
+    },
+
+    /** cache.prune(opts), with a timeout. */
+    async prune(opts) { return within(cache.prune(opts), 30000, 'prune()'); },
+
+    async close(opts) {
+      if (!cache) return;
+      await within(cache.close(opts), 30000, 'close()');
+      cache = null;
+    },
+  };
+  return api;
+}
