@@ -111,11 +111,18 @@ export class Cache {
     if (st < 0) throw core.fail(st, what);
   }
 
-  /** Drops the entry with exactly these tokens; true if there was one. */
+  /**
+   * Drops the entry with exactly these tokens, and its stored blob (made
+   * durable by the next flush); true if there was either.
+   */
   remove(tokens) {
     const core = this.#live();
     const t = toTokens(tokens);
-    return core.withTokens(t, (p, n) => core.M._rlxkv_cache_remove(this.#ptr, p, n)) === 0;
+    return core.withTokens(t, (p, n) => {
+      const inMemory = core.M._rlxkv_cache_remove(this.#ptr, p, n) === 0;
+      const stored = this.#storage ? this.#storage.removeBlob(this.#fp, p, n) : false;
+      return inMemory || stored;
+    });
   }
 
   /** Whether an entry with exactly these tokens is cached (no LRU touch). */

@@ -121,6 +121,7 @@ export interface Cache {
   pin(tokens: Tokens): void;
   unpin(tokens: Tokens): void;
   has(tokens: Tokens): boolean;
+  /** Drops the entry and its stored blob (durable at the next flush). */
   remove(tokens: Tokens): boolean;
   clear(): void;
   /** Pinned first, then most recent first. */
@@ -131,7 +132,10 @@ export interface Cache {
   /** Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another fingerprint. */
   importBlob(source: Uint8Array | ArrayBuffer | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number }>;
 
-  /** Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost. */
+  /**
+   * Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost,
+   * and what failed is tried again by the next flush (remove() an entry to give it up).
+   */
   flush(): Promise<void>;
   listBlobs(): BlobInfo[];
   prune(opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;

@@ -127,6 +127,20 @@ export class Storage {
     if (this.mnt.mirror) await this.mnt.mirror.persist();
   }
 
+  /** Removes the blob of (fingerprint, tokens at p, n); true if there was one. */
+  removeBlob(fingerprint, p, n) {
+    const { core } = this;
+    const name = core.alloc(32);
+    try {
+      core.M._rlxkv_blob_name(fingerprint, p, n, name);
+      const st = core.M._rlxkv_store_remove(this.ptr, name);
+      if (st < 0 && st !== -9) throw core.fail(st, 'removing a blob');
+      return st === 0;
+    } finally {
+      core.free(name);
+    }
+  }
+
   list(fingerprint) {
     const { core } = this;
     const outCell = core.cell + 32, nCell = core.cell + 40;

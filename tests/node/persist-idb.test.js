@@ -85,7 +85,11 @@ test('a quota error rejects flush with QUOTA; memory and earlier blobs survive',
   await cache.close();
   const last = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
   assert.equal(last.size, 2);
+  assert.equal(last.remove([4, 5, 6]), true, 'remove() drops the entry and its blob');
   await last.close();
+  const after = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.equal(after.size, 1);
+  await after.close();
 });
 
 test('a transaction aborted by quota (no exception at put) is reported too', async () => {
