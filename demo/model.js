@@ -142,6 +142,17 @@ const DEFAULTS = { seed: 20260101, layers: 4, dModel: 128, heads: 4, ffMult: 4, 
 /**
  * @param {{seed?: number, layers?: number, dModel?: number, heads?: number, ffMult?: number, ropeBase?: number}} [opts]
  */
+/** FNV-1a (32-bit) over every K then V block's bytes, as 8 hex digits: a
+ * fingerprint of KV bits that Node and browsers must agree on. */
+export function kvHash(kv) {
+  let h = 0x811c9dc5;
+  for (const b of [...kv.k, ...kv.v]) {
+    const u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
+    for (let i = 0; i < u8.length; i++) h = Math.imul(h ^ u8[i], 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, '0');
+}
+
 export function createModel(opts = {}) {
   const cfg = { ...DEFAULTS };
   for (const key of Object.keys(DEFAULTS)) if (opts[key] !== undefined) cfg[key] = opts[key];

@@ -13,7 +13,7 @@
 // Out: { type: 'ready' | 'token' | 'done' | 'info' | 'cleared' | 'verified' |
 //        'error', id?, ... }. Requests are handled one at a time, in order.
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
-import { createModel } from './model.js';
+import { createModel, kvHash } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 
 const CAP_BYTES = 256 * 1024 * 1024;
@@ -281,15 +281,6 @@ async function doClear() {
   return { ms: round(now() - t0), removed: pruned.removed, removedBytes: pruned.removedBytes, info: await info() };
 }
 
-/** FNV-1a (32-bit) over every K then V block's bytes. */
-function kvHash(kv) {
-  let h = 0x811c9dc5;
-  for (const b of [...kv.k, ...kv.v]) {
-    const u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    for (let i = 0; i < u8.length; i++) h = Math.imul(h ^ u8[i], 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
 
 async function doVerify() {
   const t0 = now();

@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { createModel, exp, sincos, tanh, BOS, VOCAB } from '../../demo/model.js';
+import { createModel, exp, sincos, tanh, kvHash, BOS, VOCAB } from '../../demo/model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, userTurn } from '../../demo/system-prompt.js';
 
 const small = { seed: 7, layers: 2, dModel: 32, heads: 4 };
@@ -23,15 +23,6 @@ function assertKvIdentical(a, b, what) {
   }
 }
 
-/** FNV-1a (32-bit) over the bytes of every block, K then V. */
-function kvHash(kv) {
-  let h = 0x811c9dc5;
-  for (const b of [...kv.k, ...kv.v]) {
-    const u8 = new Uint8Array(b.buffer, b.byteOffset, b.byteLength);
-    for (let i = 0; i < u8.length; i++) h = Math.imul(h ^ u8[i], 0x01000193);
-  }
-  return (h >>> 0).toString(16).padStart(8, '0');
-}
 
 test('the deterministic math matches Math.* closely', () => {
   for (let x = -90; x < 80; x += 0.173) {
