@@ -1,0 +1,129 @@
+// In-page half of bench/bench_browser.mjs: rlxkv's IndexedDB storage
+// (openCache storage 'idb': restore and flush) next to raw IndexedDB
+// get/put of the same bytes, one record per entry, in the same page.
+// The module under test: the browser bundle when the build made one (what
+// browsers get through the package's "browser" export), else js/index.js.
+async function init(entry) {
+  return (await import(entry)).default();
+}
+
+const FP = 0xbe7cbn;
+// 1 MiB of KV per entry: 256 tokens x 4 layers x 128 floats, K and V.
+const TOKENS = 256, LAYERS = 4, ROW = 128;
+
+function request(r) {
+  return new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result);
+    r.onerror = () => reject(r.error);
+  });
+}
+function committed(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onabort = () => reject(tx.error || new Error('aborted'));
+  });
+}
+function openRaw(name) {
+  const r = indexedDB.open(name, 1);
+  r.onupgradeneeded = () => r.result.createObjectStore('blobs');
+  return request(r);
+}
+
+/** Entry i of a set: distinct tokens, KV of pseudo-random floats (not compressible). */
+function entry(i) {
+  let x = (i + 1) * 0x9e3779b1;
+  const rnd = () => {
+    x ^= x << 13; x ^= x >>> 17; x ^= x << 5;
+    return (x >>> 0) / 4294967296 - 0.5;
+  };
+  const tokens = Uint32Array.from({ length: TOKENS }, (_, j) => (j === 0 ? 50000 + i : (i * 31 + j * 7) % 32000));
+  const block = () => Float32Array.from({ length: TOKENS * ROW }, rnd);
+  return { tokens, k: Array.from({ length: LAYERS }, block), v: Array.from({ length: LAYERS }, block) };
+}
+
+const mib = (n) => n * 1048576;
+
+/**
+ * First visit: fills the rlxkv database (flush) and the raw one (put) with
+ * `count` entries, `reps` times each (rlxkv re-inserts so every entry is
+ * dirty again); returns the times of each.
+ */
+export async function writePhase({ count, reps, entry: moduleUrl }) {
+  const rlx = await init(moduleUrl);
+  const entries = Array.from({ length: count }, (_, i) => entry(i));
+  const cache = await rlx.openCache({ capBytes: mib(count + 16), fingerprint: FP, storage: 'idb', path: `/bench-${count}` });
+  const raw = await openRaw(`raw-${count}`);
+  const flush = [], put = [];
+  let blobs = null;
+  for (let r = 0; r < reps; r++) {
+    for (const e of entries) cache.insert(e.tokens, e);
+    if (!blobs) blobs = entries.map((e) => cache.exportBlob(e.tokens));
+    const doFlush = async () => {
+      const t0 = performance.now();
+      await cache.flush();
+      flush.push(performance.now() - t0);
+    };
+    const doPut = async () => {
+      const t0 = performance.now();
+      const tx = raw.transaction(['blobs'], 'readwrite');
+      const done = committed(tx);
+      const store = tx.objectStore('blobs');
+      blobs.forEach((b, i) => store.put(b, i));
+      await done;
+      put.push(performance.now() - t0);
+    };
+    // Alternate which goes first.
+    if (r % 2) { await doPut(); await doFlush(); } else { await doFlush(); await doPut(); }
+  }
+  const bytes = blobs.reduce((s, b) => s + b.length, 0);
+  await cache.close({ flush: false });
+  raw.close();
+  return { flush, put, blob_bytes: bytes, kv_bytes: mib(count) };
+}
+
+/**
+ * A fresh page load: init, then restore the rlxkv cache (openCache), read the
+ * raw records back (open + one readonly transaction, a get per entry) and,
+ * as a diagnostic, read them with getAllKeys + getAll; the three in an
+ * order rotated by `order`. Returns the times.
+ */
+export async function restorePhase({ count, order, entry: moduleUrl }) {
+  const t0 = performance.now();
+  const rlx = await init(moduleUrl);
+  const initMs = performance.now() - t0;
+  let restore, get, getAll, report, rawBytes = 0;
+  const doRestore = async () => {
+    const t = performance.now();
+    const cache = await rlx.openCache({ capBytes: mib(count + 16), fingerprint: FP, storage: 'idb', path: `/bench-${count}` });
+    restore = performance.now() - t;
+    report = cache.restoreReport;
+    const hit = cache.lookup(entry(0).tokens, { view: true });
+    if (!hit || hit.matched !== TOKENS) throw new Error('restored cache misses');
+    await cache.close({ flush: false });
+  };
+  const doGet = async () => {
+    const t = performance.now();
+    const db = await openRaw(`raw-${count}`);
+    const tx = db.transaction(['blobs'], 'readonly');
+    const store = tx.objectStore('blobs');
+    const got = await Promise.all(Array.from({ length: count }, (_, i) => request(store.get(i))));
+    get = performance.now() - t;
+    rawBytes = got.reduce((s, b) => s + b.length, 0);
+    db.close();
+  };
+  // Diagnostic: how rlxkv's mirror reads (getAllKeys + getAll, one transaction).
+  const doGetAll = async () => {
+    const t = performance.now();
+    const db = await openRaw(`raw-${count}`);
+    const tx = db.transaction(['blobs'], 'readonly');
+    const store = tx.objectStore('blobs');
+    const [keys, values] = await Promise.all([request(store.getAllKeys()), request(store.getAll())]);
+    getAll = performance.now() - t;
+    if (keys.length !== count || values.length !== count) throw new Error('getAll');
+    db.close();
+  };
+  const steps = [doRestore, doGet, doGetAll];
+  for (let i = 0; i < steps.length; i++) await steps[(i + order) % steps.length]();
+  if (report.loaded !== count) throw new Error(`restored ${report.loaded} of ${count}`);
+  return { init: initMs, restore, get, getAll, raw_bytes: rawBytes, restored_bytes: report.bytes };
+}

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# npm run bench: every benchmark in one run, then BENCHMARKS.md and
+# bench/chart.svg from the figures.
+#   1. native C: rlxkv next to the reference algorithm ported to C
+#      (bench/baseline.c), in one process (bench/bench_native.c, gcc -O2);
+#   2. the wasm build under Node, through the public JS API (bench/bench_node.mjs);
+#   3. Chromium + IndexedDB next to raw IndexedDB (bench/bench_browser.mjs);
+#   4. download size of the .wasm and the JS a browser loads (bench/size.mjs).
+# Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
+# smoke run (fewer repetitions; its figures are not worth publishing).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+quick=""
+if [ "${1:-}" = "--quick" ]; then quick="--quick"; fi
+out=build/bench
+mkdir -p "$out"
+rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json
+start=$(date +%s)
+load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
+
+bash scripts/setup.sh
+
+echo "== build: wasm (scripts/build.sh)"
+bash scripts/build.sh
+
+echo "== build: native benchmark (${CC:-cc} -O2)"
+# Library and baseline get the same flags. All of src/*.c, as CMake builds it.
+${CC:-cc} -O2 -std=c11 -Wall -Wextra -Isrc src/*.c bench/baseline.c bench/bench_native.c \
+  -o "$out/bench_native"
+
+echo "== native: rlxkv vs the reference algorithm in C"
+"$out/bench_native" $quick "$out/native.json"
+
+echo "== wasm under Node (public JS API)"
+node --expose-gc bench/bench_node.mjs "$out/node.json" $quick
+
+echo "== Chromium + IndexedDB"
+if ! node bench/bench_browser.mjs "$out/browser.json" $quick; then
+  echo "bench: the browser benchmark failed; BENCHMARKS.md will say it was not measured" >&2
+  rm -f "$out/browser.json"
+fi
+
+echo "== size"
+node bench/size.mjs "$out/size.json"
+
+echo "== report"
+BENCH_SECONDS=$(( $(date +%s) - start )) BENCH_LOAD_START="$load_start" node bench/report.mjs "$out" BENCHMARKS.md bench/chart.svg $quick
