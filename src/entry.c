@@ -1,8 +1,28 @@
 /* Entries: allocation and accessors. One malloc per entry (see entry.h). */
+#define _DEFAULT_SOURCE /* MADV_HUGEPAGE */
 #include <stdlib.h>
 #include <string.h>
+#if defined(__linux__) && !defined(__EMSCRIPTEN__)
+#include <sys/mman.h>
+#endif
 
 #include "entry.h"
+
+/* A large entry is a fresh mmap'd block whose pages are touched for the
+ * first time by the copy that fills it: 4 KiB page faults then cost more
+ * than the copy (decode of a 48 MiB entry ran at 0.2x memcpy). Asking for
+ * huge pages on its 2 MiB-aligned interior cuts the faults 512-fold. */
+static void advise_huge(void *p, size_t size) {
+#if defined(__linux__) && !defined(__EMSCRIPTEN__) && defined(MADV_HUGEPAGE)
+    const uintptr_t huge = (uintptr_t)2 << 20;
+    uintptr_t from = ((uintptr_t)p + huge - 1) & ~(huge - 1);
+    uintptr_t to = ((uintptr_t)p + size) & ~(huge - 1);
+    if (size >= 4 * huge && to > from) (void)madvise((void *)from, to - from, MADV_HUGEPAGE);
+#else
+    (void)p;
+    (void)size;
+#endif
+}
 
 /* a * b + c without wrapping; returns 0 on overflow. */
 static int mul_add(size_t a, size_t b, size_t c, size_t *out) {
@@ -32,6 +52,7 @@ rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
     st = RLXKV_ERR_NOMEM;
     e = malloc(size);
     if (!e) goto out;
+    advise_huge(e, size);
     memset(e, 0, sizeof *e);
     e->n_tokens = n_tokens;
     e->n_layers = n_layers;
