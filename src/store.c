@@ -497,7 +497,7 @@ int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) 
     /* Newest first, holding entries while the cap allows (always at least
      * one); every older valid blob is then left out. Every file is still
      * read, so that the report tells skipped from stale and corrupt. */
-    qsort(v, n, sizeof *v, cmp_newest_first);
+    if (n > 1) qsort(v, n, sizeof *v, cmp_newest_first); /* v is NULL when n == 0 */
     for (size_t i = 0; i < n; i++) {
         rlxkv_entry *e = NULL;
         uint8_t *buf;
@@ -646,7 +646,7 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out
         free(info);
         return rc;
     }
-    qsort(info, k, sizeof *info, cmp_info_name);
+    if (k > 1) qsort(info, k, sizeof *info, cmp_info_name);
     *out = info;
     *n_out = k;
     return RLXKV_OK;
@@ -678,7 +678,7 @@ static int keep_names(const rlxkv_cache *keep, int pinned_only, char (**out)[32]
     for (const rlxkv_entry *e = rlxkv_cache_next(keep, NULL); e && i < n; e = rlxkv_cache_next(keep, e))
         if (!pinned_only || rlxkv_cache_is_pinned(keep, e))
             rlxkv_blob_name(fp, e->tokens, e->n_tokens, names[i++]);
-    qsort(names, i, sizeof *names, cmp_name32);
+    if (i > 1) qsort(names, i, sizeof *names, cmp_name32);
     *out = names;
     *n_out = i;
     return RLXKV_OK;
@@ -744,7 +744,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
             victims[n_victims++] = i;
         }
     }
-    qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
+    if (n_ok > 1) qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
     for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
         victims[n_victims++] = ok[j].idx;
         fp_bytes -= ok[j].info->file_bytes;

@@ -831,6 +831,30 @@ static void test_tmp_name_taken(void) {
 
 /* A load never replaces what the cache already holds for the same tokens
  * (it may be newer and not yet saved). */
+/* An empty directory loads, lists and prunes to nothing (qsort of zero
+ * items once passed NULL: undefined behaviour, found by fuzz_store). */
+static void test_empty_directory(void) {
+    char *dir = tmpdir_new();
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report r = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(r.loaded + r.stale + r.corrupt + r.skipped, 0);
+    CHECK_EQ(rlxkv_cache_next(c, NULL), NULL);
+    int st;
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, &st);
+    CHECK(s != NULL);
+    rlxkv_blob_info *info = NULL;
+    size_t n = 99;
+    CHECK_EQ(rlxkv_store_list(s, FP_A, &info, &n), RLXKV_OK);
+    CHECK_EQ(n, 0);
+    free(info);
+    rlxkv_prune_report pr;
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, 0, c, &pr), RLXKV_OK);
+    CHECK_EQ(pr.removed + pr.kept, 0);
+    rlxkv_store_close(s);
+    rlxkv_cache_free(c);
+    rm_rf(dir);
+}
+
 static void test_load_keeps_cached(void) {
     char *dir = tmpdir_new();
     rlxkv_entry *disk = make_entry(10, 3, 1, 1), *mem = make_entry(10, 3, 1, 2);
@@ -1196,6 +1220,7 @@ int main(void) {
     RUN(test_list);
     RUN(test_fault_injection);
     RUN(test_tmp_name_taken);
+    RUN(test_empty_directory);
     RUN(test_load_keeps_cached);
     RUN(test_fault_flush);
     RUN(test_prune);

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer harnesses (tests/fuzz) and runs each for SECONDS.
+#
+#   bash scripts/fuzz.sh [SECONDS] [HARNESS...]     (npm run fuzz -- 600)
+#
+# SECONDS defaults to 60 per harness; HARNESS is any of decode, cache, store
+# (default: all three, one after the other). Each runs on a corpus kept in
+# build/fuzz/corpus-HARNESS (seeded from tests/fuzz/seeds/HARNESS and, for
+# decode, ../shared/vectors),
+# with -malloc_limit_mb=64 -rss_limit_mb=2048. A crash, leak, sanitizer
+# report, timeout or out-of-memory fails the script; the input is kept in
+# build/fuzz/artifacts/ with the command that replays it. Full logs go to
+# build/fuzz/log-HARNESS.txt.
+#
+# RLXKV_FUZZ_CFLAGS adds C flags to the build; RLXKV_FUZZ_ARGS adds libFuzzer
+# flags.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+secs=${1:-60}
+shift || true
+case "$secs" in
+  '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$secs'" >&2; exit 2 ;;
+esac
+harnesses=("$@")
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(decode cache store)
+for h in "${harnesses[@]}"; do
+  case "$h" in decode | cache | store) ;; *) echo "fuzz.sh: no harness '$h' (decode, cache, store)" >&2; exit 2 ;; esac
+done
+
+if ! command -v clang >/dev/null; then
+  echo "fuzz.sh: clang is missing (bash scripts/setup.sh installs it)" >&2
+  exit 1
+fi
+if ! ls "$(clang -print-resource-dir)"/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1; then
+  echo "fuzz.sh: libFuzzer runtime missing (libclang-rt-14-dev; bash scripts/setup.sh)" >&2
+  exit 1
+fi
+
+build=build/fuzz
+jobs=$(nproc 2>/dev/null || echo 2)
+echo "== fuzz: building harnesses in $build (clang, ASan + UBSan + libFuzzer)"
+cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DRLXKV_FUZZ=ON -DRLXKV_TESTS=OFF \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_FLAGS="${RLXKV_FUZZ_CFLAGS:-}" >/dev/null
+targets=()
+for h in "${harnesses[@]}"; do targets+=("fuzz_$h"); done
+cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$build/build.log" 2>&1 || {
+  cat "$build/build.log" >&2
+  echo "fuzz.sh: build failed" >&2
+  exit 1
+}
+
+# The seed blobs: ../shared/vectors beside the repository (CI lays shared/
+# there too).
+vectors="$root/../shared/vectors"
+mkdir -p "$build/artifacts"
+# The store harness makes its scratch directories here; a crash leaves them.
+export TMPDIR="$root/$build/tmp"
+rm -rf "$TMPDIR"
+mkdir -p "$TMPDIR"
+
+# Sanitizer settings that keep a run's outcome in its exit code.
+export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
+export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
+
+failed=()
+summary=()
+for h in "${harnesses[@]}"; do
+  bin="$build/fuzz_$h"
+  corpus="$build/corpus-$h"
+  log="$build/log-$h.txt"
+  mkdir -p "$corpus"
+  extra=()
+  if [ "$h" = decode ]; then
+    if ls "$vectors"/*.rlxkv >/dev/null 2>&1; then
+      for f in "$vectors"/*.rlxkv; do
+        [ -e "$corpus/$(basename "$f")" ] || cp "$f" "$corpus/"
+      done
+    else
+      echo "fuzz.sh: warning: no seed blobs in $vectors" >&2
+    fi
+    extra+=(-dict=tests/fuzz/rlxkv.dict)
+  fi
+  # Crafted seeds kept with the harnesses (shapes random mutation rarely
+  # reaches, such as blobs of more than 128 layers).
+  if [ -d "tests/fuzz/seeds/$h" ]; then
+    for f in "tests/fuzz/seeds/$h"/*; do
+      [ -e "$corpus/seed-$(basename "$f")" ] || cp "$f" "$corpus/seed-$(basename "$f")"
+    done
+  fi
+  echo "== fuzz_$h: ${secs}s on $corpus ($(ls "$corpus" | wc -l) inputs)"
+  t0=$SECONDS
+  set +e
+  # shellcheck disable=SC2086
+  "$bin" "${extra[@]}" -max_total_time="$secs" -timeout=30 \
+    -malloc_limit_mb=64 -rss_limit_mb=2048 -print_final_stats=1 \
+    -artifact_prefix="$build/artifacts/$h-" ${RLXKV_FUZZ_ARGS:-} "$corpus" >"$log" 2>&1
+  rc=$?
+  set -e
+  took=$((SECONDS - t0))
+  execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  line="fuzz_$h: ${execs:-?} executions in ${took}s (${rate:-?}/s), corpus $(ls "$corpus" | wc -l) inputs"
+  if [ $rc -ne 0 ]; then
+    failed+=("$h")
+    line="$line: FAILED (exit $rc)"
+    echo "$line"
+    grep -E 'ERROR|runtime error|fuzz_(decode|cache|store):|SUMMARY|Test unit written|^    #[0-9]+ ' "$log" | head -40 >&2 || true
+    art=$(sed -n "s/.*Test unit written to \(.*\)$/\1/p" "$log" | tail -1)
+    [ -n "$art" ] && echo "  replay: $bin $art" >&2
+    echo "  full log: $log" >&2
+  else
+    echo "$line"
+  fi
+  summary+=("$line")
+done
+rm -rf "$TMPDIR"
+
+echo "== fuzz summary"
+printf '  %s\n' "${summary[@]}"
+echo "fuzz: $((${#harnesses[@]} - ${#failed[@]})) passed, ${#failed[@]} failed"
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "fuzz.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

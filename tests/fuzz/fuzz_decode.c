@@ -1,0 +1,206 @@
+/* libFuzzer harness for the RLXKV001 codec (FORMAT.md).
+ *
+ * For any input:
+ *   - rlxkv_inspect and rlxkv_decode agree: the same status, and on success
+ *     the same fingerprint, token, layer and float counts;
+ *   - a blob that decodes encodes again (into a buffer of exactly
+ *     rlxkv_encoded_size bytes) to the very same bytes, and refuses a buffer
+ *     one byte short;
+ *   - decode with expect_fp equal to the blob's fingerprint behaves as
+ *     without it; with another fingerprint it is RLXKV_STALE (out NULL)
+ *     exactly when the magic is right and the fingerprint is present,
+ *     otherwise the same error as without;
+ *   - no single allocation made by inspect or decode is larger than the
+ *     input implies (a malloc hook measures them), and nothing leaks (ASan's
+ *     leak checker at exit, libFuzzer's -detect_leaks per input).
+ *
+ * Build: see CMakeLists.txt (RLXKV_FUZZ) or scripts/fuzz.sh. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sanitizer/allocator_interface.h>
+
+#include "rlxkv.h"
+
+#define FAIL(...)                                                      \
+    do {                                                               \
+        fprintf(stderr, "fuzz_decode: %s:%d: ", __FILE__, __LINE__);   \
+        fprintf(stderr, __VA_ARGS__);                                  \
+        fputc('\n', stderr);                                           \
+        abort();                                                       \
+    } while (0)
+#define REQUIRE(cond)                                 \
+    do {                                              \
+        if (!(cond)) FAIL("requirement failed: %s", #cond); \
+    } while (0)
+
+/* ---- allocation tracking ---------------------------------------------- */
+
+static volatile int g_tracking;
+static volatile size_t g_max_alloc, g_total_alloc;
+
+static void on_malloc(const volatile void *p, size_t size) {
+    (void)p;
+    if (!g_tracking) return;
+    if (size > g_max_alloc) g_max_alloc = size;
+    g_total_alloc += size;
+}
+static void on_free(const volatile void *p) { (void)p; }
+
+static void track_begin(void) {
+    g_max_alloc = 0;
+    g_total_alloc = 0;
+    g_tracking = 1;
+}
+static void track_end(void) { g_tracking = 0; }
+
+/* The most a decode may allocate for an input of `len` bytes: the entry is
+ * a header (< 128 bytes), 8 bytes per block offset (a block takes 8 bytes
+ * of the blob), 4 per float (4 in the blob) and 4 per token (8 in the
+ * blob), plus alignment; a block-lengths scratch array is 8 per block. */
+static size_t alloc_bound(size_t len) { return len + 256; }
+
+int LLVMFuzzerInitialize(int *argc, char ***argv) {
+    (void)argc;
+    (void)argv;
+    /* Up to 5 hooks may be installed; libFuzzer takes one for its own
+     * -malloc_limit_mb. Zero means the runtime refused: then the bound
+     * below is simply not checked. */
+    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+    return 0;
+}
+
+/* ---- the checks ------------------------------------------------------- */
+
+static const uint8_t kMagic[8] = {'R', 'L', 'X', 'K', 'V', '0', '0', '1'};
+
+static uint64_t load_u64le(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return v;
+}
+
+static int is_error(int rc) {
+    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT ||
+           rc == RLXKV_ERR_INVALID;
+}
+
+/* Decodes with the given expectation and checks the allocations made. */
+static int decode_tracked(const uint8_t *data, size_t size, const uint64_t *expect,
+                          rlxkv_entry **out, uint64_t *fp) {
+    int rc;
+    track_begin();
+    rc = rlxkv_decode(data, size, expect, out, fp);
+    track_end();
+    if (g_max_alloc > alloc_bound(size))
+        FAIL("decode of %zu bytes made an allocation of %zu bytes", size, (size_t)g_max_alloc);
+    if (g_total_alloc > 2 * alloc_bound(size))
+        FAIL("decode of %zu bytes allocated %zu bytes in all", size, (size_t)g_total_alloc);
+    return rc;
+}
+
+static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, uint64_t fp,
+                                const uint8_t *data, size_t size) {
+    size_t n_floats = 0, enc, written = 0;
+    uint8_t *buf;
+
+    REQUIRE(e != NULL);
+    REQUIRE(fp == m->fingerprint);
+    REQUIRE(rlxkv_entry_n_tokens(e) == m->n_tokens);
+    REQUIRE(rlxkv_entry_n_layers(e) == m->n_layers);
+    REQUIRE(rlxkv_entry_n_floats(e) == m->n_floats);
+    REQUIRE(rlxkv_entry_kv_bytes(e) == 4 * m->n_floats);
+    REQUIRE(m->blob_bytes == size);
+    for (size_t b = 0; b < 2 * m->n_layers; b++) {
+        n_floats += rlxkv_entry_block_len(e, b);
+        if (rlxkv_entry_block_len(e, b)) REQUIRE(rlxkv_entry_block(e, b) != NULL);
+    }
+    REQUIRE(n_floats == m->n_floats);
+    REQUIRE(rlxkv_entry_block(e, 2 * m->n_layers) == NULL);
+    REQUIRE(rlxkv_entry_block_len(e, 2 * m->n_layers) == 0);
+
+    /* Re-encode: exactly the input bytes. */
+    enc = rlxkv_encoded_size(e);
+    if (enc != size) FAIL("encoded_size %zu != input size %zu", enc, size);
+    buf = malloc(enc);
+    REQUIRE(buf != NULL);
+    /* One byte short is refused and writes nothing past the buffer (ASan
+     * watches the malloc'd end). */
+    REQUIRE(rlxkv_encode(e, fp, buf, enc - 1, &written) == RLXKV_ERR_INVALID);
+    REQUIRE(written == 0);
+    REQUIRE(rlxkv_encode(e, fp, buf, enc, &written) == RLXKV_OK);
+    REQUIRE(written == size);
+    if (memcmp(buf, data, size) != 0) {
+        size_t i = 0;
+        while (buf[i] == data[i]) i++;
+        FAIL("re-encoded blob differs from the input at byte %zu of %zu", i, size);
+    }
+    /* And the fresh encoding decodes to the same entry bytes again. */
+    REQUIRE(rlxkv_inspect(buf, enc, NULL) == RLXKV_OK);
+    free(buf);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    rlxkv_blob_meta meta;
+    rlxkv_entry *e = NULL, *e2 = NULL;
+    uint64_t fp = 0, fp2 = 0, other;
+    int rc_i, rc_d, rc;
+    int head_ok = size >= 16 && memcmp(data, kMagic, 8) == 0;
+
+    memset(&meta, 0xa5, sizeof meta);
+    track_begin();
+    rc_i = rlxkv_inspect(data, size, &meta);
+    track_end();
+    if (g_total_alloc) FAIL("inspect allocated %zu bytes", (size_t)g_total_alloc);
+
+    rc_d = decode_tracked(data, size, NULL, &e, &fp);
+    if (rc_i != rc_d) FAIL("inspect says %d, decode says %d", rc_i, rc_d);
+    if (rc_d == RLXKV_OK) {
+        check_entry_matches(e, &meta, fp, data, size);
+    } else {
+        if (!is_error(rc_d)) FAIL("decode returned %d, neither OK nor an error", rc_d);
+        REQUIRE(e == NULL);
+    }
+    /* Anything that is not the magic's prefix is a foreign file. */
+    if (memcmp(data, kMagic, size < 8 ? size : 8) != 0) REQUIRE(rc_d == RLXKV_ERR_BAD_MAGIC);
+    else REQUIRE(rc_d != RLXKV_ERR_BAD_MAGIC);
+    if (head_ok) REQUIRE(fp == load_u64le(data + 8));
+
+    /* expect_fp equal to the blob's own: the same outcome. */
+    if (head_ok) {
+        uint64_t same = load_u64le(data + 8);
+        rc = decode_tracked(data, size, &same, &e2, &fp2);
+        if (rc != rc_d) FAIL("decode with its own fingerprint says %d, without %d", rc, rc_d);
+        REQUIRE(fp2 == same);
+        REQUIRE((e2 != NULL) == (rc == RLXKV_OK));
+        if (e2) check_entry_matches(e2, &meta, fp2, data, size);
+        rlxkv_entry_free(e2);
+        e2 = NULL;
+    }
+
+    /* Another fingerprint: stale when the head is there, otherwise the
+     * head's own error. */
+    other = head_ok ? ~load_u64le(data + 8) : 0x0123456789abcdefull;
+    fp2 = 0;
+    rc = decode_tracked(data, size, &other, &e2, &fp2);
+    REQUIRE(e2 == NULL || rc == RLXKV_OK);
+    if (head_ok) {
+        if (rc != RLXKV_STALE) FAIL("expected RLXKV_STALE, got %d", rc);
+        REQUIRE(e2 == NULL);
+        REQUIRE(fp2 == load_u64le(data + 8));
+    } else {
+        REQUIRE(rc == rc_d);
+        REQUIRE(rc != RLXKV_OK);
+    }
+    rlxkv_entry_free(e2);
+
+    /* Degenerate arguments. */
+    REQUIRE(rlxkv_decode(data, size, NULL, NULL, NULL) == RLXKV_ERR_INVALID);
+    rc = rlxkv_inspect(data, size, NULL);
+    REQUIRE(rc == rc_i);
+
+    rlxkv_entry_free(e);
+    return 0;
+}
