@@ -11,6 +11,16 @@
  * once. Children are kept sorted by their first token and found by binary
  * search.
  *
+ * Labels. No label is copied: node->label points into the tokens of an
+ * entry in the node's subtree, its base, at offset depth - nlabel. Every
+ * entry below a node spells the node's path, so any of them will do. A
+ * node that holds an entry uses its own (so a lookup reads that entry's
+ * tokens, not a separate copy); one that holds none uses one of its
+ * children's. By that rule the nodes whose labels point into an entry form
+ * a run up the path from the entry's node, and when the entry leaves,
+ * rebase() moves that run to another entry below it: O(nodes on the path),
+ * and nothing to allocate, so removal and eviction cannot fail.
+ *
  * Partial reuse. node->rm counts the row-major entries in the node's
  * subtree, and the children whose count is not zero are linked in a list
  * (rm_head, rm_prev/rm_next). Finding a row-major entry below a point then
@@ -27,14 +37,17 @@
 
 typedef struct node node;
 struct node {
-    node *parent;
-    uint32_t *label;          /* the edge from the parent; NULL at the root */
+    /* What a lookup reads first. */
+    const uint32_t *label;    /* the edge from the parent, borrowed (see
+                                 Labels above); NULL at the root */
     size_t nlabel;
     size_t depth;             /* tokens from the root through this edge */
-    node **kids;              /* sorted by keys; keys[i] == kids[i]->label[0] */
-    uint32_t *keys;           /* in the same allocation as kids */
-    size_t nkids, cap;
+    size_t nkids;
+    uint32_t *keys;           /* sorted; keys[i] == kids[i]->label[0] */
+    node **kids;              /* in the same allocation as keys */
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
+    node *parent;
+    size_t cap;
     size_t rm;                /* row-major entries in this subtree */
     node *rm_head;            /* first child with rm > 0 */
     node *rm_prev, *rm_next;  /* siblings with rm > 0 */
@@ -109,22 +122,25 @@ static void touch(rlxkv_cache *c, rlxkv_entry *e) {
 static node *node_new(const uint32_t *label, size_t n) {
     node *x = calloc(1, sizeof *x);
     if (!x) return NULL;
-    if (n) {
-        x->label = malloc(n * sizeof *label);
-        if (!x->label) {
-            free(x);
-            return NULL;
-        }
-        memcpy(x->label, label, n * sizeof *label);
-    }
+    x->label = label;
     x->nlabel = n;
     return x;
 }
 
 static void node_free(node *x) {
-    free(x->label);
     free(x->kids);
     free(x);
+}
+
+/* The tokens x's label borrows from: those of an entry in its subtree. Not
+ * for the root, which has no label. */
+static const uint32_t *base_of(const node *x) { return x->label - (x->depth - x->nlabel); }
+
+/* The nodes from x up whose labels borrow from `from` borrow from `to`
+ * instead: the tokens of another entry below each of them (so, with the
+ * same tokens on their paths). */
+static void rebase(const rlxkv_cache *c, node *x, const uint32_t *from, const uint32_t *to) {
+    for (; x != c->root && base_of(x) == from; x = x->parent) x->label = to + (x->depth - x->nlabel);
 }
 
 /* Index of the first child whose first token is >= t. */
@@ -283,8 +299,8 @@ static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n
 }
 
 /* Cuts y's edge after k tokens, putting a new node above y with room for
- * `room` children. Returns the new node, or NULL (nothing changed) when
- * out of memory. */
+ * `room` children. The new node borrows y's tokens. Returns it, or NULL
+ * (nothing changed) when out of memory. */
 static node *split(node *y, size_t k, size_t room) {
     node *p = y->parent, *m = node_new(y->label, k);
     if (!m || !kids_reserve(m, room)) {
@@ -295,25 +311,22 @@ static node *split(node *y, size_t k, size_t room) {
     m->depth = y->depth - (y->nlabel - k);
     m->rm = y->rm;
     if (y->rm) rm_swap(p, y, m);
-    memmove(y->label, y->label + k, (y->nlabel - k) * sizeof *y->label);
+    y->label += k;
     y->nlabel -= k;
-    uint32_t *shrunk = realloc(y->label, y->nlabel * sizeof *y->label);
-    if (shrunk) y->label = shrunk;
     kid_add(m, y);
     if (y->rm) rm_link(m, y);
     return m;
 }
 
-/* The node whose path is t[0..n), made if missing. NULL when out of
- * memory, with the tree as it was. */
-static node *make_node(rlxkv_cache *c, const uint32_t *t, size_t n) {
-    struct pos p;
+/* The node for e's tokens, where the walk down them stopped at p short of
+ * a node of their own: made, a new leaf borrowing e's tokens, or an edge
+ * split. NULL when out of memory, with the tree as it was. */
+static node *make_node(const struct pos *p, const rlxkv_entry *e) {
     node *leaf, *at;
-    descend(c, t, n, &p);
-    if (p.depth == n) return p.edge ? split(p.edge, p.off, 1) : p.at;
-    leaf = node_new(t + p.depth, n - p.depth);
+    if (p->depth == e->n_tokens) return split(p->edge, p->off, 1);
+    leaf = node_new(e->tokens + p->depth, e->n_tokens - p->depth);
     if (!leaf) return NULL;
-    at = p.edge ? split(p.edge, p.off, 2) : kids_reserve(p.at, 1) ? p.at : NULL;
+    at = p->edge ? split(p->edge, p->off, 2) : kids_reserve(p->at, 1) ? p->at : NULL;
     if (!at) {
         node_free(leaf);
         return NULL;
@@ -322,36 +335,32 @@ static node *make_node(rlxkv_cache *c, const uint32_t *t, size_t n) {
     return leaf;
 }
 
-/* n holds no entry and has one child: folds n's edge into the child. Out
- * of memory it leaves n be; lookups do not need the tree compact. */
+/* n holds no entry and has one child: folds n's edge into the child, whose
+ * base holds n's tokens too. */
 static void merge(node *n) {
     node *p = n->parent, *ch = n->kids[0];
-    uint32_t key = n->label[0];
-    uint32_t *lab = realloc(n->label, (n->nlabel + ch->nlabel) * sizeof *lab);
-    if (!lab) return;
-    memcpy(lab + n->nlabel, ch->label, ch->nlabel * sizeof *lab);
-    free(ch->label);
-    ch->label = lab;
+    kid_swap(p, n->label[0], ch);
+    ch->label -= n->nlabel;
     ch->nlabel += n->nlabel;
-    n->label = NULL;
-    kid_swap(p, key, ch);
     if (n->rm) rm_swap(p, n, ch);
     node_free(n);
 }
 
 /* n has just lost its entry or a child: frees or merges what no longer
- * earns its place, up the path. */
-static void prune(rlxkv_cache *c, node *n) {
+ * earns its place, up the path. Returns the lowest node left on the path. */
+static node *prune(rlxkv_cache *c, node *n) {
     while (n != c->root && !n->entry) {
         node *p = n->parent;
+        if (n->nkids > 1) return n;
         if (n->nkids) {
-            if (n->nkids == 1) merge(n);
-            return;
+            merge(n);
+            return p;
         }
         kid_del(p, n->label[0]);
         node_free(n);
         n = p;
     }
+    return n;
 }
 
 /* Takes e out of the cache and frees it. */
@@ -360,8 +369,11 @@ static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     unlist(c, e);
     n->entry = NULL;
     if (e->flags & RLXKV_ENTRY_ROW_MAJOR) rm_sub(n);
+    n = prune(c, n);
+    /* The labels that borrowed e's tokens, a run from n up, move to another
+     * entry below n (an entry-less node left standing has two children). */
+    if (n != c->root && !n->entry) rebase(c, n, e->tokens, base_of(n->kids[0]));
     rlxkv_entry_free(e);
-    prune(c, n);
 }
 
 /* Frees x's subtree and its entries, without recursion: the tree can be as
@@ -440,23 +452,31 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
         rlxkv_entry_free(e);
         return RLXKV_OK;
     }
+    /* One walk down the tokens finds the entry it replaces, if any, and
+     * where a new node would go. */
+    struct pos p;
+    descend(c, e->tokens, e->n_tokens, &p);
+    node *n = !p.edge && p.depth == e->n_tokens ? p.at : NULL;
+    rlxkv_entry *old = n ? n->entry : NULL;
     /* It must fit beside the pins, except the one it replaces; with no
      * other pinned bytes it fits, if need be alone (see evict_to_cap). */
     size_t add = rlxkv_entry_kv_bytes(e);
-    rlxkv_entry *old = find_entry(c, e->tokens, e->n_tokens);
     size_t others = c->pinned_bytes;
     if (old && (old->flags & RLXKV_ENTRY_PINNED)) others -= rlxkv_entry_kv_bytes(old);
     if (others && (others > c->cap || add > c->cap - others)) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
-    node *n = old ? old->node : make_node(c, e->tokens, e->n_tokens);
+    if (!n) n = make_node(&p, e);
     if (!n) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
     e->flags = RLXKV_ENTRY_DIRTY;
     if (rlxkv_entry_row_major(e)) e->flags |= RLXKV_ENTRY_ROW_MAJOR;
+    /* The node borrows its label from its own entry from now on, and so
+     * does the run above it that borrowed from the same tokens. */
+    if (n != c->root) rebase(c, n, base_of(n), e->tokens);
     if (old) {
         e->flags |= old->flags & RLXKV_ENTRY_PINNED;
         unlist(c, old);
@@ -673,10 +693,16 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
     } else {
         const node *p = x->parent;
         size_t i;
-        if (!p || !x->nlabel || x->depth != p->depth + x->nlabel) return 0;
+        int from_kid = 0;
+        if (!p || !x->nlabel || !x->label || x->depth != p->depth + x->nlabel) return 0;
         i = kid_slot(p, x->label[0]);
         if (i >= p->nkids || p->kids[i] != x) return 0;
         if (!x->entry && x->nkids < 2) return 0; /* should have been pruned */
+        /* The label borrows from its own entry, else from a child's base:
+         * so, down the line, from an entry in the subtree (whose tokens
+         * are checked against every label on its path below). */
+        for (size_t k = 0; k < x->nkids; k++) from_kid |= base_of(x->kids[k]) == base_of(x);
+        if (x->entry ? base_of(x) != x->entry->tokens : !from_kid) return 0;
     }
     if (x->nkids > x->cap) return 0;
     for (size_t i = 0; i < x->nkids; i++) {
@@ -750,4 +776,25 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     if (nodes) *nodes = n_nodes;
     if (label_tokens) *label_tokens = n_label;
     return ok;
+}
+
+size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
+    size_t bytes = 0;
+    const node *x = c->root;
+    /* Preorder, as above. */
+    for (;;) {
+        bytes += sizeof *x + x->cap * (sizeof *x->kids + sizeof *x->keys);
+        if (x->nkids) {
+            x = x->kids[0];
+            continue;
+        }
+        while (x != c->root) {
+            const node *p = x->parent;
+            if (kid_slot(p, x->label[0]) + 1 < p->nkids) break;
+            x = p;
+        }
+        if (x == c->root) break;
+        x = x->parent->kids[kid_slot(x->parent, x->label[0]) + 1];
+    }
+    return bytes;
 }

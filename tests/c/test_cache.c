@@ -572,10 +572,89 @@ static void ten_thousand_entries_share_a_long_prefix(void) {
     CHECK(all);
     q[P + 1] = E + 1; /* an unknown suffix falls back to the prefix */
     CHECK_EQ(matched(c, q, P + 2), P);
-    /* The prefix is stored once in the tree, not once per entry. */
+    /* The prefix is spelled once in the tree, not once per entry, and the
+     * tree copies no tokens at all: its bytes are a bound per node. */
     CHECK(rlxkv_cache_check(c, &nodes, &labels));
     CHECK(nodes <= 2 * (E + 1) + 1);
     CHECK(labels <= P + 2 * E + 100);
+    CHECK(rlxkv_cache_tree_bytes(c) <= 256 * nodes);
+    free(q);
+    rlxkv_cache_free(c);
+}
+
+/* Labels borrow the entries' tokens: long edges cost the tree nothing, and
+ * a label whose entry goes moves to another entry below it. */
+static void labels_are_borrowed_and_outlive_their_entries(void) {
+    enum { P = 1500, S = 500, E = 300 };
+    rlxkv_cache *c = rlxkv_cache_new(SIZE_MAX, 0);
+    uint32_t *q = malloc((P + S + 1) * sizeof *q);
+    size_t lens[2] = {1, 1}, nodes, labels;
+    int ok = 1;
+    for (size_t i = 0; i < P; i++) q[i] = (uint32_t)(i * 7 + 3);
+    for (uint32_t j = 0; j < E; j++) {
+        q[P] = 1000000 + j;
+        for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+        rlxkv_cache_put(c, make(q, P + S, 1, lens, (float)j));
+    }
+    /* The edges spell P + E * S tokens; a copy of them would take 4 bytes
+     * each (the tree used to hold ~2,000 bytes per entry here). */
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(labels, P + E * S);
+    CHECK(rlxkv_cache_tree_bytes(c) <= 256 * nodes);
+    CHECK(rlxkv_cache_tree_bytes(c) / E < 512);
+    /* Remove them in the order they came, then the reverse of a refill:
+     * whichever entry the shared edge borrowed from goes at some point. */
+    for (int round = 0; round < 2 && ok; round++) {
+        for (uint32_t k = 0; k < E; k++) {
+            uint32_t j = round ? E - 1 - k : k;
+            q[P] = 1000000 + j;
+            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+            if (rlxkv_cache_remove(c, q, P + S) != RLXKV_OK) ok = 0;
+            if (k % 37 == 0 && !rlxkv_cache_check(c, NULL, NULL)) ok = 0;
+            /* The shared prefix still reads right, from whatever is left. */
+            if (k + 1 == E) continue;
+            uint32_t next = round ? j - 1 : j + 1;
+            q[P] = 1000000 + next;
+            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + next);
+            q[P + S] = 7;
+            if (matched(c, q, P + S + 1) != P + S) ok = 0;
+        }
+        if (stats(c).entries != 0) ok = 0;
+        for (uint32_t j = 0; j < E && !round; j++) {
+            q[P] = 1000000 + j;
+            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+            rlxkv_cache_put(c, make(q, P + S, 1, lens, (float)j));
+        }
+    }
+    CHECK(ok);
+    CHECK(consistent(c));
+
+    /* Small cases: an edge borrowed from an entry that is replaced, then
+     * removed, then from one that lands on an entry-less node above it. */
+    put_kv(c, TOKS(1, 2, 3, 4), 0);
+    put_kv(c, TOKS(1, 2, 3, 5), 0);  /* [1 2 3] borrows from one of them */
+    put_kv(c, TOKS(1, 2, 3, 4), 1);  /* replaced: its tokens are freed */
+    CHECK(consistent(c));
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 4, 9)), 4);
+    put_kv(c, TOKS(1, 2, 3, 5), 1);
+    CHECK(consistent(c));
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 3, 4)), RLXKV_OK);
+    CHECK(consistent(c));
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 5, 9)), 4);
+    put_kv(c, TOKS(1, 2, 3, 6), 0);
+    put_kv(c, TOKS(1, 2, 3), 0);     /* takes the entry-less [1 2 3] */
+    put_kv(c, TOKS(1, 2), 0);        /* splits its edge */
+    CHECK(consistent(c));
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 3, 5)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 3)), RLXKV_OK);  /* [1 2 3] merges */
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(nodes, 3);
+    CHECK_EQ(labels, 4);
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 6, 9)), 4);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2)), RLXKV_OK);
+    CHECK(rlxkv_cache_check(c, &nodes, &labels));
+    CHECK_EQ(nodes, 2);
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 6)), 4);
     free(q);
     rlxkv_cache_free(c);
 }
@@ -623,6 +702,7 @@ static void many_insert_evict_cycles_stay_bounded(void) {
     CHECK(max_nodes <= 2 * 32 + 1); /* at most 32 entries of 16 bytes */
     CHECK(rlxkv_cache_check(c, &nodes, &labels));
     CHECK(labels <= 4 * nodes);
+    CHECK(rlxkv_cache_tree_bytes(c) <= 256 * nodes);
     rlxkv_cache_free(c);
 }
 
@@ -906,6 +986,7 @@ int main(void) {
     RUN(stats_count_hits_misses_and_reuse);
     RUN(bad_arguments_are_refused);
     RUN(ten_thousand_entries_share_a_long_prefix);
+    RUN(labels_are_borrowed_and_outlive_their_entries);
     RUN(eviction_follows_recency_over_many_entries);
     RUN(many_insert_evict_cycles_stay_bounded);
     RUN(randomized_against_a_linear_model);
