@@ -38,25 +38,16 @@
 
 #include "cache_check.h"
 #include "rlxkv.h"
+#include "fuzz.h"
 
 #define MAX_TOKENS 48
 #define MAX_LAYERS 3
 #define MAX_STEPS 300
 
-#define FAIL(...)                                                    \
-    do {                                                             \
-        fprintf(stderr, "fuzz_cache: step %d (%s): ", g_step, g_op); \
-        fprintf(stderr, __VA_ARGS__);                                \
-        fputc('\n', stderr);                                         \
-        abort();                                                     \
-    } while (0)
-#define REQUIRE(cond)                                       \
-    do {                                                    \
-        if (!(cond)) FAIL("line %d: %s", __LINE__, #cond); \
-    } while (0)
 
 static int g_step;
 static const char *g_op = "start";
+static void fuzz_where(FILE *out) { fprintf(out, "fuzz_cache: step %d (%s): ", g_step, g_op); }
 
 /* ---- input ------------------------------------------------------------ */
 

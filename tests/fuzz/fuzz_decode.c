@@ -23,18 +23,9 @@
 #include <sanitizer/allocator_interface.h>
 
 #include "rlxkv.h"
+#include "fuzz.h"
 
-#define FAIL(...)                                                      \
-    do {                                                               \
-        fprintf(stderr, "fuzz_decode: %s:%d: ", __FILE__, __LINE__);   \
-        fprintf(stderr, __VA_ARGS__);                                  \
-        fputc('\n', stderr);                                           \
-        abort();                                                       \
-    } while (0)
-#define REQUIRE(cond)                                 \
-    do {                                              \
-        if (!(cond)) FAIL("requirement failed: %s", #cond); \
-    } while (0)
+static void fuzz_where(FILE *out) { fputs("fuzz_decode: ", out); }
 
 /* ---- allocation tracking ---------------------------------------------- */
 

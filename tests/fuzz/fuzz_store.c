@@ -43,6 +43,7 @@
 #include <unistd.h>
 
 #include "rlxkv.h"
+#include "fuzz.h"
 
 #define FP_A 0x1111222233334444ull
 #define FP_B 0x5555666677778888ull
@@ -50,19 +51,9 @@
 #define MAX_TOK 6
 #define MAX_LAYERS 2
 
-#define FAIL(...)                                                \
-    do {                                                         \
-        fprintf(stderr, "fuzz_store: [%s] ", g_phase);           \
-        fprintf(stderr, __VA_ARGS__);                            \
-        fputc('\n', stderr);                                     \
-        abort();                                                 \
-    } while (0)
-#define REQUIRE(cond)                                       \
-    do {                                                    \
-        if (!(cond)) FAIL("line %d: %s", __LINE__, #cond); \
-    } while (0)
 
 static const char *g_phase = "setup";
+static void fuzz_where(FILE *out) { fprintf(out, "fuzz_store: [%s] ", g_phase); }
 
 static char g_dir[256];
 
@@ -120,29 +111,24 @@ static unsigned chaos_next(void) {
     g_chaos = g_chaos * 6364136223846793005ull + 1442695040888963407ull;
     return (unsigned)(g_chaos >> 33);
 }
+/* Shortens *n, or fails the call with EINTR (-1). */
+static int chaos(size_t *n) {
+    if (!g_chaos || !*n) return 0;
+    unsigned x = chaos_next();
+    if (x % 7 == 0) {
+        errno = EINTR;
+        return -1;
+    }
+    *n = 1 + x % *n;
+    return 0;
+}
 static long chaos_read(void *ctx, int fd, void *buf, size_t n) {
     (void)ctx;
-    if (g_chaos && n) {
-        unsigned x = chaos_next();
-        if (x % 7 == 0) {
-            errno = EINTR;
-            return -1;
-        }
-        n = 1 + x % n;
-    }
-    return (long)read(fd, buf, n);
+    return chaos(&n) ? -1 : (long)read(fd, buf, n);
 }
 static long chaos_write(void *ctx, int fd, const void *buf, size_t n) {
     (void)ctx;
-    if (g_chaos && n) {
-        unsigned x = chaos_next();
-        if (x % 7 == 0) {
-            errno = EINTR;
-            return -1;
-        }
-        n = 1 + x % n;
-    }
-    return (long)write(fd, buf, n);
+    return chaos(&n) ? -1 : (long)write(fd, buf, n);
 }
 
 /* The io every store here uses. */
