@@ -15,7 +15,7 @@ const CODES = {
 
 export class RlxkvError extends Error {
   /**
-   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, STALE, CLOSED
+   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, STALE
    * @param {string} message
    * @param {{cause?: unknown}} [options]
    */
