@@ -11,9 +11,10 @@ const PRUNE_KEEP_STALE = 2;
 const PRUNE_KEEP_PINNED = 8;
 
 // Frees what a cache left open if it is garbage-collected unclosed.
-const leaks = new FinalizationRegistry(({ core, ptr, storage }) => {
+const leaks = new FinalizationRegistry(({ core, ptr, hit, storage }) => {
   if (storage) storage.close().catch(() => {});
   core.M._rlxkv_cache_free(ptr);
+  core.free(hit);
 });
 
 export class Cache {
@@ -36,7 +37,7 @@ export class Cache {
     this.#hit = core.alloc(8);
     /** What restoring from storage found: { loaded, stale, corrupt, skipped, bytes } */
     this.restoreReport = null;
-    leaks.register(this, { core, ptr: this.#ptr, storage: null }, this.#token);
+    leaks.register(this, { core, ptr: this.#ptr, hit: this.#hit, storage: null }, this.#token);
   }
 
   /** @internal */
@@ -44,7 +45,7 @@ export class Cache {
     this.#storage = await Storage.open(this.#core, kind, path);
     this.#storageCap = storageCapBytes;
     leaks.unregister(this.#token);
-    leaks.register(this, { core: this.#core, ptr: this.#ptr, storage: this.#storage }, this.#token);
+    leaks.register(this, { core: this.#core, ptr: this.#ptr, hit: this.#hit, storage: this.#storage }, this.#token);
     this.restoreReport = this.#storage.load(this.#ptr);
     if (this.#storageCap !== Infinity) this.#pruneToCap();
   }
