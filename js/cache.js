@@ -1,14 +1,9 @@
 // The Cache class: a prompt KV-cache living in wasm memory, optionally
 // backed by a store (a directory in Node, IndexedDB in browsers).
 import { RlxkvError } from '../web/errors.js';
-import { isNode } from '../web/core.js';
-import { Storage, autoStorage } from '../web/storage.js';
-import { toTokens, toKv, toFingerprint, toByteCount, toBytes } from './args.js';
-
-const SIZE_MAX = 0xffffffff; // wasm32 size_t
-const PRUNE_DRY_RUN = 1;
-const PRUNE_KEEP_STALE = 2;
-const PRUNE_KEEP_PINNED = 8;
+import { isNode, toSize } from '../web/core.js';
+import { Storage, PRUNE, autoStorage } from '../web/storage.js';
+import { toTokens, toKv, toByteCount, toBytes } from './args.js';
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ core, ptr, hit, storage }) => {
@@ -31,8 +26,7 @@ export class Cache {
   constructor(core, { capBytes, fingerprint }) {
     this.#core = core;
     this.#fp = fingerprint;
-    const cap = Math.min(capBytes, SIZE_MAX);
-    this.#ptr = core.M._rlxkv_cache_new(cap, fingerprint) >>> 0;
+    this.#ptr = core.M._rlxkv_cache_new(toSize(capBytes), fingerprint) >>> 0;
     if (!this.#ptr) throw new RlxkvError('NOMEM', 'out of wasm memory creating a cache');
     this.#hit = core.alloc(8);
     /** What restoring from storage found: { loaded, stale, corrupt, skipped, bytes } */
@@ -142,10 +136,8 @@ export class Cache {
     const M = core.M;
     const out = [];
     for (let e = M._rlxkv_cache_next(this.#ptr, 0) >>> 0; e; e = M._rlxkv_cache_next(this.#ptr, e) >>> 0) {
-      const n = M._rlxkv_entry_n_tokens(e) >>> 0;
-      const tp = M._rlxkv_entry_tokens(e) >>> 2;
       out.push({
-        tokens: core.u32.slice(tp, tp + n),
+        tokens: core.entryTokens(e),
         bytes: (M._rlxkv_entry_n_floats(e) >>> 0) * 4,
         pinned: M._rlxkv_cache_is_pinned(this.#ptr, e) === 1,
       });
@@ -158,7 +150,7 @@ export class Cache {
   get capBytes() { return this.stats.capBytes; }
   set capBytes(n) {
     const core = this.#live();
-    core.M._rlxkv_cache_set_cap(this.#ptr, Math.min(toByteCount(n, 'capBytes'), SIZE_MAX));
+    core.M._rlxkv_cache_set_cap(this.#ptr, toSize(toByteCount(n, 'capBytes')));
   }
   /** { entries, bytes, capBytes, pinnedEntries, pinnedBytes, hits, misses, evictions, tokensReused } */
   get stats() { return this.#live().statsOf(this.#ptr); }
@@ -189,13 +181,12 @@ export class Cache {
       throw new RlxkvError('STALE', `blob is for fingerprint 0x${fingerprint.toString(16)}, this cache is 0x${this.#fp.toString(16)}`);
     }
     const M = core.M;
-    const n = M._rlxkv_entry_n_tokens(entry) >>> 0;
-    const tokens = core.u32.slice(M._rlxkv_entry_tokens(entry) >>> 2, (M._rlxkv_entry_tokens(entry) >>> 2) + n);
+    const tokens = core.entryTokens(entry);
     const kvBytes = (M._rlxkv_entry_n_floats(entry) >>> 0) * 4;
     const st = M._rlxkv_cache_put(this.#ptr, entry);
     if (st < 0) throw core.fail(st, 'importing blob');
     if (pin) this.pin(tokens);
-    return { tokens: n, bytes: kvBytes };
+    return { tokens: tokens.length, bytes: kvBytes };
   }
 
   /** Runs fn after the cache's earlier storage work settled. */
@@ -224,7 +215,7 @@ export class Cache {
 
   /** storageCapBytes is a real budget: only pinned entries' blobs are safe. */
   #pruneToCap() {
-    return this.#storage.prune(this.#fp, Math.min(this.#storageCap, SIZE_MAX), PRUNE_KEEP_STALE | PRUNE_KEEP_PINNED, this.#ptr);
+    return this.#storage.prune(this.#fp, this.#storageCap, PRUNE.KEEP_STALE | PRUNE.KEEP_PINNED, this.#ptr);
   }
 
   /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status }]. */
@@ -243,8 +234,8 @@ export class Cache {
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     if (!this.#storage) return { removed: 0, removedBytes: 0, kept: 0, keptBytes: 0 };
     return this.#serialize(async () => {
-      const flags = (stale ? 0 : PRUNE_KEEP_STALE) | (dryRun ? PRUNE_DRY_RUN : 0);
-      const report = this.#storage.prune(this.#fp, Math.min(maxBytes, SIZE_MAX), flags, this.#ptr);
+      const flags = (stale ? 0 : PRUNE.KEEP_STALE) | (dryRun ? PRUNE.DRY_RUN : 0);
+      const report = this.#storage.prune(this.#fp, maxBytes, flags, this.#ptr);
       if (!dryRun) await this.#storage.sync();
       return report;
     });

@@ -1,10 +1,6 @@
 // Store: the blobs of a directory or IndexedDB mount, without a cache.
+import { PRUNE } from '../web/storage.js';
 import { toFingerprint, toByteCount } from './args.js';
-
-const SIZE_MAX = 0xffffffff;
-const PRUNE_DRY_RUN = 1;
-const PRUNE_KEEP_STALE = 2;
-const PRUNE_ANY_FINGERPRINT = 4;
 
 export class Store {
   #storage;
@@ -41,8 +37,8 @@ export class Store {
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    const flags = (any ? PRUNE_ANY_FINGERPRINT : 0) | (stale && !any ? 0 : PRUNE_KEEP_STALE) | (dryRun ? PRUNE_DRY_RUN : 0);
-    return storage.prune(fp, Math.min(maxBytes, SIZE_MAX), flags, 0);
+    const flags = (any ? PRUNE.ANY_FINGERPRINT : 0) | (stale && !any ? 0 : PRUNE.KEEP_STALE) | (dryRun ? PRUNE.DRY_RUN : 0);
+    return storage.prune(fp, maxBytes, flags, 0);
   }
 
   sync() { return this.#live().sync(); }

@@ -9,10 +9,10 @@
 #include <string.h>
 #include <stdlib.h>
 
+#include "codec.h"
 #include "entry.h"
 
-/* magic, fingerprint, past_len, n_tokens */
-#define HEAD_BYTES 32
+#define HEAD_BYTES RLXKV_BLOB_HEAD_BYTES
 /* Block-length arrays up to this many blocks live on the stack in decode. */
 #define STACK_BLOCKS 256
 
@@ -96,9 +96,9 @@ int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
     return RLXKV_OK;
 }
 
-/* The magic and fingerprint. A short buffer that agrees with the magic as
- * far as it goes is a truncated blob, not a foreign one. */
-static int check_head(const uint8_t *buf, size_t len, uint64_t *fp) {
+/* A short buffer that agrees with the magic as far as it goes is a
+ * truncated blob, not a foreign one. */
+int rlxkv_blob_head(const uint8_t *buf, size_t len, uint64_t *fp) {
     if (!buf) return len ? RLXKV_ERR_INVALID : RLXKV_ERR_TRUNCATED;
     if (memcmp(buf, kMagic, len < 8 ? len : 8) != 0) return RLXKV_ERR_BAD_MAGIC;
     if (len < 16) return RLXKV_ERR_TRUNCATED;
@@ -109,7 +109,7 @@ static int check_head(const uint8_t *buf, size_t len, uint64_t *fp) {
 int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta) {
     uint64_t fp, past_len, n_tokens, n_layers;
     size_t at, rem, n_floats = 0;
-    int rc = check_head(buf, len, &fp);
+    int rc = rlxkv_blob_head(buf, len, &fp);
     if (rc) return rc;
     if (len < HEAD_BYTES) return RLXKV_ERR_TRUNCATED;
     past_len = rlxkv_load_u64le(buf + 16);
@@ -162,7 +162,7 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
 
     if (!out) return RLXKV_ERR_INVALID;
     *out = NULL;
-    rc = check_head(buf, len, &fp);
+    rc = rlxkv_blob_head(buf, len, &fp);
     if (rc) return rc;
     if (fp_out) *fp_out = fp;
     /* As the reference: another model's blob is stale whatever follows. */

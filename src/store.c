@@ -20,6 +20,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "codec.h"
 #include "entry.h"
 #include "hash.h"
 
@@ -36,8 +37,6 @@
 #define IO_CHUNK ((size_t)1 << 30)
 /* Temporary names tried before a save gives up (each a new name). */
 #define TMP_TRIES 16
-/* Where the tokens begin in a blob (FORMAT.md). */
-#define TOKENS_AT 32
 
 struct rlxkv_store {
     rlxkv_io io;
@@ -127,7 +126,7 @@ void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, cha
 static void blob_name_of(const uint8_t *buf, const rlxkv_blob_meta *m, char name[32]) {
     uint64_t h = rlxkv_fnv_init(m->fingerprint);
     for (size_t i = 0; i < m->n_tokens; i++)
-        h = name_hash_token(h, (uint32_t)rlxkv_load_u64le(buf + TOKENS_AT + 8 * i));
+        h = name_hash_token(h, (uint32_t)rlxkv_load_u64le(buf + RLXKV_BLOB_HEAD_BYTES + 8 * i));
     name_from_hash(h, name);
 }
 
@@ -433,10 +432,10 @@ static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp,
                  rlxkv_entry **out) {
     rlxkv_blob_meta m;
     char want[32];
+    uint64_t blob_fp;
     int rc;
     if (out) return decode_named(name, buf, len, &fp, out);
-    if (len >= 16 && !memcmp(buf, "RLXKV001", 8) && rlxkv_load_u64le(buf + 8) != fp)
-        return RLXKV_STALE;
+    if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
     rc = rlxkv_inspect(buf, len, &m);
     if (rc) return rc;
     blob_name_of(buf, &m, want);

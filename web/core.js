@@ -9,6 +9,11 @@ export const isNode =
   typeof process === 'object' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined';
 
+/** size_t's largest value in wasm32: "no limit" for byte counts. */
+export const SIZE_MAX = 0xffffffff;
+/** A non-negative byte count as a wasm32 size_t (larger ones saturate). */
+export const toSize = (n) => Math.min(n, SIZE_MAX);
+
 let sharedCore = null;
 
 /**
@@ -45,6 +50,8 @@ export class Core {
     this.cell = this.alloc(64);
     this.stats = this.alloc(9 * 8);
     this.blobInfoSize = M._rlxkv_web_blob_info_size();
+    this.scratch = 0;
+    this.scratchBytes = 0;
   }
 
   // Views are re-read on every use: memory growth detaches the old ones.
@@ -84,16 +91,22 @@ export class Core {
     this.u8.set(bytes, p);
     return p;
   }
-  /** Copies tokens into the heap; free it. */
-  tokensIn(tokens) {
-    const p = this.alloc(tokens.length * 4);
-    this.u32.set(tokens, p >>> 2);
-    return p;
-  }
-  /** Runs fn(ptr, n) with the tokens in the heap. */
+  /**
+   * Runs fn(ptr, n) with the tokens in the heap, in a scratch area kept
+   * between calls (a lookup is then one copy, no malloc/free). fn must not
+   * call withTokens again.
+   */
   withTokens(tokens, fn) {
-    const p = this.tokensIn(tokens);
-    try { return fn(p, tokens.length); } finally { this.free(p); }
+    const bytes = tokens.length * 4;
+    if (bytes > this.scratchBytes) {
+      const size = Math.max(bytes, 2 * this.scratchBytes, 4096);
+      this.free(this.scratch);
+      this.scratch = this.scratchBytes = 0; // consistent if alloc throws
+      this.scratch = this.alloc(size);
+      this.scratchBytes = size;
+    }
+    this.u32.set(tokens, this.scratch >>> 2);
+    return fn(this.scratch, tokens.length);
   }
 
   hash64(bytes, seed = 0n) {
@@ -133,6 +146,12 @@ export class Core {
   }
 
   i32(p) { return this.u32[p >>> 2] | 0; }
+
+  /** A copy of entry e's tokens. */
+  entryTokens(e) {
+    const at = this.M._rlxkv_entry_tokens(e) >>> 2;
+    return this.u32.slice(at, at + (this.M._rlxkv_entry_n_tokens(e) >>> 0));
+  }
 
   /**
    * The tokens and K/V blocks of entry e, trimmed to `matched` rows when

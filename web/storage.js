@@ -3,7 +3,10 @@
 // IDBFS mount mirrored to IndexedDB (browsers, workers, fake-indexeddb).
 import { RlxkvError } from './errors.js';
 import { IdbMirror } from './idb-sync.js';
-import { isNode } from './core.js';
+import { isNode, toSize } from './core.js';
+
+/** rlxkv_store_prune's flags (src/rlxkv.h). */
+export const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
 
 /** Mounts shared by the stores of one module instance, counted. */
 const mountsOf = new WeakMap();
@@ -158,7 +161,7 @@ export class Storage {
     const { core } = this;
     const rep = core.alloc(4 * 4);
     try {
-      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, maxBytes, flags, keepCache || 0, rep);
+      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toSize(maxBytes), flags, keepCache || 0, rep);
       if (st < 0) throw core.fail(st, 'pruning the store');
       const r = core.u32.subarray(rep >>> 2, (rep >>> 2) + 4);
       return { removed: r[0], removedBytes: r[1], kept: r[2], keptBytes: r[3] };
