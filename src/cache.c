@@ -36,6 +36,13 @@
 #include "entry.h"
 
 typedef struct node node;
+
+/* A slot of a wide node's hash index: kid NULL when empty. */
+struct kid_hash {
+    uint32_t key;
+    node *kid;
+};
+
 struct node {
     /* What a lookup reads first. */
     const uint32_t *label;    /* the edge from the parent, borrowed (see
@@ -45,7 +52,11 @@ struct node {
     size_t nkids;
     uint32_t *keys;           /* sorted; keys[i] == kids[i]->label[0] */
     node **kids;              /* in the same allocation as keys */
+    struct kid_hash *hash;    /* a wide node's index of kids by key, or
+                                 NULL (same allocation) */
+    size_t hmask;             /* hash slots - 1 */
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
+    uint32_t slot;            /* the entry's recency slot */
     node *parent;
     size_t cap;
     size_t rm;                /* row-major entries in this subtree */
@@ -53,69 +64,113 @@ struct node {
     node *rm_prev, *rm_next;  /* siblings with rm > 0 */
 };
 
-typedef struct list {
-    rlxkv_entry *head, *tail; /* most recent first */
-} list;
+/* Recency. Both lists live in one array of slots beside the tree, not in
+ * the entries: a hit relinks three slots of a small dense array (16 bytes
+ * an entry, in L2 at 10,000 entries) instead of writing into two
+ * neighbouring entries, which sit kilobytes apart in cold memory. Slot
+ * LRU heads the unpinned list and slot PINNED the pinned one; each list is
+ * circular through its head, most recent first. Free slots are chained
+ * through next. */
+typedef struct slot {
+    rlxkv_entry *e;          /* NULL for a head or a free slot */
+    uint32_t prev, next;
+    uint32_t list;           /* LRU or PINNED: which head it hangs from */
+} slot;
+
+enum { LRU = 0, PINNED = 1, FIRST_ENTRY_SLOT = 2, NO_SLOT = 0 };
 
 struct rlxkv_cache {
     node *root;
-    list lru;                 /* unpinned entries */
-    list pinned;
+    slot *slots;
+    uint32_t nslots, slots_cap;
+    uint32_t free_slot;       /* first free slot, or NO_SLOT */
     size_t cap, bytes, entries, pinned_bytes, pinned_entries;
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
 };
 
-/* ---- entry lists ------------------------------------------------------ */
+/* ---- recency lists ---------------------------------------------------- */
 
-static void list_push(list *l, rlxkv_entry *e) {
-    e->prev = NULL;
-    e->next = l->head;
-    if (l->head) l->head->prev = e;
-    else l->tail = e;
-    l->head = e;
+static void slot_link(slot *s, uint32_t i, uint32_t list) {
+    uint32_t first = s[list].next;
+    s[i].list = list;
+    s[i].prev = list;
+    s[i].next = first;
+    s[first].prev = i;
+    s[list].next = i;
 }
 
-static void list_unlink(list *l, rlxkv_entry *e) {
-    if (e->prev) e->prev->next = e->next;
-    else l->head = e->next;
-    if (e->next) e->next->prev = e->prev;
-    else l->tail = e->prev;
-    e->prev = e->next = NULL;
+static void slot_unlink(slot *s, uint32_t i) {
+    s[s[i].prev].next = s[i].next;
+    s[s[i].next].prev = s[i].prev;
 }
 
-static list *list_of(rlxkv_cache *c, const rlxkv_entry *e) {
-    return e->flags & RLXKV_ENTRY_PINNED ? &c->pinned : &c->lru;
+static void slots_reset(rlxkv_cache *c) {
+    for (uint32_t h = LRU; h <= PINNED; h++) {
+        c->slots[h] = (slot){NULL, h, h, h};
+    }
+    c->nslots = FIRST_ENTRY_SLOT;
+    c->free_slot = NO_SLOT;
 }
 
-/* Adds e to its list, as the most recent, and to the totals. */
-static void enlist(rlxkv_cache *c, rlxkv_entry *e) {
-    size_t b = rlxkv_entry_kv_bytes(e);
-    list_push(list_of(c, e), e);
+/* Makes sure a slot is free, so that what follows cannot fail halfway. */
+static int slot_reserve(rlxkv_cache *c) {
+    if (c->free_slot != NO_SLOT || c->nslots < c->slots_cap) return 1;
+    size_t want = 2 * (size_t)c->slots_cap;
+    if (c->slots_cap > UINT32_MAX / 2 || want > SIZE_MAX / sizeof(slot)) return 0;
+    slot *s = realloc(c->slots, want * sizeof *s);
+    if (!s) return 0;
+    c->slots = s;
+    c->slots_cap *= 2;
+    return 1;
+}
+
+static int node_pinned(const rlxkv_cache *c, const node *n) { return c->slots[n->slot].list == PINNED; }
+
+/* Adds n's entry to a list, as the most recent, and to the totals. A slot
+ * must have been reserved. */
+static void enlist(rlxkv_cache *c, node *n, int pinned) {
+    size_t b = rlxkv_entry_kv_bytes(n->entry);
+    uint32_t i = c->free_slot;
+    if (i != NO_SLOT) c->free_slot = c->slots[i].next;
+    else i = c->nslots++;
+    c->slots[i].e = n->entry;
+    slot_link(c->slots, i, pinned ? PINNED : LRU);
+    n->slot = i;
     c->entries++;
     c->bytes += b;
-    if (e->flags & RLXKV_ENTRY_PINNED) {
+    if (pinned) {
         c->pinned_entries++;
         c->pinned_bytes += b;
     }
 }
 
-static void unlist(rlxkv_cache *c, rlxkv_entry *e) {
-    size_t b = rlxkv_entry_kv_bytes(e);
-    list_unlink(list_of(c, e), e);
-    c->entries--;
-    c->bytes -= b;
-    if (e->flags & RLXKV_ENTRY_PINNED) {
+/* Takes n's entry off its list and out of the totals. */
+static void unlist(rlxkv_cache *c, node *n) {
+    size_t b = rlxkv_entry_kv_bytes(n->entry);
+    uint32_t i = n->slot;
+    if (c->slots[i].list == PINNED) {
         c->pinned_entries--;
         c->pinned_bytes -= b;
     }
+    c->entries--;
+    c->bytes -= b;
+    slot_unlink(c->slots, i);
+    c->slots[i].e = NULL;
+    c->slots[i].next = c->free_slot;
+    c->free_slot = i;
+    n->slot = NO_SLOT;
 }
 
-static void touch(rlxkv_cache *c, rlxkv_entry *e) {
-    list *l = list_of(c, e);
-    if (l->head == e) return;
-    list_unlink(l, e);
-    list_push(l, e);
+static void touch(rlxkv_cache *c, const node *n) {
+    slot *s = c->slots;
+    uint32_t i = n->slot, list = s[i].list;
+    if (s[list].next == i) return;
+    slot_unlink(s, i);
+    slot_link(s, i, list);
 }
+
+/* The least recently used unpinned entry, or NULL. */
+static rlxkv_entry *lru_tail(const rlxkv_cache *c) { return c->slots[c->slots[LRU].prev].e; }
 
 /* ---- nodes and their children ----------------------------------------- */
 
@@ -154,15 +209,85 @@ static size_t kid_slot(const node *x, uint32_t t) {
     return lo;
 }
 
+#if defined(__GNUC__) || defined(__clang__)
+#define PREFETCH(p) __builtin_prefetch(p)
+#else
+#define PREFETCH(p) ((void)(p))
+#endif
+
+/* Asks for n tokens at t at once, so that a label in cold memory arrives
+ * in parallel rather than line by line as the comparison reaches it. */
+static void prefetch_span(const uint32_t *t, size_t n) {
+    const char *p = (const char *)t, *end = (const char *)(t + n);
+    for (; p < end; p += 64) PREFETCH(p);
+}
+
+/* Wide nodes (the fork after a shared system prompt may have thousands of
+ * children) also index their children in an open-addressing hash, so that
+ * finding one costs one cache miss, not the ten-odd dependent ones of a
+ * binary search over cold keys. The sorted arrays stay: they give order
+ * for checks and a child to rebase onto. The hash is seeded by the node's
+ * address, so no fixed set of token ids collides in every process. */
+#define HASH_MIN_KIDS 64
+
+static size_t hash_home(const node *x, uint32_t t) {
+    uint32_t h = t ^ (uint32_t)((uintptr_t)x >> 4);
+    h ^= h >> 16;
+    h *= 0x7feb352dU;
+    h ^= h >> 15;
+    h *= 0x846ca68bU;
+    h ^= h >> 16;
+    return h & x->hmask;
+}
+
+static node *hash_find(const node *x, uint32_t t) {
+    for (size_t i = hash_home(x, t);; i = (i + 1) & x->hmask) {
+        const struct kid_hash *h = &x->hash[i];
+        if (!h->kid || h->key == t) return h->kid;
+    }
+}
+
+/* Sets the kid for key t, adding it if new. */
+static void hash_put(node *x, uint32_t t, node *k) {
+    size_t i = hash_home(x, t);
+    while (x->hash[i].kid && x->hash[i].key != t) i = (i + 1) & x->hmask;
+    x->hash[i].key = t;
+    x->hash[i].kid = k;
+}
+
+/* Removes key t, shifting later slots of its probe run back into the gap
+ * (no tombstones, so probes stay short). */
+static void hash_del(node *x, uint32_t t) {
+    size_t i = hash_home(x, t);
+    while (x->hash[i].key != t || !x->hash[i].kid) i = (i + 1) & x->hmask;
+    for (size_t j = i;;) {
+        j = (j + 1) & x->hmask;
+        if (!x->hash[j].kid) break;
+        size_t home = hash_home(x, x->hash[j].key);
+        /* j's entry may move to i unless its home lies cyclically in (i, j]. */
+        if (i <= j ? home > i && home <= j : home > i || home <= j) continue;
+        x->hash[i] = x->hash[j];
+        i = j;
+    }
+    x->hash[i].kid = NULL;
+}
+
 static node *kid_find(const node *x, uint32_t t) {
+    if (x->hash) return hash_find(x, t);
     size_t i = kid_slot(x, t);
     return i < x->nkids && x->keys[i] == t ? x->kids[i] : NULL;
 }
 
+/* One allocation: kids, then the hash (wide nodes: twice cap slots, so at
+ * most half full), then keys. */
 static int kids_resize(node *x, size_t cap) {
-    node **kids = malloc(cap * (sizeof *kids + sizeof(uint32_t)));
+    size_t nhash = cap >= HASH_MIN_KIDS ? 2 * cap : 0;
+    size_t unit = sizeof(node *) + sizeof(uint32_t) + 2 * sizeof(struct kid_hash);
+    if (cap > SIZE_MAX / unit) return 0;
+    node **kids = malloc(cap * sizeof *kids + nhash * sizeof(struct kid_hash) + cap * sizeof(uint32_t));
     if (!kids) return 0;
-    uint32_t *keys = (uint32_t *)(kids + cap);
+    struct kid_hash *hash = (struct kid_hash *)(kids + cap);
+    uint32_t *keys = (uint32_t *)(hash + nhash);
     if (x->nkids) {
         memcpy(kids, x->kids, x->nkids * sizeof *kids);
         memcpy(keys, x->keys, x->nkids * sizeof *keys);
@@ -171,6 +296,12 @@ static int kids_resize(node *x, size_t cap) {
     x->kids = kids;
     x->keys = keys;
     x->cap = cap;
+    x->hash = nhash ? hash : NULL;
+    x->hmask = nhash ? nhash - 1 : 0;
+    if (nhash) {
+        memset(hash, 0, nhash * sizeof *hash);
+        for (size_t i = 0; i < x->nkids; i++) hash_put(x, keys[i], kids[i]);
+    }
     return 1;
 }
 
@@ -191,6 +322,7 @@ static void kid_add(node *x, node *k) {
     x->kids[i] = k;
     x->keys[i] = k->label[0];
     x->nkids++;
+    if (x->hash) hash_put(x, k->label[0], k);
     k->parent = x;
     k->depth = x->depth + k->nlabel;
 }
@@ -200,6 +332,7 @@ static void kid_del(node *x, uint32_t key) {
     memmove(x->kids + i, x->kids + i + 1, tail * sizeof *x->kids);
     memmove(x->keys + i, x->keys + i + 1, tail * sizeof *x->keys);
     x->nkids--;
+    if (x->hash) hash_del(x, key);
     /* Give back what a once-wide node no longer needs; failing to is
      * harmless. */
     if (x->cap > 8 && x->nkids <= x->cap / 4) kids_resize(x, x->cap / 2);
@@ -208,6 +341,7 @@ static void kid_del(node *x, uint32_t key) {
 /* k takes the place of the child starting with `key`. */
 static void kid_swap(node *x, uint32_t key, node *k) {
     x->kids[kid_slot(x, key)] = k;
+    if (x->hash) hash_put(x, key, k);
     k->parent = x;
 }
 
@@ -248,9 +382,9 @@ static void rm_sub(node *x) {
 
 /* A row-major entry in x's subtree, which must hold one (x->rm > 0):
  * follow the children that count one down. */
-static rlxkv_entry *rm_pick(node *x) {
+static node *rm_pick(node *x) {
     while (!x->entry || !(x->entry->flags & RLXKV_ENTRY_ROW_MAJOR)) x = x->rm_head;
-    return x->entry;
+    return x;
 }
 
 /* ---- tree shape ------------------------------------------------------- */
@@ -264,16 +398,46 @@ struct pos {
     size_t off, depth;
 };
 
+/* How many tokens a and b have in common at the start, up to n. Two
+ * 64-bit words at a time: this loop is most of a lookup. */
+static size_t common_len(const uint32_t *a, const uint32_t *b, size_t n) {
+    size_t k = 0;
+    for (; k + 4 <= n; k += 4) {
+        uint64_t a0, a1, b0, b1;
+        memcpy(&a0, a + k, 8);
+        memcpy(&a1, a + k + 2, 8);
+        memcpy(&b0, b + k, 8);
+        memcpy(&b1, b + k + 2, 8);
+        if ((a0 ^ b0) | (a1 ^ b1)) break;
+    }
+    while (k < n && a[k] == b[k]) k++;
+    return k;
+}
+
+/* The walk is software-pipelined: while it compares one edge's label, it
+ * fetches what the next step will read if the edge matches whole (the
+ * child, then that child's label and recency slot), so that in a big
+ * cache, where those are cold, the misses overlap the comparison instead
+ * of following it. A long shared prefix (a system prompt) hides them. */
 static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct pos *p) {
-    node *x = c->root;
+    node *x = c->root, *y = n ? kid_find(x, q[0]) : NULL;
     size_t i = 0;
     p->edge = NULL;
     p->off = 0;
-    while (i < n) {
-        node *y = kid_find(x, q[i]);
-        if (!y) break;
-        size_t k = 1, lim = y->nlabel < n - i ? y->nlabel : n - i;
-        while (k < lim && y->label[k] == q[i + k]) k++;
+    if (y) prefetch_span(y->label, y->nlabel < n ? y->nlabel : n);
+    while (y) {
+        size_t lim = y->nlabel < n - i ? y->nlabel : n - i, mid = lim > 1 ? lim / 2 : 1;
+        node *z = lim < n - i ? kid_find(y, q[i + lim]) : NULL;
+        if (z) PREFETCH(z);
+        size_t k = 1 + common_len(y->label + 1, q + i + 1, mid - 1);
+        if (k == mid) {
+            if (z) {
+                size_t rest = n - i - lim;
+                prefetch_span(z->label, z->nlabel < rest ? z->nlabel : rest);
+                PREFETCH(&c->slots[z->slot]);
+            }
+            k += common_len(y->label + k, q + i + k, lim - k);
+        }
         i += k;
         if (k < y->nlabel) {
             p->edge = y;
@@ -281,6 +445,7 @@ static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct po
             break;
         }
         x = y;
+        y = z; /* the child starting with q[i], or NULL (i == n or none) */
     }
     p->at = x;
     p->depth = i;
@@ -366,7 +531,7 @@ static node *prune(rlxkv_cache *c, node *n) {
 /* Takes e out of the cache and frees it. */
 static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
-    unlist(c, e);
+    unlist(c, n);
     n->entry = NULL;
     if (e->flags & RLXKV_ENTRY_ROW_MAJOR) rm_sub(n);
     n = prune(c, n);
@@ -397,9 +562,9 @@ static void free_tree(node *x) {
  * alone exceeds the cap is kept, alone, rather than leave nothing to hit.
  * A cap of 0 means off, and keeps nothing. */
 static void evict_to_cap(rlxkv_cache *c) {
-    while (c->bytes > c->cap && c->lru.tail) {
-        rlxkv_entry *v = c->lru.tail;
-        if (c->cap && v == c->lru.head && !c->pinned_bytes) break;
+    rlxkv_entry *v;
+    while (c->bytes > c->cap && (v = lru_tail(c))) {
+        if (c->cap && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes) break;
         drop(c, v);
         c->evictions++;
     }
@@ -411,10 +576,15 @@ rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
     rlxkv_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     c->root = node_new(NULL, 0);
-    if (!c->root) {
+    c->slots_cap = 16;
+    c->slots = malloc(c->slots_cap * sizeof *c->slots);
+    if (!c->root || !c->slots) {
+        free(c->root);
+        free(c->slots);
         free(c);
         return NULL;
     }
+    slots_reset(c);
     c->cap = cap_bytes;
     c->fingerprint = fingerprint;
     return c;
@@ -426,16 +596,22 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
     for (size_t i = 0; i < r->nkids; i++) free_tree(r->kids[i]);
     rlxkv_entry_free(r->entry);
     r->entry = NULL;
+    free(r->kids);
+    r->kids = NULL;
+    r->keys = NULL;
+    r->hash = NULL;
+    r->cap = r->hmask = 0;
     r->nkids = 0;
     r->rm = 0;
     r->rm_head = NULL;
-    c->lru.head = c->lru.tail = c->pinned.head = c->pinned.tail = NULL;
+    slots_reset(c);
     c->bytes = c->entries = c->pinned_bytes = c->pinned_entries = 0;
 }
 
 void rlxkv_cache_free(rlxkv_cache *c) {
     if (!c) return;
     free_tree(c->root);
+    free(c->slots);
     free(c);
 }
 
@@ -461,14 +637,14 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     /* It must fit beside the pins, except the one it replaces; with no
      * other pinned bytes it fits, if need be alone (see evict_to_cap). */
     size_t add = rlxkv_entry_kv_bytes(e);
+    int pinned = old && node_pinned(c, n);
     size_t others = c->pinned_bytes;
-    if (old && (old->flags & RLXKV_ENTRY_PINNED)) others -= rlxkv_entry_kv_bytes(old);
+    if (pinned) others -= rlxkv_entry_kv_bytes(old);
     if (others && (others > c->cap || add > c->cap - others)) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
-    if (!n) n = make_node(&p, e);
-    if (!n) {
+    if (!slot_reserve(c) || (!n && !(n = make_node(&p, e)))) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
@@ -478,15 +654,14 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
      * does the run above it that borrowed from the same tokens. */
     if (n != c->root) rebase(c, n, base_of(n), e->tokens);
     if (old) {
-        e->flags |= old->flags & RLXKV_ENTRY_PINNED;
-        unlist(c, old);
+        unlist(c, n);
         if (old->flags & RLXKV_ENTRY_ROW_MAJOR) rm_sub(n);
         rlxkv_entry_free(old);
     }
     n->entry = e;
     e->node = n;
     if (e->flags & RLXKV_ENTRY_ROW_MAJOR) rm_add(n);
-    enlist(c, e);
+    enlist(c, n, pinned);
     evict_to_cap(c);
     return RLXKV_OK;
 }
@@ -520,12 +695,12 @@ int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
     return rlxkv_cache_put(c, e);
 }
 
-static int hit_out(rlxkv_cache *c, rlxkv_entry *e, size_t matched, rlxkv_hit *hit) {
-    touch(c, e);
+static int hit_out(rlxkv_cache *c, const node *x, size_t matched, rlxkv_hit *hit) {
+    touch(c, x);
     c->hits++;
     c->tokens_reused += matched;
     if (hit) {
-        hit->entry = e;
+        hit->entry = x->entry;
         hit->matched = matched;
     }
     return 1;
@@ -550,7 +725,7 @@ int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hi
     descend(c, query, n, &p);
     /* The deepest entry on the path; the root's (empty) entry never hits. */
     for (node *x = p.at; x != c->root; x = x->parent)
-        if (x->entry) return hit_out(c, x->entry, x->depth, hit);
+        if (x->entry) return hit_out(c, x, x->depth, hit);
     return miss_out(c, hit);
 }
 
@@ -576,7 +751,7 @@ int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
      * down the path counts a row-major entry (we would have stopped there),
      * so every one a node counts branches off right at that node. */
     for (x = p.at; x != c->root; x = x->parent) {
-        if (x->entry) return hit_out(c, x->entry, x->depth, hit);
+        if (x->entry) return hit_out(c, x, x->depth, hit);
         if (x->rm) return hit_out(c, rm_pick(x), x->depth, hit);
     }
     return miss_out(c, hit);
@@ -624,12 +799,11 @@ int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n) {
 /* Moves e between the lists; it arrives as the most recent of its new one. */
 static int set_pinned(rlxkv_cache *c, const uint32_t *tokens, size_t n, int pin) {
     if (!c || (!tokens && n)) return RLXKV_ERR_INVALID;
-    rlxkv_entry *e = find_entry(c, tokens, n);
-    if (!e) return RLXKV_ERR_NOTFOUND;
-    if (!(e->flags & RLXKV_ENTRY_PINNED) == !pin) return RLXKV_OK;
-    unlist(c, e);
-    e->flags ^= RLXKV_ENTRY_PINNED;
-    enlist(c, e);
+    node *x = find_node(c, tokens, n);
+    if (!x || !x->entry) return RLXKV_ERR_NOTFOUND;
+    if (node_pinned(c, x) == pin) return RLXKV_OK;
+    unlist(c, x);
+    enlist(c, x, pin); /* the slot just freed is free */
     return RLXKV_OK;
 }
 
@@ -643,7 +817,7 @@ int rlxkv_cache_unpin(rlxkv_cache *c, const uint32_t *tokens, size_t n) {
 }
 
 int rlxkv_cache_is_pinned(const rlxkv_cache *c, const rlxkv_entry *e) {
-    return c && e && (e->flags & RLXKV_ENTRY_PINNED) ? 1 : 0;
+    return c && e && node_pinned(c, e->node);
 }
 
 void rlxkv_cache_set_cap(rlxkv_cache *c, size_t cap_bytes) {
@@ -669,9 +843,17 @@ void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out) {
 
 const rlxkv_entry *rlxkv_cache_next(const rlxkv_cache *c, const rlxkv_entry *prev) {
     if (!c) return NULL;
-    if (!prev) return c->pinned.head ? c->pinned.head : c->lru.head;
-    if (prev->next) return prev->next;
-    return prev->flags & RLXKV_ENTRY_PINNED ? c->lru.head : NULL;
+    const slot *s = c->slots;
+    uint32_t i;
+    if (!prev) {
+        i = s[PINNED].next;
+        return i != PINNED ? s[i].e : s[s[LRU].next].e;
+    }
+    i = ((const node *)prev->node)->slot;
+    /* After the last pinned entry come the unpinned ones; a head's e is
+     * NULL, which ends the walk. */
+    if (s[i].next == PINNED) return s[s[LRU].next].e;
+    return s[s[i].next].e;
 }
 
 int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e) {
@@ -705,9 +887,16 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         if (x->entry ? base_of(x) != x->entry->tokens : !from_kid) return 0;
     }
     if (x->nkids > x->cap) return 0;
+    if (!x->hash != (x->cap < HASH_MIN_KIDS)) return 0;
+    if (x->hash) {
+        size_t used = 0;
+        for (size_t i = 0; i <= x->hmask; i++) used += x->hash[i].kid != NULL;
+        if (used != x->nkids) return 0;
+    }
     for (size_t i = 0; i < x->nkids; i++) {
         const node *k = x->kids[i];
         if (k->parent != x || x->keys[i] != k->label[0]) return 0;
+        if (x->hash && hash_find(x, x->keys[i]) != k) return 0;
         if (i && x->keys[i - 1] >= x->keys[i]) return 0;
         rm += k->rm;
         linked += k->rm != 0;
@@ -729,19 +918,26 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         }
         (*n_entries)++;
         *n_bytes += rlxkv_entry_kv_bytes(e);
-        *n_pinned += (e->flags & RLXKV_ENTRY_PINNED) != 0;
+        if (x->slot < FIRST_ENTRY_SLOT || x->slot >= c->nslots || c->slots[x->slot].e != e) return 0;
+        *n_pinned += node_pinned(c, x);
     }
     return rm == x->rm;
 }
 
-static int check_list(const list *l, int pinned, size_t *n, size_t *bytes) {
-    const rlxkv_entry *prev = NULL;
-    for (const rlxkv_entry *e = l->head; e; prev = e, e = e->next) {
-        if (e->prev != prev || !e->node || !(e->flags & RLXKV_ENTRY_PINNED) != !pinned) return 0;
+/* Walks the list hanging from head `list`: links both ways, every slot on
+ * it an entry's, marked as on it. */
+static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, size_t *bytes) {
+    const slot *s = c->slots;
+    uint32_t prev = list;
+    for (uint32_t i = s[list].next; i != list; prev = i, i = s[i].next) {
+        if (i < FIRST_ENTRY_SLOT || i >= c->nslots || *n > c->entries) return 0;
+        const rlxkv_entry *e = s[i].e;
+        if (s[i].prev != prev || s[i].list != list || !e || !e->node) return 0;
+        if (((const node *)e->node)->slot != i) return 0;
         (*n)++;
         *bytes += rlxkv_entry_kv_bytes(e);
     }
-    return l->tail == prev;
+    return s[list].prev == prev;
 }
 
 int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens) {
@@ -768,8 +964,8 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
         if (x == c->root) break;
         x = x->parent->kids[kid_slot(x->parent, x->label[0]) + 1];
     }
-    if (!check_list(&c->lru, 0, &lru_n, &lru_bytes)) ok = 0;
-    if (!check_list(&c->pinned, 1, &pin_n, &pin_bytes)) ok = 0;
+    if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
+    if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
     if (n_entries != c->entries || lru_n + pin_n != c->entries) ok = 0;
     if (n_bytes != c->bytes || lru_bytes + pin_bytes != c->bytes) ok = 0;
     if (n_pinned != c->pinned_entries || pin_n != n_pinned || pin_bytes != c->pinned_bytes) ok = 0;
@@ -784,6 +980,7 @@ size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
     /* Preorder, as above. */
     for (;;) {
         bytes += sizeof *x + x->cap * (sizeof *x->kids + sizeof *x->keys);
+        if (x->hash) bytes += (x->hmask + 1) * sizeof *x->hash;
         if (x->nkids) {
             x = x->kids[0];
             continue;

@@ -5,7 +5,6 @@
 
 #include "rlxkv.h"
 
-#define RLXKV_ENTRY_PINNED 1u
 #define RLXKV_ENTRY_DIRTY 2u
 #define RLXKV_ENTRY_ROW_MAJOR 4u
 
@@ -13,7 +12,6 @@
  * floats, into kv), then the floats, then the tokens. Keeping everything in
  * one block makes an insert one malloc and an eviction one free. */
 struct rlxkv_entry {
-    struct rlxkv_entry *prev, *next; /* LRU list or pinned list (cache.c) */
     void *node;                      /* radix node holding it (cache.c) */
     uint32_t flags;
     size_t n_tokens;

@@ -853,6 +853,10 @@ static int same(const rlxkv_cache *c, const model *m) {
     return rlxkv_cache_next(c, e) == NULL;
 }
 
+/* Token ids are drawn from 0..alphabet-1: 3 makes deep, narrow trees; 200
+ * makes nodes with over 64 children, which keep a hash of them. */
+static uint32_t alphabet = 3;
+
 static size_t random_tokens(uint32_t *t, size_t max) {
     size_t n = rnd((uint32_t)max + 1);
     /* Mostly extend a cached entry, so queries share prefixes often. */
@@ -862,19 +866,21 @@ static size_t random_tokens(uint32_t *t, size_t max) {
         if (keep > max) keep = max;
         memcpy(t, e->t, keep * sizeof *t);
         if (n < keep) n = keep;
-        for (size_t i = keep; i < n; i++) t[i] = rnd(3);
+        for (size_t i = keep; i < n; i++) t[i] = rnd(alphabet);
         return n;
     }
-    for (size_t i = 0; i < n; i++) t[i] = rnd(3);
+    for (size_t i = 0; i < n; i++) t[i] = rnd(alphabet);
     return n;
 }
 
-static void randomized_against_a_linear_model(void) {
-    rlxkv_cache *c = rlxkv_cache_new(400, 0);
+/* Caps scale with `room` (1: a handful of entries; 100: hundreds). */
+static void randomized_run(uint32_t alpha, size_t room, int steps) {
+    rlxkv_cache *c = rlxkv_cache_new(400 * room, 0);
     memset(&M, 0, sizeof M);
-    M.cap = 400;
+    M.cap = 400 * room;
+    alphabet = alpha;
     int ok = 1;
-    for (int step = 0; step < 6000 && ok; step++) {
+    for (int step = 0; step < steps && ok; step++) {
         uint32_t op = rnd(100), q[MT + 4];
         if (op < 35) { /* put */
             mentry ne;
@@ -947,7 +953,7 @@ static void randomized_against_a_linear_model(void) {
             if (got != (i == SIZE_MAX ? RLXKV_ERR_NOTFOUND : RLXKV_OK)) ok = 0;
             if (i != SIZE_MAX) M.e[i] = M.e[--M.n];
         } else if (op < 99) { /* set_cap */
-            size_t cap = rnd(10) ? 100 + rnd(500) : rnd(2) ? 0 : rnd(60);
+            size_t cap = rnd(10) ? (100 + rnd(500)) * room : rnd(2) ? 0 : rnd(60);
             rlxkv_cache_set_cap(c, cap);
             M.cap = cap;
             m_evict(&M);
@@ -961,6 +967,12 @@ static void randomized_against_a_linear_model(void) {
     CHECK(ok);
     rlxkv_cache_free(c);
 }
+
+static void randomized_against_a_linear_model(void) { randomized_run(3, 1, 6000); }
+
+/* Wide nodes: their children are found through a hash that inserts,
+ * removals, merges, splits, eviction and clear must keep exact. */
+static void randomized_wide_nodes_against_a_linear_model(void) { randomized_run(200, 100, 20000); }
 
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
@@ -990,5 +1002,6 @@ int main(void) {
     RUN(eviction_follows_recency_over_many_entries);
     RUN(many_insert_evict_cycles_stay_bounded);
     RUN(randomized_against_a_linear_model);
+    RUN(randomized_wide_nodes_against_a_linear_model);
     return check_report();
 }
