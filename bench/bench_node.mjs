@@ -199,13 +199,20 @@ const sameBlocks = (a, b) => a.length === b.length && a.every((x, i) => x.length
   await cache.close();
 }
 
+// Like with like: encoding into a ready buffer against TypedArray.set into
+// one, encoding to a fresh Uint8Array and decoding to fresh copies against
+// slice() (a fresh copy); decoding to views costs no copy at all.
 let blob;
 {
   blob = rlx.encodeEntry(bigEntry, FP);
   const back = rlx.decodeEntry(blob, { fingerprint: FP });
   if (!back || back.pastLen !== BT || !sameBlocks([...back.k, ...back.v], allBlocks)) throw new Error('codec round trip differs');
+  const viewed = rlx.decodeEntry(blob, { fingerprint: FP, view: true });
+  if (!sameBlocks([...viewed.k, ...viewed.v], allBlocks) || viewed.k[0].buffer !== blob.buffer) throw new Error('view decode differs');
+  const ready = new Uint8Array(rlx.encodedSize(bigEntry));
+  if (!rlx.encodeEntry(bigEntry, FP, { out: ready }).every((x, i) => x === blob[i])) throw new Error('encode into differs');
   const R = reps(11);
-  const enc = [], dec = [], set = [], slice = [];
+  const enc = [], encInto = [], dec = [], decView = [], set = [], slice = [];
   const dst = new Uint8Array(blob.length);
   for (let r = 0; r < R; r++) {
     gc();
@@ -213,11 +220,18 @@ let blob;
     const b = rlx.encodeEntry(bigEntry, FP);
     enc.push((now() - t0) / 1000);
     sink += b[100];
+    t0 = now();
+    rlx.encodeEntry(bigEntry, FP, { out: ready });
+    encInto.push((now() - t0) / 1000);
+    sink += ready[100];
     gc();
     t0 = now();
     const d = rlx.decodeEntry(blob, { fingerprint: FP });
     dec.push((now() - t0) / 1000);
     sink += d.k[0][1];
+    t0 = now();
+    for (let i = 0; i < 100; i++) sink += rlx.decodeEntry(blob, { fingerprint: FP, view: true }).k[0][1];
+    decView.push((now() - t0) / 100 / 1000);
     t0 = now();
     dst.set(blob);
     set.push((now() - t0) / 1000);
@@ -228,11 +242,13 @@ let blob;
     sink += c[7];
   }
   results.codec = {
-    blob_bytes: blob.length, encode_s: median(enc), decode_s: median(dec), typed_set_s: median(set), typed_slice_s: median(slice),
-    encode_vs_set: ratio(set, enc), decode_vs_set: ratio(set, dec), encode_vs_slice: ratio(slice, enc), decode_vs_slice: ratio(slice, dec),
+    blob_bytes: blob.length, encode_s: median(enc), encode_into_s: median(encInto), decode_s: median(dec), decode_view_s: median(decView),
+    typed_set_s: median(set), typed_slice_s: median(slice),
+    encode_vs_set: ratio(set, encInto), encode_vs_slice: ratio(slice, enc),
+    decode_vs_slice: ratio(slice, dec), decode_vs_set: ratio(set, dec), decode_view_vs_set: ratio(set, decView),
   };
   const mbs = (s) => (blob.length / s / 1e6).toFixed(0);
-  note(`codec: encodeEntry ${mbs(median(enc))} MB/s, decodeEntry ${mbs(median(dec))} MB/s; TypedArray set ${mbs(median(set))}, slice ${mbs(median(slice))} MB/s`);
+  note(`codec: encodeEntry ${mbs(median(enc))} MB/s (into a ready buffer ${mbs(median(encInto))}), decodeEntry ${mbs(median(dec))} MB/s (views: ${(median(decView) * 1e6).toFixed(1)} us); TypedArray set ${mbs(median(set))}, slice ${mbs(median(slice))} MB/s`);
 }
 
 {

@@ -87,3 +87,9 @@ export function toBytes(bytes, name = 'bytes') {
   }
   throw new TypeError(`${name} must be a Uint8Array or an ArrayBuffer`);
 }
+
+/** An options object (null and primitives are refused). */
+export function toOptions(opts, name = 'opts') {
+  if (opts === null || typeof opts !== 'object') throw new TypeError(`${name} must be an object`);
+  return opts;
+}

@@ -3,7 +3,8 @@
 import { RlxkvError } from '../web/errors.js';
 import { isNode, toSize } from '../web/core.js';
 import { Storage, PRUNE, autoStorage } from '../web/storage.js';
-import { toTokens, toKv, toByteCount, toBytes } from './args.js';
+import { toTokens, toKv, toByteCount, toBytes, toOptions } from './args.js';
+import { encodeBlob, decodeBlob } from './blob.js';
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ core, ptr, hit, storage }) => {
@@ -81,7 +82,7 @@ export class Cache {
   lookup(tokens, opts = {}) {
     const core = this.#live();
     const t = toTokens(tokens);
-    if (opts === null || typeof opts !== 'object') throw new TypeError('opts must be an object');
+    toOptions(opts);
     const { view = false, partial = false } = opts;
     let maxMatched = t.length;
     if (opts.maxMatched !== undefined) maxMatched = Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
@@ -163,7 +164,11 @@ export class Cache {
     const core = this.#live();
     const t = toTokens(tokens);
     const e = core.withTokens(t, (p, n) => core.M._rlxkv_cache_get(this.#ptr, p, n)) >>> 0;
-    return e ? core.encode(e, this.#fp) : null;
+    if (!e) return null;
+    // Encoded in JS from views of the entry: one copy. Allocating the output
+    // is JS memory, so the views stay valid while encodeBlob reads them.
+    const { tokens: et, k, v } = core.readEntry(e, t.length, false);
+    return encodeBlob(et, [...k, ...v], this.#fp);
   }
 
   /**
@@ -176,17 +181,16 @@ export class Cache {
     this.#live();
     const bytes = await readSource(source);
     const core = this.#live();
-    const { status, entry, fingerprint } = core.decode(bytes, this.#fp);
-    if (status !== 0) {
-      throw new RlxkvError('STALE', `blob is for fingerprint 0x${fingerprint.toString(16)}, this cache is 0x${this.#fp.toString(16)}`);
+    // K/V as views of the bytes where they are aligned (never of wasm
+    // memory, which inserting reuses): insert's copy into wasm is the only one.
+    const entry = decodeBlob(bytes, this.#fp, bytes.buffer !== core.M.HEAPU8.buffer);
+    if (!entry) {
+      const fp = new DataView(bytes.buffer, bytes.byteOffset + 8, 8).getBigUint64(0, true);
+      throw new RlxkvError('STALE', `blob is for fingerprint 0x${fp.toString(16)}, this cache is 0x${this.#fp.toString(16)}`);
     }
-    const M = core.M;
-    const tokens = core.entryTokens(entry);
-    const kvBytes = (M._rlxkv_entry_n_floats(entry) >>> 0) * 4;
-    const st = M._rlxkv_cache_put(this.#ptr, entry);
-    if (st < 0) throw core.fail(st, 'importing blob');
-    if (pin) this.pin(tokens);
-    return { tokens: tokens.length, bytes: kvBytes };
+    this.insert(entry.tokens, entry);
+    if (pin) this.pin(entry.tokens);
+    return { tokens: entry.tokens.length, bytes: [...entry.k, ...entry.v].reduce((n, b) => n + b.byteLength, 0) };
   }
 
   /** Runs fn after the cache's earlier storage work settled. */

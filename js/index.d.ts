@@ -152,9 +152,32 @@ export interface Entry {
 export interface DecodedEntry {
   fingerprint: bigint;
   pastLen: number;
+  /** Always a fresh array. */
   tokens: Uint32Array;
+  /** Fresh copies, or with `view: true` views of the decoded bytes where they are 4-byte aligned. */
   k: Float32Array[];
   v: Float32Array[];
+}
+
+export interface EncodeOptions {
+  /**
+   * Write the blob at the start of this buffer instead of a new one, and
+   * return that subarray. It must hold rlx.encodedSize(entry) bytes
+   * (RangeError otherwise) and must not overlap the entry's arrays.
+   */
+  out?: Uint8Array;
+}
+
+export interface DecodeOptions {
+  /** Expected fingerprint: a blob of another one decodes to null. */
+  fingerprint?: Fingerprint;
+  /**
+   * K/V blocks as Float32Array views of `bytes`, sharing its memory (no
+   * copy), when bytes start at a 4-byte-aligned offset on a little-endian
+   * host; copies otherwise (and always for bytes in the module's wasm
+   * memory). Default false: fresh copies.
+   */
+  view?: boolean;
 }
 
 /** The blobs of a store directory or IndexedDB mount, without a cache (rlx.openStore). */
@@ -175,9 +198,12 @@ export interface Rlxkv {
   createCache(opts: CacheOptions): Cache;
   openCache(opts: OpenCacheOptions): Promise<Cache>;
   openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' }): Promise<Store>;
-  encodeEntry(entry: Entry, fingerprint?: Fingerprint): Uint8Array;
-  /** null when opts.fingerprint is given and the blob's differs. */
-  decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: { fingerprint?: Fingerprint }): DecodedEntry | null;
+  /** The RLXKV001 blob of an entry: a new Uint8Array, or the filled start of opts.out. */
+  encodeEntry(entry: Entry, fingerprint?: Fingerprint, opts?: EncodeOptions): Uint8Array;
+  /** The byte length of encodeEntry(entry), to size an opts.out. */
+  encodedSize(entry: Entry): number;
+  /** null when opts.fingerprint is given and the blob's differs; malformed bytes throw RlxkvError. */
+  decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: DecodeOptions): DecodedEntry | null;
   /** A stable 64-bit hash of a string (UTF-8) or bytes. */
   fingerprintOf(input: string | Uint8Array | ArrayBuffer): bigint;
 }

@@ -8,7 +8,8 @@ import { RlxkvError } from '../web/errors.js';
 import { Cache, autoStorage } from './cache.js';
 import { Store } from './store.js';
 import { Storage } from '../web/storage.js';
-import { toTokens, toKv, toFingerprint, toByteCount, toBytes } from './args.js';
+import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions } from './args.js';
+import { blobSize, encodeBlob, decodeBlob } from './blob.js';
 
 export { RlxkvError };
 
@@ -18,17 +19,25 @@ export { RlxkvError };
  * @returns {Promise<Rlxkv>}
  */
 export default async function init(opts = {}) {
-  if (opts === null || typeof opts !== 'object') throw new TypeError('opts must be an object');
+  toOptions(opts);
   return new Rlxkv(await loadCore(opts));
 }
 export { init };
 
 function cacheOptions(opts) {
-  if (opts === null || typeof opts !== 'object') throw new TypeError('options must be an object');
+  toOptions(opts, 'options');
   return {
     capBytes: toByteCount(opts.capBytes, 'capBytes'),
     fingerprint: toFingerprint(opts.fingerprint),
   };
+}
+
+/** tokens as a Uint32Array and blocks (K then V) of an entry { tokens, k, v }. */
+function toEntry(entry) {
+  if (!entry || typeof entry !== 'object') throw new TypeError('entry must be an object { tokens, k, v }');
+  const tokens = toTokens(entry.tokens, 'entry.tokens');
+  const { k, v } = toKv(entry, 'entry');
+  return { tokens, blocks: [...k, ...v] };
 }
 
 /** An instantiated rlxkv module. */
@@ -85,41 +94,38 @@ class Rlxkv {
   }
 
   /**
-   * The RLXKV001 blob of one entry.
+   * The RLXKV001 blob of one entry: a new Uint8Array, or, with opts.out,
+   * written at the start of out (which must hold encodedSize(entry) bytes
+   * and not overlap the entry's arrays) and returned as that subarray.
    * @returns {Uint8Array}
    */
-  encodeEntry(entry, fingerprint) {
-    if (!entry || typeof entry !== 'object') throw new TypeError('entry must be an object { tokens, k, v }');
-    const tokens = toTokens(entry.tokens, 'entry.tokens');
-    const { k, v } = toKv(entry, 'entry');
+  encodeEntry(entry, fingerprint, opts = {}) {
+    const { tokens, blocks } = toEntry(entry);
     const fp = toFingerprint(fingerprint);
-    const core = this.#core;
-    const e = core.newEntry(tokens, k, v);
-    try {
-      return core.encode(e, fp);
-    } finally {
-      core.M._rlxkv_entry_free(e);
-    }
+    toOptions(opts);
+    const out = opts.out === undefined ? undefined : toBytes(opts.out, 'opts.out');
+    return encodeBlob(tokens, blocks, fp, out);
+  }
+
+  /** The byte length of encodeEntry(entry): to encode into memory the caller keeps. */
+  encodedSize(entry) {
+    const { tokens, blocks } = toEntry(entry);
+    return blobSize(tokens.length, blocks);
   }
 
   /**
    * Decodes a blob. With opts.fingerprint, returns null for a blob of
-   * another fingerprint. Malformed bytes throw RlxkvError.
+   * another fingerprint. Malformed bytes throw RlxkvError. K/V blocks are
+   * fresh copies, or with opts.view views of `bytes` (sharing its memory)
+   * where it is 4-byte aligned; tokens are always a fresh Uint32Array.
    */
   decodeEntry(bytes, opts = {}) {
     const b = toBytes(bytes);
-    if (opts === null || typeof opts !== 'object') throw new TypeError('opts must be an object');
+    toOptions(opts);
     const expect = opts.fingerprint === undefined ? undefined : toFingerprint(opts.fingerprint);
-    const core = this.#core;
-    const { status, entry, fingerprint } = core.decode(b, expect);
-    if (status !== 0) return null;
-    try {
-      const n = core.M._rlxkv_entry_n_tokens(entry) >>> 0;
-      const { tokens, k, v } = core.readEntry(entry, n, true);
-      return { fingerprint, pastLen: n, tokens, k, v };
-    } finally {
-      core.M._rlxkv_entry_free(entry);
-    }
+    // Never hand out views of wasm memory: the cache reuses it.
+    const view = !!opts.view && b.buffer !== this.#core.M.HEAPU8.buffer;
+    return decodeBlob(b, expect, view);
   }
 
   /** Bytes of wasm memory in use by this module instance (it never shrinks). */

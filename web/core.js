@@ -85,12 +85,6 @@ export class Core {
     this.u8[p + bytes.length] = 0;
     return p;
   }
-  /** Copies bytes into the heap; free it. */
-  bytesIn(bytes) {
-    const p = this.alloc(bytes.length);
-    this.u8.set(bytes, p);
-    return p;
-  }
   /**
    * Runs fn(ptr, n) with the tokens in the heap, in a scratch area kept
    * between calls (a lookup is then one copy, no malloc/free). fn must not
@@ -110,7 +104,8 @@ export class Core {
   }
 
   hash64(bytes, seed = 0n) {
-    const p = this.bytesIn(bytes);
+    const p = this.alloc(bytes.length);
+    this.u8.set(bytes, p);
     try { return BigInt.asUintN(64, this.M._rlxkv_hash64(p, bytes.length, seed)); }
     finally { this.free(p); }
   }
@@ -193,40 +188,6 @@ export class Core {
       entries: d[0], bytes: d[1], capBytes: d[2], pinnedEntries: d[3], pinnedBytes: d[4],
       hits: d[5], misses: d[6], evictions: d[7], tokensReused: d[8],
     };
-  }
-
-  /** Encodes a C entry to a fresh Uint8Array. */
-  encode(e, fingerprint) {
-    const M = this.M;
-    const size = M._rlxkv_encoded_size(e) >>> 0;
-    if (!size) throw new RlxkvError('NOMEM', 'entry too large to encode');
-    const buf = this.alloc(size);
-    try {
-      const st = M._rlxkv_encode(e, fingerprint, buf, size, 0);
-      if (st < 0) throw this.fail(st, 'encoding');
-      return this.u8.slice(buf, buf + size);
-    } finally {
-      this.free(buf);
-    }
-  }
-
-  /**
-   * Decodes bytes to a C entry the caller owns. Returns { status, entry,
-   * fingerprint }; status 1 (stale) has entry 0. Throws on malformed input.
-   */
-  decode(bytes, expectFp) {
-    const M = this.M;
-    const buf = this.bytesIn(bytes);
-    const fpCell = this.cell + 8, outCell = this.cell + 16, expCell = this.cell + 24;
-    try {
-      if (expectFp !== undefined) new BigUint64Array(this.u8.buffer, expCell, 1)[0] = expectFp;
-      const st = M._rlxkv_decode(buf, bytes.length, expectFp !== undefined ? expCell : 0, outCell, fpCell);
-      if (st < 0) throw this.fail(st, 'decoding blob');
-      const fingerprint = new BigUint64Array(this.u8.buffer, fpCell, 1)[0];
-      return { status: st, entry: st === 0 ? this.u32[outCell >>> 2] : 0, fingerprint };
-    } finally {
-      this.free(buf);
-    }
   }
 
   /** Reads a C rlxkv_blob_info array (web/boundary.c pins the layout). */

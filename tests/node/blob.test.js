@@ -1,0 +1,217 @@
+// The JS codec (encodeEntry, decodeEntry, exportBlob, importBlob) against
+// the C one: the same bytes both ways, the same verdict on damaged blobs.
+// The C codec is reached through the fs store (flush encodes in C, list and
+// restore decode in C).
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import init, { RlxkvError } from 'rlxkv';
+import { encodeBlob, decodeBlob } from '../../js/blob.js';
+import { tempDir, vectorsDir } from './helpers.js';
+
+const rlx = await init();
+const FP = 0xfeedfacecafebeefn;
+
+function rng(seed) {
+  return () => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), 1 | seed);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 2 ** 32;
+  };
+}
+const SPECIAL = [0x7fc00001, 0xffa5a5a5, 0x80000000, 0x00000001, 0x807fffff, 0x7f800000];
+
+/** A random entry: 0-4 layers, blocks of differing lengths (some empty), tokens up to 2^32-1, odd float bits. */
+function randomEntry(rand) {
+  const layers = Math.floor(rand() * 5);
+  const n = 1 + Math.floor(rand() * 9);
+  const tokens = Uint32Array.from({ length: n }, (_, i) => (i === 0 ? 0xffffffff : rand() * 2 ** 32));
+  const block = () => {
+    const bits = Uint32Array.from({ length: Math.floor(rand() * 4) * n }, () => (rand() < 0.2 ? SPECIAL[Math.floor(rand() * 6)] : rand() * 2 ** 32));
+    return new Float32Array(bits.buffer);
+  };
+  return { tokens, k: Array.from({ length: layers }, block), v: Array.from({ length: layers }, block) };
+}
+
+const bitsOf = (blocks) => blocks.map((b) => [...new Uint32Array(b.buffer, b.byteOffset, b.length)]);
+function assertSameEntry(got, want, label) {
+  assert.deepEqual([...got.tokens], [...want.tokens], `${label}: tokens`);
+  assert.deepEqual(bitsOf(got.k), bitsOf(want.k), `${label}: K bits`);
+  assert.deepEqual(bitsOf(got.v), bitsOf(want.v), `${label}: V bits`);
+}
+
+/** bytes copied to offset `at` of a fresh buffer. */
+function at(bytes, offset) {
+  const u8 = new Uint8Array(bytes.length + offset).subarray(offset);
+  u8.set(bytes);
+  return u8;
+}
+
+const vectors = () => readdirSync(vectorsDir).filter((f) => f.endsWith('.rlxkv')).map((f) => [f, readFileSync(join(vectorsDir, f))]);
+
+test('every vector, at any alignment, with views or copies, re-encodes to its bytes', () => {
+  for (const [name, file] of vectors()) {
+    for (const offset of [0, 1, 2, 4]) {
+      const bytes = at(file, offset);
+      for (const view of [false, true]) {
+        const e = rlx.decodeEntry(bytes, { view });
+        assert.deepEqual(rlx.encodeEntry(e, e.fingerprint), new Uint8Array(file), `${name} at ${offset}, view ${view}`);
+        const shared = [...e.k, ...e.v].filter((b) => b.buffer === bytes.buffer).length;
+        const zeroCopy = view && offset % 4 === 0;
+        assert.equal(shared, zeroCopy ? e.k.length * 2 : 0, `${name} at ${offset}: views only when asked and aligned`);
+        assert.notEqual(e.tokens.buffer, bytes.buffer, 'tokens are always a fresh array');
+      }
+    }
+  }
+});
+
+test('the big-endian path (per-float words) gives the same bytes and floats', () => {
+  const rand = rng(7);
+  for (let i = 0; i < 50; i++) {
+    const e = randomEntry(rand);
+    const blocks = [...e.k, ...e.v];
+    const fast = encodeBlob(e.tokens, blocks, FP);
+    assert.deepEqual(encodeBlob(e.tokens, blocks, FP, undefined, true), fast);
+    assertSameEntry(decodeBlob(at(fast, 4), FP, true, true), e, 'bytewise decode');
+  }
+});
+
+test('views share the input; copies do not', () => {
+  const blob = rlx.encodeEntry({ tokens: [1, 2], k: [Float32Array.of(1, 2)], v: [Float32Array.of(3, 4)] }, FP);
+  const viewed = rlx.decodeEntry(blob, { view: true });
+  const copied = rlx.decodeEntry(blob);
+  blob.fill(0);
+  assert.deepEqual([...viewed.k[0]], [0, 0], 'a view sees the input change');
+  assert.deepEqual([...copied.k[0]], [1, 2]);
+  assert.deepEqual([...copied.tokens], [1, 2]);
+});
+
+test('a view is never of wasm memory: bytes that live there are copied', () => {
+  const cache = rlx.createCache({ capBytes: 1 << 20, fingerprint: FP });
+  const blob = rlx.encodeEntry({ tokens: [5, 6], k: [Float32Array.of(7, 8)], v: [Float32Array.of(9, 10)] }, FP);
+  // An entry whose K block holds the blob's bytes: a lookup view is then a blob in wasm memory.
+  cache.insert([1], { k: [new Float32Array(blob.buffer.slice(0))], v: [new Float32Array(0)] });
+  const inWasm = cache.lookup([1], { view: true }).k[0];
+  const e = rlx.decodeEntry(inWasm, { view: true });
+  assert.notEqual(e.k[0].buffer, inWasm.buffer);
+  cache.clear();
+  cache.insert([2], { k: [new Float32Array(1 << 18)], v: [new Float32Array(1 << 18)] }); // reuses that memory
+  assert.deepEqual([...e.k[0], ...e.v[0]], [7, 8, 9, 10]);
+});
+
+test('encodeEntry into a buffer the caller owns, at any offset', () => {
+  const rand = rng(3);
+  const e = randomEntry(rand);
+  const fresh = rlx.encodeEntry(e, FP);
+  assert.equal(rlx.encodedSize(e), fresh.length);
+  const mine = new Uint8Array(fresh.length + 11).fill(0xee);
+  const out = mine.subarray(3);
+  const written = rlx.encodeEntry(e, FP, { out });
+  assert.equal(written.buffer, mine.buffer);
+  assert.equal(written.byteOffset, 3);
+  assert.deepEqual(written, fresh, 'dirty memory is fully overwritten');
+  assert.equal(mine[3 + fresh.length], 0xee, 'nothing written past the blob');
+  assert.throws(() => rlx.encodeEntry(e, FP, { out: new Uint8Array(fresh.length - 1) }), RangeError);
+  assert.throws(() => rlx.encodeEntry(e, FP, { out: 'buffer' }), TypeError);
+  assert.throws(() => rlx.encodedSize({ tokens: [1], k: [], v: [new Float32Array(1)] }), RangeError);
+});
+
+test('JS and C write the same bytes, and each reads what the other wrote', async () => {
+  const rand = rng(11);
+  for (let i = 0; i < 40; i++) {
+    const e = randomEntry(rand);
+    const dir = tempDir();
+    const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+    cache.insert(e.tokens, e);
+    await cache.flush(); // the C encoder writes the file
+    const [name] = readdirSync(dir);
+    const fromC = readFileSync(join(dir, name));
+    const fromJs = rlx.encodeEntry(e, FP);
+    assert.deepEqual(fromJs, new Uint8Array(fromC), `entry ${i}: encodeEntry`);
+    assert.deepEqual(cache.exportBlob(e.tokens), fromJs, `entry ${i}: exportBlob`);
+    assertSameEntry(rlx.decodeEntry(fromC, { fingerprint: FP }), e, `entry ${i}: C blob decoded in JS`);
+    await cache.close();
+
+    writeFileSync(join(dir, name), fromJs); // the C decoder restores the JS blob
+    const again = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+    assert.equal(again.restoreReport.loaded, 1);
+    assertSameEntry(again.lookup(e.tokens), e, `entry ${i}: JS blob restored by C`);
+    await again.close({ flush: false });
+  }
+});
+
+test('damaged blobs: the JS decoder and the C decoder agree on every one', async () => {
+  const rand = rng(99);
+  const e = randomEntry(rand);
+  e.k.push(Float32Array.of(1, 2, 3)); // at least one layer
+  e.v.push(new Float32Array(0));
+  const good = rlx.encodeEntry(e, FP);
+  const dir = tempDir();
+  const seed = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+  seed.insert(e.tokens, e);
+  await seed.close();
+  const [name] = readdirSync(dir);
+  const store = await rlx.openStore(dir);
+  const tokenLow = (i) => i >= 32 && i < 32 + 8 * e.tokens.length && (i - 32) % 8 < 4;
+  const u64s = [0n, 1n, 2n, 3n, BigInt(e.tokens.length), 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n, 2n ** 64n - 1n];
+  const CODES = { [-1]: 'BAD_MAGIC', [-2]: 'TRUNCATED', [-3]: 'CORRUPT' };
+
+  const verdicts = {};
+  let contentChecked = 0;
+  for (let i = 0; i < 3000; i++) {
+    let m = Uint8Array.from(good);
+    const kind = i % 4;
+    if (kind === 0) {
+      m = m.subarray(0, Math.floor(rand() * m.length));
+    } else if (kind === 1) {
+      m = Uint8Array.from([...m, ...Array.from({ length: 1 + Math.floor(rand() * 8) }, () => rand() * 256)]);
+    } else {
+      for (let flips = 1 + Math.floor(rand() * 3); flips > 0; flips--) {
+        // A token's low word only renames the blob in the store (its file
+        // name hashes the tokens): every other byte is fair game.
+        let pos;
+        do pos = Math.floor(rand() * m.length); while (tokenLow(pos));
+        if (kind === 2) m[pos] ^= 1 << Math.floor(rand() * 8);
+        else {
+          const field = Math.min(pos - (pos % 4), m.length - 8) & ~3;
+          new DataView(m.buffer).setBigUint64(field, u64s[Math.floor(rand() * u64s.length)], true);
+          if (tokenLow(field) || tokenLow(field + 4)) m = Uint8Array.from(good); // undo: see above
+        }
+      }
+    }
+
+    const verdict = (fp) => {
+      try {
+        return rlx.decodeEntry(m, { fingerprint: fp }) ? 'ok' : 'stale';
+      } catch (err) {
+        assert.ok(err instanceof RlxkvError, String(err));
+        return err.code;
+      }
+    };
+    const jsChecks = verdict(undefined); // every check, as rlxkv_inspect
+    const jsDecodes = verdict(FP); // as rlxkv_decode expecting FP: stale whatever follows a right magic
+    writeFileSync(join(dir, name), m);
+
+    // C, as the store lists it: rlxkv_inspect, then the file name that the
+    // blob's fingerprint gives (so a valid blob of another one is misnamed).
+    const [info] = store.list(FP);
+    const listed = info.status === 'corrupt' ? CODES[info.error] : info.status;
+    const misnamed = jsChecks === 'ok' && new DataView(m.buffer, m.byteOffset).getBigUint64(8, true) !== FP;
+    assert.equal(listed, misnamed ? 'CORRUPT' : jsChecks, `mutant ${i} (${m.length} bytes): JS ${jsChecks}, C ${listed}`);
+
+    // C, as a cache restores it: rlxkv_decode, and the entry it makes.
+    const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+    const { loaded, stale, corrupt } = cache.restoreReport;
+    const restored = loaded ? 'ok' : stale ? 'stale' : corrupt ? 'corrupt' : 'none';
+    assert.equal(restored, ['ok', 'stale'].includes(jsDecodes) ? jsDecodes : 'corrupt', `mutant ${i}: JS ${jsDecodes}, C restore ${restored}`);
+    if (loaded) assertSameEntry(cache.lookup(e.tokens), rlx.decodeEntry(m), `mutant ${i}: content`);
+    await cache.close({ flush: false });
+    verdicts[jsDecodes] = (verdicts[jsDecodes] || 0) + 1;
+    if (loaded) contentChecked++;
+  }
+  await store.close();
+  for (const v of ['ok', 'stale', 'BAD_MAGIC', 'TRUNCATED', 'CORRUPT']) assert.ok(verdicts[v] > 0, `some ${v} (${JSON.stringify(verdicts)})`);
+  assert.ok(contentChecked > 100);
+});
