@@ -26,8 +26,8 @@ const note = (s) => console.error(`  ${s}`);
 
 const SIZES = [
   { count: 1, writeReps: 9, loads: 12 },
-  { count: 10, writeReps: 7, loads: 9 },
-  { count: 50, writeReps: 5, loads: 9 },
+  { count: 10, writeReps: 7, loads: 12 },
+  { count: 50, writeReps: 5, loads: 8 },
 ];
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
@@ -58,7 +58,7 @@ try {
     const reloads = [];
     for (let r = 0; r < (quick ? 3 : loads); r++) {
       await page.goto(at); // a fresh page load: new JS realm, new wasm instance
-      reloads.push(await call('restorePhase', { count, order: r % 3, entry }));
+      reloads.push(await call('restorePhase', { count, order: r % 4, entry }));
     }
     const row = {
       count,
@@ -69,6 +69,8 @@ try {
       restore_ms: median(reloads.map((x) => x.restore)),
       raw_get_ms: median(reloads.map((x) => x.get)),
       raw_getall_ms: median(reloads.map((x) => x.getAll)),
+      raw_get_known_keys_ms: median(reloads.map((x) => x.getKnown)),
+      restore_over_get_known_keys: median(reloads.map((x) => x.restore / x.getKnown)),
       // Each load's own ratio (the two reads are adjacent in time), then the median.
       restore_over_get: median(reloads.map((x) => x.restore / x.get)),
       flush_over_put: median(w.flush.map((f, i) => f / w.put[i])),
@@ -81,7 +83,7 @@ try {
     }
     results[`idb_${count}`] = row;
     note(`flush ${row.flush_ms.toFixed(1)} ms vs raw put ${row.raw_put_ms.toFixed(1)} ms (x${row.flush_over_put.toFixed(2)}); ` +
-      `restore ${row.restore_ms.toFixed(1)} ms vs raw get ${row.raw_get_ms.toFixed(1)} ms (x${row.restore_over_get.toFixed(2)}), raw getAll ${row.raw_getall_ms.toFixed(1)} ms; init ${row.init_ms.toFixed(1)} ms`);
+      `restore ${row.restore_ms.toFixed(1)} ms vs raw get ${row.raw_get_ms.toFixed(1)} ms (x${row.restore_over_get.toFixed(2)}), raw getAll ${row.raw_getall_ms.toFixed(1)} ms, known-keys get ${row.raw_get_known_keys_ms.toFixed(1)} ms (x${row.restore_over_get_known_keys.toFixed(2)}); init ${row.init_ms.toFixed(1)} ms`);
   }
 } finally {
   await browser.close();

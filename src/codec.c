@@ -4,8 +4,11 @@
  * before it is used, and in 64-bit arithmetic: a length can never exceed
  * what the input holds, so nothing derived from it overflows a size_t (wasm
  * has a 32-bit size_t, and a u64 field must not be silently narrowed there).
- * rlxkv_inspect does the whole validation without allocating; rlxkv_decode
- * runs it first, then makes one entry and copies into it. */
+ * One decoder (rlxkv_decode_src) does it all, for a blob in memory and for a
+ * file the store reads piece by piece: rlxkv_inspect is it without the
+ * entry; with one, the entry is allocated once the header says how large
+ * it is (never more than the blob implies) and each block goes straight
+ * into place. */
 #include <string.h>
 #include <stdlib.h>
 
@@ -13,8 +16,6 @@
 #include "entry.h"
 
 #define HEAD_BYTES RLXKV_BLOB_HEAD_BYTES
-/* Block-length arrays up to this many blocks live on the stack in decode. */
-#define STACK_BLOCKS 256
 
 static const uint8_t kMagic[8] = {'R', 'L', 'X', 'K', 'V', '0', '0', '1'};
 
@@ -106,97 +107,159 @@ int rlxkv_blob_head(const uint8_t *buf, size_t len, uint64_t *fp) {
     return RLXKV_OK;
 }
 
-int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta) {
-    uint64_t fp, past_len, n_tokens, n_layers;
-    size_t at, rem, n_floats = 0;
-    int rc = rlxkv_blob_head(buf, len, &fp);
-    if (rc) return rc;
-    if (len < HEAD_BYTES) return RLXKV_ERR_TRUNCATED;
-    past_len = rlxkv_load_u64le(buf + 16);
-    n_tokens = rlxkv_load_u64le(buf + 24);
-    if (past_len != n_tokens) return RLXKV_ERR_CORRUPT;
-    at = HEAD_BYTES;
-    rem = len - at;
-    /* Compared as u64 before any narrowing: each token takes 8 bytes. */
-    if (n_tokens > rem / 8) return RLXKV_ERR_TRUNCATED;
-    for (uint64_t i = 0; i < n_tokens; i++, at += 8)
-        if (rlxkv_load_u64le(buf + at) > UINT32_MAX) return RLXKV_ERR_CORRUPT;
-    rem = len - at;
+/* A read position in a source. */
+typedef struct cursor {
+    const rlxkv_src *src;
+    uint64_t at;
+} cursor;
 
-    if (rem < 8) return RLXKV_ERR_TRUNCATED;
-    n_layers = rlxkv_load_u64le(buf + at);
-    at += 8;
+/* The next n bytes, which the caller's checks have found inside the blob:
+ * in place when it is in memory, else read into dst. NULL (and *rc) when
+ * the reader fails. */
+static const uint8_t *next(cursor *c, uint8_t *dst, size_t n, int *rc) {
+    const uint8_t *p = dst;
+    if (c->src->buf) {
+        p = c->src->buf + c->at;
+    } else if (n) {
+        int r = c->src->read(c->src->ctx, dst, n);
+        if (r) {
+            *rc = r;
+            return NULL;
+        }
+    }
+    c->at += n;
+    return p;
+}
+
+/* Floats read raw into place: give them this host's byte order. */
+static void floats_in_place(float *f, size_t n) {
+#if FLOATS_BYTEWISE
+    get_floats(f, (const uint8_t *)f, n); /* each float read whole, then written */
+#else
+    (void)f;
+    (void)n;
+#endif
+}
+
+int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entry **out,
+                     rlxkv_blob_meta *meta, uint64_t *fp_out) {
+    uint8_t head[HEAD_BYTES] = {0}, word[8], *scratch = NULL;
+    const uint8_t *p, *toks = NULL;
+    uint64_t fp, n_tokens, n_layers, rem, cap, used = 0;
+    size_t h;
+    rlxkv_entry *e = NULL;
+    cursor c;
+    int rc = RLXKV_OK;
+
+    if (out) *out = NULL;
+    if (!src || (!src->buf && (!out || !src->read)) || src->len > SIZE_MAX)
+        return RLXKV_ERR_INVALID;
+    c.src = src;
+    c.at = 0;
+
+    /* Magic and fingerprint first: a short or foreign blob is told by what
+     * it has, and staleness (as in the reference) by nothing more. */
+    h = src->len < HEAD_BYTES ? (size_t)src->len : HEAD_BYTES;
+    if (!(p = next(&c, head, h, &rc))) return rc;
+    rc = rlxkv_blob_head(p, h, &fp);
+    if (rc) return rc;
+    if (fp_out) *fp_out = fp;
+    if (out && expect_fp && fp != *expect_fp) return RLXKV_STALE;
+    if (h < HEAD_BYTES) return RLXKV_ERR_TRUNCATED;
+    if (rlxkv_load_u64le(p + 16) != (n_tokens = rlxkv_load_u64le(p + 24)))
+        return RLXKV_ERR_CORRUPT; /* past_len */
+
+    /* Every length is compared, as a u64 before any narrowing, with the
+     * bytes that remain: each token takes 8. */
+    rem = src->len - HEAD_BYTES;
+    if (n_tokens > rem / 8) return RLXKV_ERR_TRUNCATED;
+    rem -= 8 * n_tokens;
+    if (n_tokens) {
+        /* A file's tokens wait in a scratch array: the entry's size is
+         * known only from n_layers, which follows them. */
+        if (!src->buf && !(scratch = malloc(8 * (size_t)n_tokens))) return RLXKV_ERR_NOMEM;
+        if (!(toks = next(&c, scratch, 8 * (size_t)n_tokens, &rc))) goto done;
+    }
+    for (uint64_t i = 0; i < n_tokens; i++)
+        if (rlxkv_load_u64le(toks + 8 * i) > UINT32_MAX) {
+            rc = RLXKV_ERR_CORRUPT;
+            goto done;
+        }
+    rc = RLXKV_ERR_TRUNCATED;
+    if (rem < 8) goto done;
+    if (!(p = next(&c, word, 8, &rc))) goto done;
+    n_layers = rlxkv_load_u64le(p);
     rem -= 8;
-    /* Each layer has at least two 8-byte block lengths. */
-    if (n_layers > rem / 16) return RLXKV_ERR_TRUNCATED;
+    /* Each layer has at least two 8-byte block lengths; what is left after
+     * them all bounds the floats. */
+    if (n_layers > rem / 16) goto done;
+    cap = (rem - 16 * n_layers) / 4;
+    if (out) {
+        e = rlxkv_entry_alloc((size_t)n_tokens, (size_t)n_layers, (size_t)cap, &rc);
+        if (!e) goto done;
+        for (size_t i = 0; i < n_tokens; i++)
+            e->tokens[i] = (uint32_t)rlxkv_load_u64le(toks + 8 * i);
+    }
+    rc = RLXKV_OK;
     for (uint64_t b = 0; b < 2 * n_layers; b++) {
         uint64_t blen;
-        if (rem < 8) return RLXKV_ERR_TRUNCATED;
-        blen = rlxkv_load_u64le(buf + at);
-        at += 8;
-        rem -= 8;
-        if (blen > rem / 4) return RLXKV_ERR_TRUNCATED;
-        at += 4 * (size_t)blen;
-        rem -= 4 * (size_t)blen;
-        n_floats += (size_t)blen; /* <= len / 4: cannot wrap */
+        if (!(p = next(&c, word, 8, &rc))) goto done;
+        blen = rlxkv_load_u64le(p);
+        /* A block longer than the room left beside the lengths still to
+         * come leaves one of them cut off: truncated. */
+        if (blen > cap - used) {
+            rc = RLXKV_ERR_TRUNCATED;
+            goto done;
+        }
+        if (e) {
+            float *dst = e->kv + used;
+            e->offs[b + 1] = (size_t)(used + blen);
+            if (src->buf) {
+                get_floats(dst, src->buf + c.at, (size_t)blen);
+            } else if (blen) {
+                rc = src->read(src->ctx, (uint8_t *)dst, 4 * (size_t)blen);
+                if (rc) goto done;
+                floats_in_place(dst, (size_t)blen);
+            }
+        }
+        c.at += 4 * blen;
+        used += blen;
     }
-    if (rem) return RLXKV_ERR_CORRUPT;
-
+    /* Nothing may follow the last block. */
+    if (c.at != src->len) {
+        rc = RLXKV_ERR_CORRUPT;
+        goto done;
+    }
     if (meta) {
         meta->fingerprint = fp;
         meta->n_tokens = (size_t)n_tokens;
         meta->n_layers = (size_t)n_layers;
-        meta->n_floats = n_floats;
-        meta->blob_bytes = len;
+        meta->n_floats = (size_t)used;
+        meta->blob_bytes = (size_t)src->len;
     }
+done:
+    free(scratch);
+    if (rc) {
+        rlxkv_entry_free(e);
+        return rc;
+    }
+    if (out) *out = e;
     return RLXKV_OK;
+}
+
+int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta) {
+    rlxkv_src src = {buf, len, NULL, NULL};
+    uint64_t fp;
+    if (!buf) return rlxkv_blob_head(buf, len, &fp);
+    return rlxkv_decode_src(&src, NULL, NULL, meta, NULL);
 }
 
 int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
                  rlxkv_entry **out, uint64_t *fp_out) {
-    size_t stack_lens[STACK_BLOCKS], *lens = stack_lens, n_blocks, at, ltok;
-    rlxkv_blob_meta meta;
-    rlxkv_entry *e;
+    rlxkv_src src = {buf, len, NULL, NULL};
     uint64_t fp;
-    int rc;
-
     if (!out) return RLXKV_ERR_INVALID;
     *out = NULL;
-    rc = rlxkv_blob_head(buf, len, &fp);
-    if (rc) return rc;
-    if (fp_out) *fp_out = fp;
-    /* As the reference: another model's blob is stale whatever follows. */
-    if (expect_fp && fp != *expect_fp) return RLXKV_STALE;
-    rc = rlxkv_inspect(buf, len, &meta);
-    if (rc) return rc;
-
-    /* Validated: every offset below is inside buf. The lengths array is at
-     * most len bytes (each block length takes 8 bytes of the blob). */
-    n_blocks = 2 * meta.n_layers;
-    if (n_blocks > STACK_BLOCKS) {
-        lens = malloc(n_blocks * sizeof *lens);
-        if (!lens) return RLXKV_ERR_NOMEM;
-    }
-    ltok = HEAD_BYTES + 8 * meta.n_tokens + 8; /* first block length */
-    at = ltok;
-    for (size_t b = 0; b < n_blocks; b++) {
-        lens[b] = (size_t)rlxkv_load_u64le(buf + at);
-        at += 8 + 4 * lens[b];
-    }
-    e = rlxkv_entry_new(meta.n_tokens, meta.n_layers, n_blocks ? lens : NULL, &rc);
-    if (lens != stack_lens) free(lens);
-    if (!e) return rc;
-
-    /* Tokens are u64 in the blob and u32 in memory (inspect checked each
-     * fits): narrowed one by one. */
-    for (size_t i = 0; i < meta.n_tokens; i++)
-        e->tokens[i] = (uint32_t)rlxkv_load_u64le(buf + HEAD_BYTES + 8 * i);
-    at = ltok;
-    for (size_t b = 0; b < n_blocks; b++) {
-        size_t n = e->offs[b + 1] - e->offs[b];
-        get_floats(e->kv + e->offs[b], buf + at + 8, n);
-        at += 8 + 4 * n;
-    }
-    *out = e;
-    return RLXKV_OK;
+    if (!buf) return rlxkv_blob_head(buf, len, &fp);
+    return rlxkv_decode_src(&src, expect_fp, out, NULL, fp_out);
 }

@@ -31,18 +31,14 @@ static int mul_add(size_t a, size_t b, size_t c, size_t *out) {
     return 1;
 }
 
-rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
-                             const size_t *block_lens, int *status) {
+rlxkv_entry *rlxkv_entry_alloc(size_t n_tokens, size_t n_layers, size_t n_floats,
+                               int *status) {
     int st = RLXKV_ERR_INVALID;
-    size_t n_blocks, n_floats = 0, size, floats_at, tokens_at;
+    size_t n_blocks, size, floats_at, tokens_at;
     rlxkv_entry *e = NULL;
 
-    if (n_layers > SIZE_MAX / 2 - 1 || (n_layers && !block_lens)) goto out;
+    if (n_layers > SIZE_MAX / 2 - 1) goto out;
     n_blocks = 2 * n_layers;
-    for (size_t i = 0; i < n_blocks; i++) {
-        if (block_lens[i] > SIZE_MAX - n_floats) goto out;
-        n_floats += block_lens[i];
-    }
     /* header | offs | floats | tokens, each part aligned for its type. */
     if (!mul_add(n_blocks + 1, sizeof(size_t), sizeof(rlxkv_entry), &floats_at)) goto out;
     floats_at = (floats_at + 15) & ~(size_t)15;
@@ -61,10 +57,31 @@ rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
     e->kv = (float *)((char *)e + floats_at);
     e->tokens = (uint32_t *)((char *)e + tokens_at);
     e->offs[0] = 0;
-    for (size_t i = 0; i < n_blocks; i++) e->offs[i + 1] = e->offs[i] + block_lens[i];
     st = RLXKV_OK;
 out:
     if (status) *status = st;
+    return e;
+}
+
+rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
+                             const size_t *block_lens, int *status) {
+    size_t n_floats = 0;
+    rlxkv_entry *e;
+
+    if (n_layers > SIZE_MAX / 2 - 1 || (n_layers && !block_lens)) {
+        if (status) *status = RLXKV_ERR_INVALID;
+        return NULL;
+    }
+    for (size_t i = 0; i < 2 * n_layers; i++) {
+        if (block_lens[i] > SIZE_MAX - n_floats) {
+            if (status) *status = RLXKV_ERR_INVALID;
+            return NULL;
+        }
+        n_floats += block_lens[i];
+    }
+    e = rlxkv_entry_alloc(n_tokens, n_layers, n_floats, status);
+    if (e)
+        for (size_t i = 0; i < 2 * n_layers; i++) e->offs[i + 1] = e->offs[i] + block_lens[i];
     return e;
 }
 

@@ -22,6 +22,12 @@ struct rlxkv_entry {
     uint32_t *tokens;
 };
 
+/* An entry of n_floats floats whose block offsets are left for the caller
+ * to fill (offs[0] is 0): the decoder learns the block lengths one by one
+ * as it reads them into place. Owned by the caller (rlxkv_entry_free). */
+rlxkv_entry *rlxkv_entry_alloc(size_t n_tokens, size_t n_layers, size_t n_floats,
+                               int *status);
+
 /* Little-endian helpers for the codec: wasm and x86 are little-endian, so
  * these compile to plain loads and stores there. */
 static inline uint64_t rlxkv_load_u64le(const uint8_t *p) {

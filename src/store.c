@@ -12,8 +12,8 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
+#include <stdint.h>
+#include <stdio.h> /* rename */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -112,8 +112,22 @@ static uint64_t name_hash_token(uint64_t h, uint32_t t) {
     for (int i = 0; i < 4; i++) h = rlxkv_fnv_byte(h, (unsigned char)(t >> (8 * i)));
     return h;
 }
+/* v in lowercase hex, at least min_digits (zero-padded), at p; returns the
+ * end. The store's only formatting: it keeps the printf family (several KB
+ * of wasm) out of the build. */
+static char *put_hex(char *p, uint64_t v, int min_digits) {
+    char digits[16];
+    int n = 0;
+    do {
+        digits[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v || n < min_digits);
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
 static void name_from_hash(uint64_t h, char name[32]) {
-    snprintf(name, 32, "%016" PRIx64 SUFFIX, rlxkv_fnv_final(h));
+    memcpy(put_hex(name, rlxkv_fnv_final(h), 16), SUFFIX, SUFFIX_LEN + 1);
 }
 
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]) {
@@ -367,8 +381,18 @@ int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint)
      * could pick one name; the loser takes the next. ".tmp" keeps it out of
      * every listing. */
     for (int tries = 0;; tries++) {
-        snprintf(tmp_name, sizeof tmp_name, "%s.%lx-%" PRIxPTR "-%" PRIx64 ".tmp", name,
-                 (unsigned long)getpid(), (uintptr_t)s, s->seq++);
+        /* name "." pid "-" handle "-" seq ".tmp": at most 22 + 3 * 17 + 4
+         * characters, within NAME_CAP. */
+        size_t n = strlen(name);
+        char *p = tmp_name + n;
+        memcpy(tmp_name, name, n);
+        *p++ = '.';
+        p = put_hex(p, (uint64_t)getpid(), 1);
+        *p++ = '-';
+        p = put_hex(p, (uint64_t)(uintptr_t)s, 1);
+        *p++ = '-';
+        p = put_hex(p, s->seq++, 1);
+        memcpy(p, ".tmp", 5);
         join(s, s->tmp, tmp_name);
         fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (fd >= 0) break;
@@ -407,14 +431,11 @@ int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c) {
  * Read / load
  * ---------------------------------------------------------------------- */
 
-/* Decodes a file's bytes, and refuses a valid blob whose file name is not
- * the one its own fingerprint and tokens give: a renamed file or a hash
+/* Refuses a decoded blob (rc, *out, its fingerprint fp) whose file name is
+ * not the one its own fingerprint and tokens give: a renamed file or a hash
  * collision must never answer for other tokens. */
-static int decode_named(const char *name, const uint8_t *buf, size_t len,
-                        const uint64_t *expect_fp, rlxkv_entry **out) {
+static int check_name(const char *name, int rc, uint64_t fp, rlxkv_entry **out) {
     char want[32];
-    uint64_t fp = 0;
-    int rc = rlxkv_decode(buf, len, expect_fp, out, &fp);
     if (rc != RLXKV_OK) return rc;
     rlxkv_blob_name(fp, (*out)->tokens, (*out)->n_tokens, want);
     if (strcmp(want, name) != 0) {
@@ -425,21 +446,44 @@ static int decode_named(const char *name, const uint8_t *buf, size_t len,
     return RLXKV_OK;
 }
 
-/* decode_named's verdict, building the entry only when out is given (the
- * blobs that load leaves out are judged, not decoded). Stale is, as in
- * rlxkv_decode, a right magic with another fingerprint, whatever follows. */
-static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp,
-                 rlxkv_entry **out) {
-    rlxkv_blob_meta m;
-    char want[32];
-    uint64_t blob_fp;
-    int rc;
-    if (out) return decode_named(name, buf, len, &fp, out);
-    if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
-    rc = rlxkv_inspect(buf, len, &m);
-    if (rc) return rc;
-    blob_name_of(buf, &m, want);
-    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
+/* Decodes a file's bytes in memory, named as check_name requires. */
+static int decode_named(const char *name, const uint8_t *buf, size_t len,
+                        const uint64_t *expect_fp, rlxkv_entry **out) {
+    uint64_t fp = 0;
+    int rc = rlxkv_decode(buf, len, expect_fp, out, &fp);
+    return check_name(name, rc, fp, out);
+}
+
+/* An open file as the decoder's source: exactly n bytes per call, short
+ * reads resumed. Ending early means the file is not the size stat gave. */
+typedef struct file_src {
+    rlxkv_store *s;
+    int fd;
+    int resized;
+} file_src;
+
+static int read_exact(void *ctx, uint8_t *dst, size_t n) {
+    file_src *f = ctx;
+    while (n) {
+        size_t want = n < IO_CHUNK ? n : IO_CHUNK;
+        long got = f->s->io.read(f->s->io.ctx, f->fd, dst, want);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return io_status(errno);
+        }
+        if (got == 0) {
+            f->resized = 1;
+            return RLXKV_ERR_TRUNCATED;
+        }
+        if ((size_t)got > want) return RLXKV_ERR_IO;
+        dst += got;
+        n -= (size_t)got;
+    }
+    return RLXKV_OK;
+}
+
+static int is_format_error(int rc) {
+    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT;
 }
 
 /* A file this host could hold in memory at all: larger ones (beyond a
@@ -450,23 +494,72 @@ static size_t size_hint_of(uint64_t size) {
     return size < SIZE_MAX ? (size_t)size : SIZE_MAX;
 }
 
-int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
-                     rlxkv_entry **out) {
-    struct stat st;
+/* Decodes the blob file at s->path (size bytes, by stat) straight into its
+ * entry: header and lengths first, then each block read into place, so the
+ * bytes are copied once (no whole-file buffer to decode from). The verdict
+ * is always that of the bytes in the file: if the file turns out to have
+ * another size, or the blob is refused (rare: no shortcut needed), the
+ * whole file is read into a buffer and judged again from there. */
+static int load_file(rlxkv_store *s, const char *name, uint64_t size,
+                     const uint64_t *expect_fp, rlxkv_entry **out) {
+    file_src f = {s, -1, 0};
+    rlxkv_src src = {NULL, size, read_exact, &f};
+    uint64_t fp = 0;
     uint8_t *buf;
     size_t len;
     int rc;
+
+    *out = NULL;
+    if (readable(size)) {
+        f.fd = s->io.open(s->io.ctx, s->path, O_RDONLY | O_CLOEXEC, 0);
+        if (f.fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+        rc = rlxkv_decode_src(&src, expect_fp, out, NULL, &fp);
+        if (rc == RLXKV_OK) { /* the file must end where its size said */
+            uint8_t extra;
+            long n;
+            while ((n = s->io.read(s->io.ctx, f.fd, &extra, 1)) < 0 && errno == EINTR) {}
+            if (n < 0) rc = io_status(errno);
+            else if (n) f.resized = 1;
+            if (rc || n) {
+                rlxkv_entry_free(*out);
+                *out = NULL;
+            }
+        }
+        s->io.close(s->io.ctx, f.fd); /* read-only: nothing to lose */
+        if (!f.resized && !is_format_error(rc)) return check_name(name, rc, fp, out);
+    }
+    rc = read_file(s, s->path, size_hint_of(size), &buf, &len);
+    if (rc) return rc;
+    rc = decode_named(name, buf, len, expect_fp, out);
+    free(buf);
+    return rc;
+}
+
+/* The verdict load_file would give, without building the entry (the blobs
+ * that load leaves out are judged, not decoded). Stale is, as in
+ * rlxkv_decode, a right magic with another fingerprint, whatever follows. */
+static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp) {
+    rlxkv_blob_meta m;
+    char want[32];
+    uint64_t blob_fp;
+    int rc;
+    if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
+    rc = rlxkv_inspect(buf, len, &m);
+    if (rc) return rc;
+    blob_name_of(buf, &m, want);
+    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
+}
+
+int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
+                     rlxkv_entry **out) {
+    struct stat st;
 
     if (!out) return RLXKV_ERR_INVALID;
     *out = NULL;
     if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
     join(s, s->path, name);
     if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
-    rc = read_file(s, s->path, size_hint_of(st.st_size > 0 ? (uint64_t)st.st_size : 0), &buf, &len);
-    if (rc) return rc;
-    rc = decode_named(name, buf, len, expect_fp, out);
-    free(buf);
-    return rc;
+    return load_file(s, name, st.st_size > 0 ? (uint64_t)st.st_size : 0, expect_fp, out);
 }
 
 int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) {
@@ -506,9 +599,11 @@ int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) 
             r.corrupt++;
             continue;
         }
-        rc = read_file(s, join(s, s->path, v[i].name), size_hint_of(v[i].size), &buf, &len);
-        if (rc == RLXKV_OK) {
-            rc = judge(v[i].name, buf, len, fp, full ? NULL : &e);
+        join(s, s->path, v[i].name);
+        if (!full) {
+            rc = load_file(s, v[i].name, v[i].size, &fp, &e);
+        } else if ((rc = read_file(s, s->path, size_hint_of(v[i].size), &buf, &len)) == RLXKV_OK) {
+            rc = judge(v[i].name, buf, len, fp);
             free(buf);
         }
         if (rc == RLXKV_ERR_NOMEM) goto fail;
