@@ -30,8 +30,9 @@ status (ok, stale for the given fingerprint, corrupt), then totals. Without
 --fingerprint, every valid blob is ok.`,
   prune: `usage: rlxkv prune DIR [--fingerprint HEX] [--max-bytes N] [--dry-run]
 Removes corrupt blobs, blobs of other fingerprints (when --fingerprint is
-given), then the oldest blobs until they total at most N bytes. Prints what
-it removed (or would, with --dry-run).`,
+given), then the oldest blobs until they total at most N bytes, and the
+temporary files of saves that crashed (over an hour old). Prints the blobs
+it removed (or would, with --dry-run, which removes nothing).`,
   tokens: `usage: rlxkv tokens FILE
 Prints the blob's token ids as a JSON array.`,
   rewrite: `usage: rlxkv rewrite IN OUT

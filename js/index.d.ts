@@ -185,6 +185,7 @@ export interface Store {
   /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. */
   list(fingerprint?: Fingerprint): BlobInfo[];
   /** Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the oldest until maxBytes. */
+  /** Also deletes temporary files that crashed saves left (over an hour old); the report counts blobs. */
   prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): PruneReport;
   /** Makes an IndexedDB prune durable. */
   sync(): Promise<void>;

@@ -286,7 +286,9 @@ int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO
  * of `fingerprint` until its files total at most max_bytes (SIZE_MAX: no
  * budget; stale files kept under KEEP_STALE do not count). Blobs of entries
  * currently in `keep` (may be NULL; with KEEP_PINNED, only its pinned
- * entries) are never removed. report may be NULL. */
+ * entries) are never removed. Unless DRY_RUN, it also deletes temporary
+ * files that crashed saves left (over an hour old; not in the report).
+ * report may be NULL. */
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report);

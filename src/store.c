@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -37,6 +38,9 @@
 #define IO_CHUNK ((size_t)1 << 30)
 /* Temporary names tried before a save gives up (each a new name). */
 #define TMP_TRIES 16
+/* A temporary file this old (seconds) is a crashed save's, not a live
+ * one's: prune removes it. A save writes its file in one go. */
+#define TMP_ABANDONED_AGE 3600
 
 struct rlxkv_store {
     rlxkv_io io;
@@ -154,6 +158,26 @@ static int valid_name(const char *name) {
 static int is_blob_name(const char *name) {
     size_t n = strlen(name);
     return n > SUFFIX_LEN && n < 32 && !strcmp(name + n - SUFFIX_LEN, SUFFIX);
+}
+
+/* Skips one run of lowercase hex digits; NULL if there is none. */
+static const char *skip_hex(const char *p) {
+    const char *q = p;
+    while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')) q++;
+    return q > p ? q : NULL;
+}
+
+/* A name rlxkv_store_save gives its temporary files, exactly:
+ * <16 hex>.rlxkv.<hex>-<hex>-<hex>.tmp. Nothing else is ever swept. */
+static int is_temp_name(const char *name) {
+    const char *p = skip_hex(name);
+    if (!p || p - name != 16 || strncmp(p, SUFFIX ".", SUFFIX_LEN + 1)) return 0;
+    p += SUFFIX_LEN + 1;
+    for (int i = 0; i < 3; i++) {
+        if (!(p = skip_hex(p))) return 0;
+        if (i < 2 && *p++ != '-') return 0;
+    }
+    return !strcmp(p, ".tmp");
 }
 
 /* dir + '/' + name into dst (sized for any valid name). */
@@ -794,6 +818,24 @@ static int cmp_oldest_first(const void *a, const void *b) {
     return strcmp(x->info->name, y->info->name);
 }
 
+/* Removes the temporary files of saves that crashed (a process killed
+ * between create and rename): older than TMP_ABANDONED_AGE, so a save in
+ * progress in another process keeps its own. Best effort: what cannot be
+ * read or removed stays for the next prune. */
+static void sweep_abandoned_temps(rlxkv_store *s) {
+    DIR *dir = opendir(s->dir);
+    struct dirent *d;
+    time_t now = time(NULL);
+    if (!dir) return;
+    while ((d = readdir(dir))) {
+        struct stat st;
+        if (!is_temp_name(d->d_name) || strlen(d->d_name) >= NAME_CAP) continue;
+        if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (now - st.st_mtime > TMP_ABANDONED_AGE) s->io.unlink(s->io.ctx, s->path);
+    }
+    closedir(dir);
+}
+
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report) {
@@ -809,6 +851,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
     memset(&r, 0, sizeof r);
     if (report) *report = r;
     if (!s) return RLXKV_ERR_INVALID;
+    if (!(flags & RLXKV_PRUNE_DRY_RUN)) sweep_abandoned_temps(s);
     rc = rlxkv_store_list(s, fingerprint, &info, &n);
     if (rc) return rc;
     rc = keep_names(keep, (flags & RLXKV_PRUNE_KEEP_PINNED) != 0, &kept, &n_kept);

@@ -1037,6 +1037,46 @@ static void test_prune(void) {
 
 /* Within one second, the nanoseconds decide which blob is older (for
  * prune and load alike), not the name. */
+/* A save killed between creating its temporary file and the rename leaves
+ * the file behind: prune removes it once it is an hour old, and removes
+ * nothing else that is not a blob. */
+static void test_prune_sweeps_abandoned_temps(void) {
+    char *dir = tmpdir_new();
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_entry *e = make_entry(1, 3, 1, 2);
+    rlxkv_prune_report r;
+    const char *crashed = "0123456789abcdef.rlxkv.2a-7f00aa-3.tmp";
+    const char *in_progress = "0123456789abcdef.rlxkv.2b-7f00bb-0.tmp";
+    const char *not_ours[] = {"notes.tmp", "0123456789abcdef.rlxkv.1-2.tmp",
+                              "0123456789abcdef.rlxkv.1-2-3.tmp.bak", "0123456789ABCDEF.rlxkv.1-2-3.tmp"};
+    time_t two_hours_ago = time(NULL) - 7200;
+    CHECK_EQ(rlxkv_store_save(s, e, FP_A), RLXKV_OK);
+    spit(dir, crashed, "RLXKV0", 6);
+    set_mtime(dir, crashed, two_hours_ago);
+    spit(dir, in_progress, "RLXKV0", 6);
+    for (int i = 0; i < 4; i++) {
+        spit(dir, not_ours[i], "x", 1);
+        set_mtime(dir, not_ours[i], two_hours_ago);
+    }
+    /* A dry run touches nothing. */
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, RLXKV_PRUNE_DRY_RUN, NULL, &r), RLXKV_OK);
+    CHECK(exists(dir, crashed));
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, SIZE_MAX, 0, NULL, &r), RLXKV_OK);
+    CHECK_EQ(r.removed, 0); /* the report counts blobs */
+    CHECK_EQ(r.kept, 1);
+    CHECK(!exists(dir, crashed));
+    CHECK(exists(dir, in_progress));
+    for (int i = 0; i < 4; i++) CHECK(exists(dir, not_ours[i]));
+    /* The blob is untouched and still loads. */
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report lr = load_into(dir, c, RLXKV_OK);
+    CHECK_EQ(lr.loaded, 1);
+    rlxkv_cache_free(c);
+    rlxkv_entry_free(e);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
 static void test_same_second(void) {
     char *dir = tmpdir_new();
     char nm[2][32];
@@ -1410,6 +1450,7 @@ int main(void) {
     RUN(test_prune);
     RUN(test_prune_unlink_failure);
     RUN(test_same_second);
+    RUN(test_prune_sweeps_abandoned_temps);
     RUN(test_cap_limited_load);
     RUN(test_stream_load_agrees);
     RUN(test_stream_load_resized);

@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, readdirSync, copyFileSync } from 'node:fs';
+import { readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
@@ -95,6 +95,25 @@ test('prune without a fingerprint budgets every blob, oldest first', async () =>
   assert.match(r.out, /removed 2 blobs/);
   const ls = JSON.parse(rlxkv('ls', '--json', '--fingerprint', '3', dir).out);
   assert.deepEqual(ls.blobs.map((b) => b.status), ['ok'], 'the newest stays');
+});
+
+test('prune also removes what a save killed mid-write left behind', async () => {
+  const dir = tempDir();
+  const rlx = await init();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 7n, storage: 'fs', path: dir });
+  cache.insert([1, 2, 3], kvFor(3));
+  await cache.close();
+  const [blob] = readdirSync(dir);
+  const crashed = `${blob}.2a-7f00aa-3.tmp`, inProgress = `${blob}.2a-7f00aa-4.tmp`;
+  for (const name of [crashed, inProgress, 'notes.tmp']) writeFileSync(join(dir, name), 'RLXKV0');
+  const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
+  utimesSync(join(dir, crashed), twoHoursAgo, twoHoursAgo);
+  utimesSync(join(dir, 'notes.tmp'), twoHoursAgo, twoHoursAgo);
+  assert.equal(rlxkv('prune', dir, '--dry-run').code, 0);
+  assert.equal(readdirSync(dir).length, 4, 'a dry run removes nothing');
+  const r = rlxkv('prune', dir);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(readdirSync(dir).sort(), [blob, inProgress, 'notes.tmp'].sort());
 });
 
 test('clear errors, never a stack trace', () => {
