@@ -164,6 +164,14 @@ static rlxkv_load_report load_into(const char *dir, rlxkv_cache *c, int expect_r
     return r;
 }
 
+/* How many of the directory's blobs load into a fresh FP_A cache. */
+static size_t loadable(const char *dir) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
+    rlxkv_load_report r = load_into(dir, c, RLXKV_OK);
+    rlxkv_cache_free(c);
+    return r.loaded;
+}
+
 /* ---------------------------------------------------------------------- *
  * A fault-injecting rlxkv_io over POSIX
  * ---------------------------------------------------------------------- */
@@ -921,10 +929,7 @@ static void test_fault_flush(void) {
     CHECK_EQ(count_others(dir), 0);
     CHECK_EQ(rlxkv_store_flush(p, c), RLXKV_OK);
     CHECK_EQ(count_blobs(dir), 3);
-    rlxkv_cache *d = rlxkv_cache_new(1 << 20, FP_A);
-    rlxkv_load_report r = load_into(dir, d, RLXKV_OK);
-    CHECK_EQ(r.loaded, 3);
-    rlxkv_cache_free(d);
+    CHECK_EQ(loadable(dir), 3);
     rlxkv_cache_free(c);
     rlxkv_store_close(s);
     rlxkv_store_close(p);
@@ -1067,11 +1072,7 @@ static void test_prune_sweeps_abandoned_temps(void) {
     CHECK(!exists(dir, crashed));
     CHECK(exists(dir, in_progress));
     for (int i = 0; i < 4; i++) CHECK(exists(dir, not_ours[i]));
-    /* The blob is untouched and still loads. */
-    rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
-    rlxkv_load_report lr = load_into(dir, c, RLXKV_OK);
-    CHECK_EQ(lr.loaded, 1);
-    rlxkv_cache_free(c);
+    CHECK_EQ(loadable(dir), 1); /* the blob is untouched */
     rlxkv_entry_free(e);
     rlxkv_store_close(s);
     rm_rf(dir);
@@ -1155,10 +1156,8 @@ static void test_prune_unlink_failure(void) {
         }
         CHECK_EQ(intact, 7 - r.removed);
         snap_free(&sn);
-        rlxkv_cache *c = rlxkv_cache_new(1 << 20, FP_A);
-        rlxkv_load_report lr = load_into(dir, c, RLXKV_OK);
-        CHECK(lr.loaded >= 2 && lr.loaded <= 4);
-        rlxkv_cache_free(c);
+        size_t loaded = loadable(dir);
+        CHECK(loaded >= 2 && loaded <= 4);
         /* finishing the job with working unlinks */
         rlxkv_store *p = rlxkv_store_open(dir, NULL, NULL);
         CHECK_EQ(rlxkv_store_prune(p, FP_A, 2 * bb, 0, NULL, &r), RLXKV_OK);
