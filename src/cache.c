@@ -1,5 +1,5 @@
 /* The cache: a radix tree over token ids for prefix lookup, and two
- * intrusive lists of entries for recency and eviction.
+ * recency lists of entries (in an array of slots) for eviction.
  *
  * Tree. A node is reached through an edge labelled with a run of tokens
  * (node->label); node->depth counts the tokens from the root to the node's
@@ -9,7 +9,7 @@
  * two children (removal prunes and merges to keep it so): the tree has at
  * most 2 * entries + 1 nodes, and a prefix shared by many entries is stored
  * once. Children are kept sorted by their first token and found by binary
- * search.
+ * search, or, below a wide node, through a hash (see HASH_MIN_KIDS).
  *
  * Labels. No label is copied: node->label points into the tokens of an
  * entry in the node's subtree, its base, at offset depth - nlabel. Every
@@ -27,7 +27,8 @@
  * means following that list down: O(depth), never a scan of entries.
  *
  * Lists. Unpinned entries form an LRU list, pinned ones a list of their
- * own, both most recent first. Eviction takes the LRU tail: O(1).
+ * own, both most recent first, linked through slots (see Recency below).
+ * Eviction takes the LRU tail: O(1).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,9 +53,8 @@ struct node {
     size_t nkids;
     uint32_t *keys;           /* sorted; keys[i] == kids[i]->label[0] */
     node **kids;              /* in the same allocation as keys */
-    struct kid_hash *hash;    /* a wide node's index of kids by key, or
-                                 NULL (same allocation) */
-    size_t hmask;             /* hash slots - 1 */
+    struct kid_hash *hash;    /* a wide node's index of kids by key (2 *
+                                 cap slots, same allocation), or NULL */
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
     uint32_t slot;            /* the entry's recency slot */
     node *parent;
@@ -65,8 +65,8 @@ struct node {
 };
 
 /* Recency. Both lists live in one array of slots beside the tree, not in
- * the entries: a hit relinks three slots of a small dense array (16 bytes
- * an entry, in L2 at 10,000 entries) instead of writing into two
+ * the entries: a hit relinks three slots of a small dense array (24 bytes
+ * an entry, 16 in wasm; in L2 at 10,000 entries) instead of writing into two
  * neighbouring entries, which sit kilobytes apart in cold memory. Slot
  * LRU heads the unpinned list and slot PINNED the pinned one; each list is
  * circular through its head, most recent first. Free slots are chained
@@ -230,6 +230,9 @@ static void prefetch_span(const uint32_t *t, size_t n) {
  * address, so no fixed set of token ids collides in every process. */
 #define HASH_MIN_KIDS 64
 
+/* The hash has 2 * cap slots, a power of two. */
+static size_t hash_mask(const node *x) { return 2 * x->cap - 1; }
+
 static size_t hash_home(const node *x, uint32_t t) {
     uint32_t h = t ^ (uint32_t)((uintptr_t)x >> 4);
     h ^= h >> 16;
@@ -237,11 +240,11 @@ static size_t hash_home(const node *x, uint32_t t) {
     h ^= h >> 15;
     h *= 0x846ca68bU;
     h ^= h >> 16;
-    return h & x->hmask;
+    return h & hash_mask(x);
 }
 
 static node *hash_find(const node *x, uint32_t t) {
-    for (size_t i = hash_home(x, t);; i = (i + 1) & x->hmask) {
+    for (size_t i = hash_home(x, t);; i = (i + 1) & hash_mask(x)) {
         const struct kid_hash *h = &x->hash[i];
         if (!h->kid || h->key == t) return h->kid;
     }
@@ -250,7 +253,7 @@ static node *hash_find(const node *x, uint32_t t) {
 /* Sets the kid for key t, adding it if new. */
 static void hash_put(node *x, uint32_t t, node *k) {
     size_t i = hash_home(x, t);
-    while (x->hash[i].kid && x->hash[i].key != t) i = (i + 1) & x->hmask;
+    while (x->hash[i].kid && x->hash[i].key != t) i = (i + 1) & hash_mask(x);
     x->hash[i].key = t;
     x->hash[i].kid = k;
 }
@@ -259,9 +262,9 @@ static void hash_put(node *x, uint32_t t, node *k) {
  * (no tombstones, so probes stay short). */
 static void hash_del(node *x, uint32_t t) {
     size_t i = hash_home(x, t);
-    while (x->hash[i].key != t || !x->hash[i].kid) i = (i + 1) & x->hmask;
+    while (x->hash[i].key != t || !x->hash[i].kid) i = (i + 1) & hash_mask(x);
     for (size_t j = i;;) {
-        j = (j + 1) & x->hmask;
+        j = (j + 1) & hash_mask(x);
         if (!x->hash[j].kid) break;
         size_t home = hash_home(x, x->hash[j].key);
         /* j's entry may move to i unless its home lies cyclically in (i, j]. */
@@ -297,7 +300,6 @@ static int kids_resize(node *x, size_t cap) {
     x->keys = keys;
     x->cap = cap;
     x->hash = nhash ? hash : NULL;
-    x->hmask = nhash ? nhash - 1 : 0;
     if (nhash) {
         memset(hash, 0, nhash * sizeof *hash);
         for (size_t i = 0; i < x->nkids; i++) hash_put(x, keys[i], kids[i]);
@@ -600,7 +602,7 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
     r->kids = NULL;
     r->keys = NULL;
     r->hash = NULL;
-    r->cap = r->hmask = 0;
+    r->cap = 0;
     r->nkids = 0;
     r->rm = 0;
     r->rm_head = NULL;
@@ -890,7 +892,7 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
     if (!x->hash != (x->cap < HASH_MIN_KIDS)) return 0;
     if (x->hash) {
         size_t used = 0;
-        for (size_t i = 0; i <= x->hmask; i++) used += x->hash[i].kid != NULL;
+        for (size_t i = 0; i <= hash_mask(x); i++) used += x->hash[i].kid != NULL;
         if (used != x->nkids) return 0;
     }
     for (size_t i = 0; i < x->nkids; i++) {
@@ -980,7 +982,7 @@ size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
     /* Preorder, as above. */
     for (;;) {
         bytes += sizeof *x + x->cap * (sizeof *x->kids + sizeof *x->keys);
-        if (x->hash) bytes += (x->hmask + 1) * sizeof *x->hash;
+        if (x->hash) bytes += 2 * x->cap * sizeof *x->hash;
         if (x->nkids) {
             x = x->kids[0];
             continue;

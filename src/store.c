@@ -315,12 +315,17 @@ static long mtime_ns_of(const struct stat *st) {
 }
 
 /* The directory's regular files named like blobs (*.rlxkv, short enough
- * for rlxkv_blob_info.name). Temporary files end in ".tmp" and are not. */
-static int scan(rlxkv_store *s, cand **out, size_t *n_out) {
+ * for rlxkv_blob_info.name). Temporary files end in ".tmp" and are not.
+ * With sweep, the walk also removes the temporary files of saves that
+ * crashed (a process killed between create and rename): older than
+ * TMP_ABANDONED_AGE, so a save in progress elsewhere keeps its own. Best
+ * effort: what cannot be removed stays for the next sweep. */
+static int scan(rlxkv_store *s, int sweep, cand **out, size_t *n_out) {
     cand *v = NULL;
     size_t n = 0, cap = 0;
     struct dirent *d;
     DIR *dir;
+    time_t now = time(NULL);
     int rc = RLXKV_OK;
 
     *out = NULL;
@@ -334,9 +339,14 @@ static int scan(rlxkv_store *s, cand **out, size_t *n_out) {
             if (errno) rc = io_status(errno);
             break;
         }
-        if (!is_blob_name(d->d_name)) continue;
+        int temp = sweep && is_temp_name(d->d_name) && strlen(d->d_name) < NAME_CAP;
+        if (!temp && !is_blob_name(d->d_name)) continue;
         /* d_type is not reliable everywhere (Emscripten): stat. */
         if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (temp) {
+            if (now - st.st_mtime > TMP_ABANDONED_AGE) s->io.unlink(s->io.ctx, s->path);
+            continue;
+        }
         if (n == cap) {
             size_t nc = cap ? 2 * cap : 16;
             cand *nv = nc < SIZE_MAX / sizeof *nv ? realloc(v, nc * sizeof *nv) : NULL;
@@ -559,19 +569,24 @@ static int load_file(rlxkv_store *s, const char *name, uint64_t size,
     return rc;
 }
 
+/* Validates a blob in memory (*m filled) and that the file is named after
+ * its fingerprint and tokens: CORRUPT otherwise (see check_name). */
+static int inspect_named(const char *name, const uint8_t *buf, size_t len, rlxkv_blob_meta *m) {
+    char want[32];
+    int rc = rlxkv_inspect(buf, len, m);
+    if (rc) return rc;
+    blob_name_of(buf, m, want);
+    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
+}
+
 /* The verdict load_file would give, without building the entry (the blobs
  * that load leaves out are judged, not decoded). Stale is, as in
  * rlxkv_decode, a right magic with another fingerprint, whatever follows. */
 static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp) {
     rlxkv_blob_meta m;
-    char want[32];
     uint64_t blob_fp;
-    int rc;
     if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
-    rc = rlxkv_inspect(buf, len, &m);
-    if (rc) return rc;
-    blob_name_of(buf, &m, want);
-    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
+    return inspect_named(name, buf, len, &m);
 }
 
 int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
@@ -603,7 +618,7 @@ int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) 
     cap = stats.cap_bytes;
     full = cap == 0; /* a disabled cache takes nothing */
 
-    rc = scan(s, &v, &n);
+    rc = scan(s, 0, &v, &n);
     if (rc) return rc;
     if (n && !(held = malloc(n * sizeof *held))) {
         free(v);
@@ -700,26 +715,31 @@ fail:
 /* ---------------------------------------------------------------------- *
  * List / remove / prune
  * ---------------------------------------------------------------------- */
-static int cmp_info_name(const void *a, const void *b) {
-    return strcmp(((const rlxkv_blob_info *)a)->name, ((const rlxkv_blob_info *)b)->name);
+static int cmp_cand_name(const void *a, const void *b) {
+    return strcmp(((const cand *)a)->name, ((const cand *)b)->name);
 }
 
-int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n_out) {
+/* rlxkv_store_list, and for prune: sweep (see scan) and, when mtime_ns is
+ * given, each blob's mtime nanoseconds beside it (malloc'd, in info's
+ * order), which rlxkv_blob_info lacks. */
+static int list(rlxkv_store *s, uint64_t fingerprint, int sweep, rlxkv_blob_info **out,
+                long **mtime_ns, size_t *n_out) {
     rlxkv_blob_info *info;
+    long *ns = NULL;
     size_t n = 0, k = 0;
     cand *v = NULL;
     int rc;
 
-    if (out) *out = NULL;
-    if (n_out) *n_out = 0;
-    if (!s || !out || !n_out) return RLXKV_ERR_INVALID;
-    rc = scan(s, &v, &n);
+    *out = NULL;
+    *n_out = 0;
+    if (mtime_ns) *mtime_ns = NULL;
+    rc = scan(s, sweep, &v, &n);
     if (rc) return rc;
+    /* In name order from the start, so that ns stays beside its info. */
+    if (n > 1) qsort(v, n, sizeof *v, cmp_cand_name);
     info = calloc(n ? n : 1, sizeof *info);
-    if (!info) {
-        free(v);
-        return RLXKV_ERR_NOMEM;
-    }
+    if (mtime_ns) ns = malloc((n ? n : 1) * sizeof *ns);
+    if (!info || (mtime_ns && !ns)) rc = RLXKV_ERR_NOMEM;
     for (size_t i = 0; i < n && rc == RLXKV_OK; i++) {
         rlxkv_blob_info *b = &info[k];
         rlxkv_blob_meta m;
@@ -730,6 +750,7 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out
         memcpy(b->name, v[i].name, sizeof b->name);
         b->file_bytes = size_hint_of(v[i].size);
         b->mtime = v[i].mtime;
+        if (ns) ns[k] = v[i].mtime_ns;
         if (!readable(v[i].size)) {
             b->status = RLXKV_BLOB_CORRUPT;
             b->error = RLXKV_ERR_NOMEM;
@@ -741,13 +762,8 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out
         if (frc == RLXKV_ERR_NOMEM || frc == RLXKV_ERR_NOTFOUND) continue; /* gone since the scan */
         k++;
         if (frc == RLXKV_OK) {
-            char want[32];
             b->file_bytes = len;
-            frc = rlxkv_inspect(buf, len, &m);
-            if (frc == RLXKV_OK) {
-                blob_name_of(buf, &m, want);
-                if (strcmp(want, b->name) != 0) frc = RLXKV_ERR_CORRUPT;
-            }
+            frc = inspect_named(b->name, buf, len, &m);
             free(buf);
         }
         if (frc) {
@@ -762,12 +778,20 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out
     free(v);
     if (rc) {
         free(info);
+        free(ns);
         return rc;
     }
-    if (k > 1) qsort(info, k, sizeof *info, cmp_info_name);
     *out = info;
     *n_out = k;
+    if (mtime_ns) *mtime_ns = ns;
     return RLXKV_OK;
+}
+
+int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n_out) {
+    if (out) *out = NULL;
+    if (n_out) *n_out = 0;
+    if (!s || !out || !n_out) return RLXKV_ERR_INVALID;
+    return list(s, fingerprint, 0, out, NULL, n_out);
 }
 
 int rlxkv_store_remove(rlxkv_store *s, const char *name) {
@@ -818,29 +842,12 @@ static int cmp_oldest_first(const void *a, const void *b) {
     return strcmp(x->info->name, y->info->name);
 }
 
-/* Removes the temporary files of saves that crashed (a process killed
- * between create and rename): older than TMP_ABANDONED_AGE, so a save in
- * progress in another process keeps its own. Best effort: what cannot be
- * read or removed stays for the next prune. */
-static void sweep_abandoned_temps(rlxkv_store *s) {
-    DIR *dir = opendir(s->dir);
-    struct dirent *d;
-    time_t now = time(NULL);
-    if (!dir) return;
-    while ((d = readdir(dir))) {
-        struct stat st;
-        if (!is_temp_name(d->d_name) || strlen(d->d_name) >= NAME_CAP) continue;
-        if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (now - st.st_mtime > TMP_ABANDONED_AGE) s->io.unlink(s->io.ctx, s->path);
-    }
-    closedir(dir);
-}
-
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report) {
     rlxkv_prune_report r;
     rlxkv_blob_info *info = NULL;
+    long *mtime_ns = NULL;
     char (*kept)[32] = NULL;
     size_t n = 0, n_kept = 0, n_victims = 0, n_ok = 0;
     size_t *victims = NULL;
@@ -851,8 +858,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
     memset(&r, 0, sizeof r);
     if (report) *report = r;
     if (!s) return RLXKV_ERR_INVALID;
-    if (!(flags & RLXKV_PRUNE_DRY_RUN)) sweep_abandoned_temps(s);
-    rc = rlxkv_store_list(s, fingerprint, &info, &n);
+    rc = list(s, fingerprint, !(flags & RLXKV_PRUNE_DRY_RUN), &info, &mtime_ns, &n);
     if (rc) return rc;
     rc = keep_names(keep, (flags & RLXKV_PRUNE_KEEP_PINNED) != 0, &kept, &n_kept);
     if (rc) goto done;
@@ -870,11 +876,9 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
             (info[i].status == RLXKV_BLOB_STALE && (flags & RLXKV_PRUNE_ANY_FINGERPRINT))) {
             fp_bytes += info[i].file_bytes;
             if (!guarded && max_bytes != SIZE_MAX) {
-                struct stat st;
                 ok[n_ok].info = &info[i];
                 ok[n_ok].idx = i;
-                ok[n_ok++].mtime_ns =
-                    stat(join(s, s->path, info[i].name), &st) == 0 ? mtime_ns_of(&st) : 0;
+                ok[n_ok++].mtime_ns = mtime_ns[i];
             }
         } else if (!guarded && (info[i].status == RLXKV_BLOB_CORRUPT ||
                                 !(flags & RLXKV_PRUNE_KEEP_STALE))) {
@@ -913,5 +917,6 @@ done:
     free(victims);
     free(kept);
     free(info);
+    free(mtime_ns);
     return rc;
 }
