@@ -10,7 +10,7 @@ import { RlxkvError } from '../web/errors.js';
 const MAGIC = [82, 76, 88, 75, 86, 48, 48, 49]; // 'RLXKV001'
 const HEAD = 32; // magic, fingerprint, past_len, n_tokens
 /** Whether this host stores floats little-endian, as blobs do: then a block's bytes are its floats. */
-export const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 // Throws 'decoding blob: truncated' (or bad magic, corrupt) unless ok.
 function need(ok, code = 'TRUNCATED') {
@@ -61,6 +61,9 @@ export function encodeBlob(tokens, blocks, fingerprint, out, bytewise = !LITTLE_
   return out.subarray(0, size);
 }
 
+/** The fingerprint of a blob whose head decodeBlob has accepted (16+ bytes). */
+export const blobFingerprint = (bytes) => new DataView(bytes.buffer, bytes.byteOffset + 8, 8).getBigUint64(0, true);
+
 /**
  * Decodes bytes (Uint8Array) to { fingerprint, pastLen, tokens, k, v }, or
  * null when expectFp (a bigint) is given and the blob's differs. Throws
@@ -76,7 +79,7 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
   need(MAGIC.every((m, i) => i >= len || bytes[i] === m), 'BAD_MAGIC');
   need(len >= 16);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
-  const fingerprint = dv.getBigUint64(8, true);
+  const fingerprint = blobFingerprint(bytes);
   // As the reference: another model's blob is stale whatever follows.
   if (expectFp !== undefined && fingerprint !== expectFp) return null;
   need(len >= HEAD);

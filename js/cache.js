@@ -2,9 +2,10 @@
 // backed by a store (a directory in Node, IndexedDB in browsers).
 import { RlxkvError } from '../web/errors.js';
 import { isNode, toSize } from '../web/core.js';
-import { Storage, PRUNE, autoStorage } from '../web/storage.js';
+import { Storage } from '../web/storage.js';
+import { serialQueue } from '../web/queue.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions } from './args.js';
-import { encodeBlob, decodeBlob } from './blob.js';
+import { encodeBlob, decodeBlob, blobFingerprint } from './blob.js';
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ core, ptr, hit, storage }) => {
@@ -20,7 +21,8 @@ export class Cache {
   #storage = null;
   #storageCap = Infinity;
   #hit;
-  #queue = Promise.resolve();
+  /** Runs fn after the cache's earlier storage work settled. */
+  #serialize = serialQueue();
   #token = {};
 
   /** @internal use rlx.createCache / rlx.openCache */
@@ -183,21 +185,14 @@ export class Cache {
     const core = this.#live();
     // K/V as views of the bytes where they are aligned (never of wasm
     // memory, which inserting reuses): insert's copy into wasm is the only one.
-    const entry = decodeBlob(bytes, this.#fp, bytes.buffer !== core.M.HEAPU8.buffer);
+    const entry = decodeBlob(bytes, this.#fp, !core.inHeap(bytes));
     if (!entry) {
-      const fp = new DataView(bytes.buffer, bytes.byteOffset + 8, 8).getBigUint64(0, true);
+      const fp = blobFingerprint(bytes);
       throw new RlxkvError('STALE', `blob is for fingerprint 0x${fp.toString(16)}, this cache is 0x${this.#fp.toString(16)}`);
     }
     this.insert(entry.tokens, entry);
     if (pin) this.pin(entry.tokens);
     return { tokens: entry.tokens.length, bytes: [...entry.k, ...entry.v].reduce((n, b) => n + b.byteLength, 0) };
-  }
-
-  /** Runs fn after the cache's earlier storage work settled. */
-  #serialize(fn) {
-    const run = this.#queue.then(fn, fn);
-    this.#queue = run.catch(() => {});
-    return run;
   }
 
   /**
@@ -209,9 +204,12 @@ export class Cache {
     if (!this.#storage) return;
     return this.#serialize(async () => {
       if (!this.#ptr) return;
-      await this.#storage.flush(this.#ptr);
-      if (this.#storageCap !== Infinity) {
-        this.#pruneToCap();
+      this.#storage.save(this.#ptr);
+      // Pruned before the sync, so that blobs the budget drops are never
+      // written to IndexedDB: one transaction with what stays.
+      try {
+        if (this.#storageCap !== Infinity) this.#pruneToCap();
+      } finally {
         await this.#storage.sync();
       }
     });
@@ -219,7 +217,7 @@ export class Cache {
 
   /** storageCapBytes is a real budget: only pinned entries' blobs are safe. */
   #pruneToCap() {
-    return this.#storage.prune(this.#fp, this.#storageCap, PRUNE.KEEP_STALE | PRUNE.KEEP_PINNED, this.#ptr);
+    return this.#storage.prune(this.#fp, { maxBytes: this.#storageCap, pinnedOnly: true }, this.#ptr);
   }
 
   /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status }]. */
@@ -238,8 +236,7 @@ export class Cache {
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     if (!this.#storage) return { removed: 0, removedBytes: 0, kept: 0, keptBytes: 0 };
     return this.#serialize(async () => {
-      const flags = (stale ? 0 : PRUNE.KEEP_STALE) | (dryRun ? PRUNE.DRY_RUN : 0);
-      const report = this.#storage.prune(this.#fp, maxBytes, flags, this.#ptr);
+      const report = this.#storage.prune(this.#fp, { maxBytes, stale, dryRun }, this.#ptr);
       if (!dryRun) await this.#storage.sync();
       return report;
     });
@@ -290,4 +287,3 @@ async function readSource(source) {
   return toBytes(source, 'source');
 }
 
-export { autoStorage };

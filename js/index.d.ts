@@ -184,8 +184,10 @@ export interface DecodeOptions {
 export interface Store {
   /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. */
   list(fingerprint?: Fingerprint): BlobInfo[];
-  /** Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the oldest until maxBytes. */
-  /** Also deletes temporary files that crashed saves left (over an hour old); the report counts blobs. */
+  /**
+   * Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the oldest until maxBytes.
+   * Also deletes temporary files that crashed saves left (over an hour old); the report counts blobs.
+   */
   prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): PruneReport;
   /** Makes an IndexedDB prune durable. */
   sync(): Promise<void>;
@@ -216,6 +218,6 @@ export interface InitOptions {
   newInstance?: boolean;
 }
 
-/** Instantiates the wasm module (once, unless newInstance). */
+/** Instantiates the wasm module: once, shared by later calls, unless newInstance, wasmBinary or locateFile is given. */
 export default function init(opts?: InitOptions): Promise<Rlxkv>;
 export { init };

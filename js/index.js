@@ -5,16 +5,17 @@
 //   const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint, storage: 'auto' });
 import { loadCore } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
-import { Cache, autoStorage } from './cache.js';
+import { Cache } from './cache.js';
 import { Store } from './store.js';
-import { Storage } from '../web/storage.js';
+import { Storage, autoStorage } from '../web/storage.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions } from './args.js';
 import { blobSize, encodeBlob, decodeBlob } from './blob.js';
 
 export { RlxkvError };
 
 /**
- * Instantiates the wasm module (once; later calls share it).
+ * Instantiates the wasm module: once, and later calls share it, unless
+ * opts gives newInstance, wasmBinary or locateFile (then a new instance).
  * @param {{wasmBinary?: ArrayBuffer|Uint8Array, locateFile?: (name: string, prefix: string) => string, newInstance?: boolean}} [opts]
  * @returns {Promise<Rlxkv>}
  */
@@ -88,6 +89,7 @@ class Rlxkv {
    */
   async openStore(path, opts = {}) {
     if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
+    toOptions(opts);
     const kind = !opts.storage || opts.storage === 'auto' ? autoStorage() : opts.storage;
     if (kind !== 'fs' && kind !== 'idb') throw new RangeError(`storage must be 'fs' or 'idb' here, got ${String(kind)}`);
     return new Store(await Storage.open(this.#core, kind, path));
@@ -124,7 +126,7 @@ class Rlxkv {
     toOptions(opts);
     const expect = opts.fingerprint === undefined ? undefined : toFingerprint(opts.fingerprint);
     // Never hand out views of wasm memory: the cache reuses it.
-    const view = !!opts.view && b.buffer !== this.#core.M.HEAPU8.buffer;
+    const view = !!opts.view && !this.#core.inHeap(b);
     return decodeBlob(b, expect, view);
   }
 

@@ -1,5 +1,4 @@
 // Store: the blobs of a directory or IndexedDB mount, without a cache.
-import { PRUNE } from '../web/storage.js';
 import { toFingerprint, toByteCount } from './args.js';
 
 export class Store {
@@ -37,8 +36,7 @@ export class Store {
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    const flags = (any ? PRUNE.ANY_FINGERPRINT : 0) | (stale && !any ? 0 : PRUNE.KEEP_STALE) | (dryRun ? PRUNE.DRY_RUN : 0);
-    return storage.prune(fp, maxBytes, flags, 0);
+    return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
   }
 
   sync() { return this.#live().sync(); }

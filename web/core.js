@@ -10,7 +10,7 @@ export const isNode =
   typeof window === 'undefined';
 
 /** size_t's largest value in wasm32: "no limit" for byte counts. */
-export const SIZE_MAX = 0xffffffff;
+const SIZE_MAX = 0xffffffff;
 /** A non-negative byte count as a wasm32 size_t (larger ones saturate). */
 export const toSize = (n) => Math.min(n, SIZE_MAX);
 
@@ -58,6 +58,8 @@ export class Core {
   get u8() { return this.M.HEAPU8; }
   get u32() { return this.M.HEAPU32; }
   get f32() { return this.M.HEAPF32; }
+  /** Whether a typed array lies in wasm memory (which the cache reuses). */
+  inHeap(view) { return view.buffer === this.M.HEAPU8.buffer; }
 
   alloc(bytes) {
     const p = this.M._malloc(Math.max(bytes, 1)) >>> 0;
@@ -103,10 +105,10 @@ export class Core {
     return fn(this.scratch, tokens.length);
   }
 
-  hash64(bytes, seed = 0n) {
+  hash64(bytes) {
     const p = this.alloc(bytes.length);
     this.u8.set(bytes, p);
-    try { return BigInt.asUintN(64, this.M._rlxkv_hash64(p, bytes.length, seed)); }
+    try { return BigInt.asUintN(64, this.M._rlxkv_hash64(p, bytes.length, 0n)); }
     finally { this.free(p); }
   }
 
@@ -216,12 +218,13 @@ export class Core {
  * views, so each getter re-derives them from the current buffer.
  */
 class HeapView {
+  #c;
   constructor(core, matched, tokSpan, spans, layers) {
     this.matched = matched;
-    Object.defineProperty(this, '_c', { value: { core, tokSpan, spans, layers, buf: null } });
+    this.#c = { core, tokSpan, spans, layers, buf: null };
   }
-  _derive() {
-    const c = this._c;
+  #derive() {
+    const c = this.#c;
     const buf = c.core.M.HEAPU8.buffer;
     if (c.buf !== buf) {
       const f32 = c.core.f32, u32 = c.core.u32;
@@ -233,7 +236,7 @@ class HeapView {
     }
     return c;
   }
-  get tokens() { return this._derive().tokens; }
-  get k() { return this._derive().k; }
-  get v() { return this._derive().v; }
+  get tokens() { return this.#derive().tokens; }
+  get k() { return this.#derive().k; }
+  get v() { return this.#derive().v; }
 }

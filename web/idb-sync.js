@@ -1,5 +1,5 @@
-// Mirrors an IDBFS mount to IndexedDB, replacing Emscripten 3.1.6's
-// FS.syncfs for it. Same database layout as IDBFS (one database named by the
+// Mirrors a MEMFS mount to IndexedDB, in place of Emscripten 3.1.6's IDBFS
+// and its FS.syncfs. Same database layout as IDBFS (one database named by the
 // mount path, store FILE_DATA keyed by absolute path, records
 // {timestamp, mode, contents}), but safe where 3.1.6's reconcile is not:
 //   - it merges instead of mirroring: restore never deletes local files, and
@@ -12,6 +12,7 @@
 //   - calls are serialized per mirror, saves under a Web Lock across tabs
 //     where the Locks API exists, and the connection is closed on close().
 import { RlxkvError } from './errors.js';
+import { serialQueue } from './queue.js';
 
 const STORE = 'FILE_DATA';
 const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
@@ -44,7 +45,7 @@ function committed(tx) {
 export class IdbMirror {
   /**
    * @param {object} FS Emscripten's FS
-   * @param {string} mountpoint absolute path of the IDBFS mount
+   * @param {string} mountpoint absolute path of the mount
    * @param {IDBFactory} factory
    */
   constructor(FS, mountpoint, factory) {
@@ -56,14 +57,8 @@ export class IdbMirror {
     // file and rename it, so a changed file is always a new node, even
     // within the same millisecond (where an mtime check would miss it).
     this.synced = new Map();
-    this.queue = Promise.resolve();
-  }
-
-  /** Runs fn after every earlier call on this mirror has settled. */
-  serialize(fn) {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => {});
-    return run;
+    /** Runs fn after every earlier call on this mirror has settled. */
+    this.serialize = serialQueue();
   }
 
   async openDb() {
@@ -110,8 +105,8 @@ export class IdbMirror {
       }
       const { FS } = this;
       const prefix = this.mountpoint.endsWith('/') ? this.mountpoint : this.mountpoint + '/';
-      const order = keys.map((k, i) => i).sort((a, b) => (keys[a] < keys[b] ? -1 : 1));
-      for (const i of order) {
+      // getAllKeys gives keys in ascending order: a directory before its files.
+      for (let i = 0; i < keys.length; i++) {
         const path = String(keys[i]);
         const rec = values[i];
         if (!path.startsWith(prefix) || !rec) continue;

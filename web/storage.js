@@ -1,12 +1,13 @@
 // Where blobs live: the C store (src/store.c) opened on a directory of the
-// Emscripten file system, mounted on a real directory (NODEFS, Node) or on an
-// IDBFS mount mirrored to IndexedDB (browsers, workers, fake-indexeddb).
+// Emscripten file system, mounted on a real directory (NODEFS, Node) or on a
+// MEMFS mount mirrored to IndexedDB by idb-sync.js (browsers, workers,
+// fake-indexeddb).
 import { RlxkvError } from './errors.js';
 import { IdbMirror } from './idb-sync.js';
 import { isNode, toSize } from './core.js';
 
 /** rlxkv_store_prune's flags (src/rlxkv.h). */
-export const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
+const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
 
 /** Mounts shared by the stores of one module instance, counted. */
 const mountsOf = new WeakMap();
@@ -55,9 +56,10 @@ async function mountIdb(core, path) {
   const key = `idb:${path}`;
   let mnt = m.byKey.get(key);
   if (!mnt) {
-    const { FS, IDBFS } = core.M;
+    const { FS } = core.M;
     FS.mkdirTree(path);
-    FS.mount(IDBFS, {}, path);
+    // Plain MEMFS: the mirror, not Emscripten's IDBFS, syncs it.
+    FS.mount(FS.filesystems.MEMFS, {}, path);
     mnt = { key, point: path, refs: 0, mirror: new IdbMirror(FS, path, factory) };
     m.byKey.set(key, mnt);
   }
@@ -118,14 +120,13 @@ export class Storage {
     }
   }
 
-  /** Saves dirty entries, then makes them durable (IndexedDB). */
-  async flush(cache) {
+  /** Saves dirty entries to the mount; sync() makes them durable. */
+  save(cache) {
     const st = this.core.M._rlxkv_store_flush(this.ptr, cache);
     if (st < 0) throw this.core.fail(st, 'flushing the cache');
-    if (this.mnt.mirror) await this.mnt.mirror.persist();
   }
 
-  /** Makes deletions durable too (after prune/remove). */
+  /** Makes what the mount holds durable (IndexedDB): saves and deletions. */
   async sync() {
     if (this.mnt.mirror) await this.mnt.mirror.persist();
   }
@@ -157,11 +158,20 @@ export class Storage {
     }
   }
 
-  prune(fingerprint, maxBytes, flags, keepCache) {
+  /**
+   * rlxkv_store_prune: corrupt blobs go, stale ones too when `stale`, then
+   * the oldest counted ones until maxBytes. anyFingerprint: every valid
+   * blob counts; keepCache's entries' blobs stay (only its pinned ones with
+   * pinnedOnly).
+   */
+  prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, anyFingerprint = false,
+    pinnedOnly = false } = {}, keepCache = 0) {
     const { core } = this;
+    const flags = (dryRun ? PRUNE.DRY_RUN : 0) | (stale ? 0 : PRUNE.KEEP_STALE) |
+      (anyFingerprint ? PRUNE.ANY_FINGERPRINT : 0) | (pinnedOnly ? PRUNE.KEEP_PINNED : 0);
     const rep = core.alloc(4 * 4);
     try {
-      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toSize(maxBytes), flags, keepCache || 0, rep);
+      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toSize(maxBytes), flags, keepCache, rep);
       if (st < 0) throw core.fail(st, 'pruning the store');
       const r = core.u32.subarray(rep >>> 2, (rep >>> 2) + 4);
       return { removed: r[0], removedBytes: r[1], kept: r[2], keptBytes: r[3] };

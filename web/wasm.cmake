@@ -1,9 +1,10 @@
 # The WebAssembly builds (emcmake cmake), copied to web/dist/:
-#   rlxkv_core.mjs/.wasm      browsers, workers and Node (IDBFS + NODEFS), the
+#   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
 #                             glue patched to load as ESM under Node
-# Both glues get the mtime patch of web/patch-glue.mjs.
-#   rlxkv_core_web.mjs/.wasm  browsers and workers only (IDBFS), for the
+#   rlxkv_core_web.mjs/.wasm  browsers and workers only (MEMFS), for the
 #                             minified browser bundle (web/bundle.mjs)
+# Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB is reached
+# by web/idb-sync.js over a MEMFS mount, not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
@@ -13,8 +14,7 @@ set(RLXKV_LINK_OPTIONS
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createRlxkvCore
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=16MB -sTOTAL_STACK=256KB
   -sWASM_BIGINT=1 -sASSERTIONS=0 -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1
-  -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS}
-  -lidbfs.js)
+  -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS})
 
 add_executable(rlxkv_core web/boundary.c)
 add_executable(rlxkv_core_web web/boundary.c)
@@ -24,9 +24,9 @@ foreach(t rlxkv_core rlxkv_core_web)
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
 target_link_options(rlxkv_core PRIVATE -sENVIRONMENT=web,worker,node -lnodefs.js
-  -sEXPORTED_RUNTIME_METHODS=FS,IDBFS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
+  -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
 target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
-  -sEXPORTED_RUNTIME_METHODS=FS,IDBFS,HEAPU8,HEAPU32,HEAPF32)
+  -sEXPORTED_RUNTIME_METHODS=FS,HEAPU8,HEAPU32,HEAPF32)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
