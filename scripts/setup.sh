@@ -13,15 +13,25 @@ command -v clang >/dev/null || need+=(clang)
 command -v emcc >/dev/null || need+=(emscripten)
 command -v chromium >/dev/null || need+=(chromium)
 command -v valgrind >/dev/null || need+=(valgrind)
-# libFuzzer and the sanitizer runtimes for clang.
-ls /usr/lib/llvm-14/lib/clang/14*/lib/linux/libclang_rt.fuzzer-x86_64.a >/dev/null 2>&1 || need+=(libclang-rt-14-dev)
 
-if [ ${#need[@]} -gt 0 ]; then
-  echo "setup: installing ${need[*]}"
+updated=""
+apt_install() {
+  echo "setup: installing $*"
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  [ -n "$updated" ] || $SUDO apt-get update -qq
+  updated=1
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if [ ${#need[@]} -gt 0 ]; then
+  apt_install "${need[@]}"
+fi
+
+# libFuzzer and the sanitizer runtimes for the installed clang (checked as
+# scripts/fuzz.sh does; libclang-rt-14-dev for Debian 12's clang 14).
+if ! ls "$(clang -print-resource-dir)"/lib/linux/libclang_rt.fuzzer-*.a >/dev/null 2>&1; then
+  apt_install "libclang-rt-$(clang -dumpversion | cut -d. -f1)-dev"
 fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

@@ -16,19 +16,14 @@ CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRLXKV_SANITIZE=ON >
 cmake --build build/asan -j"$jobs"
 ctest --test-dir build/asan --output-on-failure
 
-echo "== short fuzz runs (libFuzzer)"
-if [ -f scripts/fuzz.sh ]; then
-  bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-45}"
-fi
-
 echo "== wasm build"
 bash scripts/build.sh
 
 echo "== Node suite"
 node --test --test-reporter=spec --test-concurrency=1 tests/node/
 
-if [ -d tests/browser ] && ls tests/browser/*.test.js >/dev/null 2>&1; then
-  echo "== browser suite (Chromium)"
-  node --test --test-reporter=spec --test-concurrency=1 tests/browser/
-fi
+echo "== browser suite (Chromium)"
+node --test --test-reporter=spec --test-concurrency=1 tests/browser/
 
+echo "== short fuzz runs (libFuzzer)"
+bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-45}"

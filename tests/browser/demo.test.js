@@ -1,18 +1,18 @@
 // The demo page as a visitor meets it: a cold first reply, a reload, and a
 // warm reply whose prefix comes back from IndexedDB with a smaller time to
 // first token. Saves screenshots under tests/browser/artifacts/.
-import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { chromium } from 'playwright-core';
-import { serve } from '../../scripts/serve.mjs';
+import { browserTest } from './helpers.js';
 
 const artifacts = fileURLToPath(new URL('./artifacts/', import.meta.url));
-const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
-  '--disable-sync', '--no-first-run', '--disable-quic'];
+
+/** The browser's first tab, or a new one. */
+async function firstPage(session) {
+  return session.context.pages()[0] || await session.context.newPage();
+}
 
 async function reply(page) {
   await page.waitForSelector('body[data-state="ready"]', { timeout: 60_000 });
@@ -25,20 +25,12 @@ async function reply(page) {
   return { ttft, source, matched };
 }
 
-test('demo: cold, reload, warm from IndexedDB', { timeout: 300_000 }, async (t) => {
+browserTest('demo: cold, reload, warm from IndexedDB', async (t, session) => {
   mkdirSync(artifacts, { recursive: true });
-  const { server, url } = await serve();
-  const profile = mkdtempSync(join(tmpdir(), 'rlxkv-demo-'));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: '/usr/bin/chromium', headless: true, args: ARGS, viewport: { width: 1200, height: 900 },
-  });
-  t.after(async () => {
-    await context.close().catch(() => {});
-    server.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
+  const { url } = session;
   const errors = [];
-  const page = context.pages()[0] || await context.newPage();
+  const page = await firstPage(session);
+  await page.setViewportSize({ width: 1200, height: 900 });
   page.on('pageerror', (e) => errors.push(String(e)));
   page.on('console', (m) => { if (m.type() === 'error') errors.push(m.text()); });
   const outside = [];
@@ -65,20 +57,12 @@ test('demo: cold, reload, warm from IndexedDB', { timeout: 300_000 }, async (t) 
   await page.screenshot({ path: join(artifacts, 'demo-phone.png'), fullPage: true });
   assert.deepEqual(outside, [], 'nothing downloaded from outside');
   assert.deepEqual(errors, []);
-});
+}, { timeout: 300_000 });
 
-test('demo: a first visit imports the shipped asset and skips the prefill', { timeout: 300_000 }, async (t) => {
-  const { server, url } = await serve();
-  const profile = mkdtempSync(join(tmpdir(), 'rlxkv-demo-'));
-  const context = await chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true, args: ARGS });
-  t.after(async () => {
-    await context.close().catch(() => {});
-    server.close();
-    rmSync(profile, { recursive: true, force: true });
-  });
-  const page = context.pages()[0] || await context.newPage();
-  await page.goto(`${url}/demo/?asset=1`);
+browserTest('demo: a first visit imports the shipped asset and skips the prefill', async (t, session) => {
+  const page = await firstPage(session);
+  await page.goto(`${session.url}/demo/?asset=1`);
   const first = await reply(page);
   assert.equal(first.source, 'shipped asset', JSON.stringify(first));
   assert.ok(first.matched > 1000);
-});
+}, { timeout: 300_000 });

@@ -22,9 +22,9 @@ async function checkRestored(t, page, path, label) {
   assert.equal(r.loaded, IDS.length, `${label}: every entry restored`);
   const found = await call(page, 'verify', IDS, ['A', 'B'], SHAPE);
   const versions = IDS.map((id) => found[id].version);
-  for (const id of IDS) {
-    assert.ok(['A', 'B'].includes(found[id].version), `${label}: entry ${id} is ${found[id].version}, not A or B`);
-  }
+  versions.forEach((version, i) => {
+    assert.ok(['A', 'B'].includes(version), `${label}: entry ${IDS[i]} is ${version}, not A or B`);
+  });
   t.diagnostic(`${label}: restored versions ${versions.join('')}`);
   return versions;
 }
@@ -47,25 +47,34 @@ async function flushThenInterrupt(session, path, interrupt) {
   await interrupt(page);
 }
 
-browserTest('closing the tab mid-flush leaves every entry old or new, never torn', async (t, session) => {
-  await flushThenInterrupt(session, '/interrupt-tab', (page) => page.close({ runBeforeUnload: false }));
-  const page = await session.open();
-  await checkRestored(t, page, '/interrupt-tab', 'tab closed');
-  await call(page, 'close', { flush: false });
-}, { timeout: 120000 });
+// How each round interrupts the flush; `relaunch` when the browser is gone.
+const ROUNDS = [
+  {
+    name: 'closing the tab mid-flush leaves every entry old or new, never torn',
+    path: '/interrupt-tab', label: 'tab closed',
+    interrupt: (session, page) => page.close({ runBeforeUnload: false }),
+    relaunch: false,
+  },
+  {
+    name: 'quitting the browser mid-flush leaves every entry old or new, never torn',
+    path: '/interrupt-quit', label: 'browser quit',
+    interrupt: (session) => session.quit(),
+    relaunch: true,
+  },
+  {
+    name: 'a browser crash (SIGKILL) mid-flush leaves every entry old or new, never torn',
+    path: '/interrupt-crash', label: 'browser killed',
+    interrupt: (session) => session.crash(),
+    relaunch: true,
+  },
+];
 
-browserTest('quitting the browser mid-flush leaves every entry old or new, never torn', async (t, session) => {
-  await flushThenInterrupt(session, '/interrupt-quit', () => session.quit());
-  await session.launch();
-  const page = await session.open();
-  await checkRestored(t, page, '/interrupt-quit', 'browser quit');
-  await call(page, 'close', { flush: false });
-}, { timeout: 120000 });
-
-browserTest('a browser crash (SIGKILL) mid-flush leaves every entry old or new, never torn', async (t, session) => {
-  await flushThenInterrupt(session, '/interrupt-crash', () => session.crash());
-  await session.launch();
-  const page = await session.open();
-  await checkRestored(t, page, '/interrupt-crash', 'browser killed');
-  await call(page, 'close', { flush: false });
-}, { timeout: 120000 });
+for (const { name, path, label, interrupt, relaunch } of ROUNDS) {
+  browserTest(name, async (t, session) => {
+    await flushThenInterrupt(session, path, (page) => interrupt(session, page));
+    if (relaunch) await session.launch();
+    const page = await session.open();
+    await checkRestored(t, page, path, label);
+    await call(page, 'close', { flush: false });
+  }, { timeout: 120000 });
+}

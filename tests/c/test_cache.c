@@ -582,6 +582,13 @@ static void ten_thousand_entries_share_a_long_prefix(void) {
     rlxkv_cache_free(c);
 }
 
+/* Writes the suffix of entry j into q[p .. p + s - 1]: a marker token, then
+ * tokens that depend on j (q[0 .. p - 1] is the shared prefix). */
+static void fill_suffix(uint32_t *q, size_t p, size_t s, uint32_t j) {
+    q[p] = 1000000 + j;
+    for (size_t i = p + 1; i < p + s; i++) q[i] = (uint32_t)(i * 31 + j);
+}
+
 /* Labels borrow the entries' tokens: long edges cost the tree nothing, and
  * a label whose entry goes moves to another entry below it. */
 static void labels_are_borrowed_and_outlive_their_entries(void) {
@@ -592,8 +599,7 @@ static void labels_are_borrowed_and_outlive_their_entries(void) {
     int ok = 1;
     for (size_t i = 0; i < P; i++) q[i] = (uint32_t)(i * 7 + 3);
     for (uint32_t j = 0; j < E; j++) {
-        q[P] = 1000000 + j;
-        for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+        fill_suffix(q, P, S, j);
         rlxkv_cache_put(c, make(q, P + S, 1, lens, (float)j));
     }
     /* The edges spell P + E * S tokens; a copy of them would take 4 bytes
@@ -607,22 +613,19 @@ static void labels_are_borrowed_and_outlive_their_entries(void) {
     for (int round = 0; round < 2 && ok; round++) {
         for (uint32_t k = 0; k < E; k++) {
             uint32_t j = round ? E - 1 - k : k;
-            q[P] = 1000000 + j;
-            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+            fill_suffix(q, P, S, j);
             if (rlxkv_cache_remove(c, q, P + S) != RLXKV_OK) ok = 0;
             if (k % 37 == 0 && !rlxkv_cache_check(c, NULL, NULL)) ok = 0;
             /* The shared prefix still reads right, from whatever is left. */
             if (k + 1 == E) continue;
             uint32_t next = round ? j - 1 : j + 1;
-            q[P] = 1000000 + next;
-            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + next);
+            fill_suffix(q, P, S, next);
             q[P + S] = 7;
             if (matched(c, q, P + S + 1) != P + S) ok = 0;
         }
         if (stats(c).entries != 0) ok = 0;
         for (uint32_t j = 0; j < E && !round; j++) {
-            q[P] = 1000000 + j;
-            for (size_t i = P + 1; i < P + S; i++) q[i] = (uint32_t)(i * 31 + j);
+            fill_suffix(q, P, S, j);
             rlxkv_cache_put(c, make(q, P + S, 1, lens, (float)j));
         }
     }

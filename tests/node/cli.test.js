@@ -83,11 +83,18 @@ test('ls and prune on a directory written by the API', async () => {
 test('prune without a fingerprint budgets every blob, oldest first', async () => {
   const dir = tempDir();
   const rlx = await init();
+  const seen = new Set();
   for (const fp of [1n, 2n, 3n]) {
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: fp, storage: 'fs', path: dir });
     cache.insert([Number(fp)], kvFor(1));
     await cache.close();
-    await new Promise((r) => setTimeout(r, 1100)); // mtimes are whole seconds in wasm
+    // Distinct ages without waiting (mtimes are whole seconds in wasm): the
+    // blobs of fingerprints 1, 2, 3 are 3, 2, 1 hours old.
+    const hoursAgo = new Date(Date.now() - (4 - Number(fp)) * 3600 * 1000);
+    for (const name of readdirSync(dir).filter((n) => !seen.has(n))) {
+      seen.add(name);
+      utimesSync(join(dir, name), hoursAgo, hoursAgo);
+    }
   }
   const each = JSON.parse(rlxkv('ls', '--json', dir).out).blobs[0].bytes;
   const r = rlxkv('prune', dir, '--max-bytes', String(each));

@@ -1,5 +1,5 @@
 // Shared by the Node tests: deterministic KV and paths.
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,6 +20,16 @@ export const kvBytes = (kv) => [...kv.k, ...kv.v].reduce((s, b) => s + b.length 
 
 export const range = (from, n) => Array.from({ length: n }, (_, i) => from + i);
 
+// Every tempDir() of this process, removed when it exits (node --test runs
+// each test file in a process of its own, so once that file is done).
+const tempDirs = [];
+process.on('exit', () => {
+  for (const dir of tempDirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A fresh directory under the system temp dir, removed at exit. */
 export function tempDir(name = 'rlxkv-test-') {
-  return mkdtempSync(join(tmpdir(), name));
+  const dir = mkdtempSync(join(tmpdir(), name));
+  tempDirs.push(dir);
+  return dir;
 }
