@@ -117,6 +117,7 @@ console.error(`lookup (wasm): the three sets interleaved, each timed pass after 
   last.lookup_narrow_us = median(narrowS);
   last.lookup_growth_from_100 = median(ratio);
   last.lookup_growth_narrow_from_100 = median(ratioNarrow);
+  last.lookup_warm_passes = WARM_PASSES;
   note(`growth N=100 -> 10000: x${median(ratio).toFixed(2)} (same 100-entry working set: x${median(ratioNarrow).toFixed(2)})`);
 }
 

@@ -81,7 +81,6 @@ async function glueBreakdown(gluePath) {
       : s.type === 'FunctionDeclaration' ? [s.id.name] : [];
     const n = names[0] || '';
     if (n === 'NODEFS' || /^NODERAWFS/.test(n)) return 'NODEFS (Node directory mounts)';
-    if (n === 'IDBFS') return 'IDBFS (IndexedDB mount type)';
     if (n === 'MEMFS') return 'MEMFS (in-memory files)';
     if (n === 'TTY') return 'TTY (stdin/stdout devices)';
     if (/^___syscall_|^_fd_|^SYSCALLS$/.test(n)) return 'syscalls (open, read, getdents, …)';
