@@ -158,11 +158,11 @@ static uint32_t *gen_queries(size_t n) {
 /* A tiny-KV rlxkv entry (1 layer, one float of K and one of V). */
 static rlxkv_entry *tiny_entry(const uint32_t *tokens, size_t i) {
     size_t lens[2] = {1, 1};
-    rlxkv_entry *e = rlxkv_entry_new(L_TOKENS, 1, lens, NULL);
+    rlxkv_entry *e = rlxkv_entry_new(L_TOKENS, 1, lens, RLXKV_F32, NULL);
     if (!e) die("entry_new");
     memcpy(rlxkv_entry_tokens_mut(e), tokens, L_TOKENS * sizeof *tokens);
-    rlxkv_entry_block_mut(e, 0)[0] = (float)i;
-    rlxkv_entry_block_mut(e, 1)[0] = -(float)i;
+    ((float *)rlxkv_entry_block_mut(e, 0))[0] = (float)i;
+    ((float *)rlxkv_entry_block_mut(e, 1))[0] = -(float)i;
     return e;
 }
 
@@ -245,7 +245,7 @@ static void bench_lookup_insert(void) {
         qs[ni] = gen_queries(N);
         for (size_t q = 0; q < N_QUERIES; q++) {
             rlxkv_hit hit;
-            if (rlxkv_cache_lookup(cs[ni], qs[ni] + q * (L_TOKENS + Q_EXTRA), L_TOKENS + Q_EXTRA, &hit) != 1 ||
+            if (rlxkv_cache_lookup(cs[ni], qs[ni] + q * (L_TOKENS + Q_EXTRA), L_TOKENS + Q_EXTRA, &hit) != RLXKV_HIT ||
                 hit.matched != L_TOKENS ||
                 rlxkv_entry_tokens(hit.entry)[L_SHARED] != 32000 + query_target(q, N))
                 die("rlxkv lookup gave a wrong hit");
@@ -392,7 +392,7 @@ static void bench_lookup_insert(void) {
          * entry), so rlxkv_cache_insert copies it and the baseline gets a
          * clone (a CacheEntry built from tokens.clone(), kv.clone()). */
         int RC = reps(7);
-        const float *kc[INS_LAYERS], *vc[INS_LAYERS];
+        const void *kc[INS_LAYERS], *vc[INS_LAYERS];
         for (int l = 0; l < INS_LAYERS; l++) {
             kc[l] = src_k[l];
             vc[l] = src_v[l];
@@ -400,7 +400,7 @@ static void bench_lookup_insert(void) {
         for (int r = 0; r < RC; r++) {
             double t0 = now_s();
             for (size_t j = 0; j < K; j++)
-                if (rlxkv_cache_insert(c, ktok + j * L_TOKENS, L_TOKENS, INS_LAYERS, kc, ins_lens, vc,
+                if (rlxkv_cache_insert(c, ktok + j * L_TOKENS, L_TOKENS, INS_LAYERS, RLXKV_F32, kc, ins_lens, vc,
                                        ins_lens))
                     die("insert");
             si[r] = (now_s() - t0) / (double)K * 1e6;
@@ -410,7 +410,7 @@ static void bench_lookup_insert(void) {
             t0 = now_s();
             for (size_t j = 0; j < K; j++) {
                 bl_entry e;
-                if (bl_entry_make(&e, ktok + j * L_TOKENS, L_TOKENS, INS_LAYERS, kc, ins_lens, vc,
+                if (bl_entry_make(&e, ktok + j * L_TOKENS, L_TOKENS, INS_LAYERS, (const float *const *)kc, ins_lens, (const float *const *)vc,
                                   ins_lens) ||
                     bl_insert(&b, &e))
                     die("bl insert");
@@ -480,7 +480,7 @@ static void bench_lookup_insert(void) {
 static rlxkv_entry *big_entry(void) {
     size_t lens[2 * BIG_LAYERS];
     for (int i = 0; i < 2 * BIG_LAYERS; i++) lens[i] = (size_t)BIG_TOKENS * BIG_ROW;
-    rlxkv_entry *e = rlxkv_entry_new(BIG_TOKENS, BIG_LAYERS, lens, NULL);
+    rlxkv_entry *e = rlxkv_entry_new(BIG_TOKENS, BIG_LAYERS, lens, RLXKV_F32, NULL);
     if (!e) die("big entry");
     uint32_t *t = rlxkv_entry_tokens_mut(e);
     for (size_t i = 0; i < BIG_TOKENS; i++) t[i] = mix32(i + 77) % 32000;
@@ -598,7 +598,7 @@ static size_t raw_read(const char *path, uint8_t *p, size_t cap) {
 static void bench_big(void) {
     fprintf(stderr, "large entry (1,024 tokens x 24 layers x 256 floats, K and V)\n");
     rlxkv_entry *e = big_entry();
-    const size_t n_floats = rlxkv_entry_n_floats(e);
+    const size_t n_floats = rlxkv_entry_n_values(e);
     const size_t kv_bytes = n_floats * 4;
     const uint64_t FP = 0x5eed;
     uint32_t *query = xmalloc((BIG_TOKENS + 3) * sizeof *query);
@@ -626,10 +626,10 @@ static void bench_big(void) {
      * many calls), a copying hit into a ready buffer, a plain memcpy of the
      * same bytes into it, the baseline's clone. */
     rlxkv_hit hit;
-    if (rlxkv_cache_lookup(c, query, BIG_TOKENS + 3, &hit) != 1 || hit.matched != BIG_TOKENS)
+    if (rlxkv_cache_lookup(c, query, BIG_TOKENS + 3, &hit) != RLXKV_HIT || hit.matched != BIG_TOKENS)
         die("big lookup");
     rlxkv_hit_copy(&hit, dst, NULL);
-    if (memcmp(dst, rlxkv_entry_floats(e), kv_bytes)) die("hit_copy differs");
+    if (memcmp(dst, rlxkv_entry_data(e), kv_bytes)) die("hit_copy differs");
     {
         bl_entry cl;
         size_t m;
@@ -656,7 +656,7 @@ static void bench_big(void) {
         sc[r] = now_s() - t0;
 
         t0 = now_s();
-        memcpy(dst, rlxkv_entry_floats(e), kv_bytes);
+        memcpy(dst, rlxkv_entry_data(e), kv_bytes);
         sm[r] = now_s() - t0;
         g_sink += (uint64_t)dst[r];
 
@@ -952,13 +952,13 @@ static void bench_rss(const char *self) {
         fprintf(stderr, "peak RSS loading %d MiB (%d blobs of 4 MiB)\n", mib, blobs);
         rlxkv_store *s = open_store(mi ? "rss256" : "rss64", io_nosync(), dir, sizeof dir);
         for (int i = 0; i < blobs; i++) {
-            rlxkv_entry *e = rlxkv_entry_new(RSS_TOKENS, RSS_LAYERS, lens, NULL);
+            rlxkv_entry *e = rlxkv_entry_new(RSS_TOKENS, RSS_LAYERS, lens, RLXKV_F32, NULL);
             if (!e) die("entry");
             uint32_t *t = rlxkv_entry_tokens_mut(e);
             t[0] = 100000 + (uint32_t)i;
             for (size_t j = 1; j < RSS_TOKENS; j++) t[j] = mix32(j + (size_t)i * 7777) % 32000;
-            float *f = (float *)rlxkv_entry_floats(e);
-            for (size_t j = 0; j < rlxkv_entry_n_floats(e); j++) f[j] = (float)(j & 1023);
+            float *f = (float *)rlxkv_entry_data(e);
+            for (size_t j = 0; j < rlxkv_entry_n_values(e); j++) f[j] = (float)(j & 1023);
             if (rlxkv_store_save(s, e, RSS_FP)) die("save");
             rlxkv_entry_free(e);
         }

@@ -93,7 +93,7 @@ export class Cache {
     const found = core.withTokens(t, (p, n) => (partial
       ? M._rlxkv_cache_lookup_partial(this.#ptr, p, n, maxMatched, hit)
       : M._rlxkv_cache_lookup(this.#ptr, p, n, hit)));
-    if (found <= 0) return null;
+    if (found !== 2) return null; // RLXKV_HIT
     const u32 = core.u32;
     return core.readEntry(u32[hit >>> 2], u32[(hit >>> 2) + 1], !view);
   }
@@ -141,7 +141,7 @@ export class Cache {
     for (let e = M._rlxkv_cache_next(this.#ptr, 0) >>> 0; e; e = M._rlxkv_cache_next(this.#ptr, e) >>> 0) {
       out.push({
         tokens: core.entryTokens(e),
-        bytes: (M._rlxkv_entry_n_floats(e) >>> 0) * 4,
+        bytes: (M._rlxkv_entry_n_values(e) >>> 0) * 4,
         pinned: M._rlxkv_cache_is_pinned(this.#ptr, e) === 1,
       });
     }

@@ -21,10 +21,13 @@
  * rebase() moves that run to another entry below it: O(nodes on the path),
  * and nothing to allocate, so removal and eviction cannot fail.
  *
- * Partial reuse. node->rm counts the row-major entries in the node's
- * subtree, and the children whose count is not zero are linked in a list
- * (rm_head, rm_prev/rm_next). Finding a row-major entry below a point then
- * means following that list down: O(depth), never a scan of entries.
+ * Partial reuse. An entry is trimmable when a partial hit may cut it to
+ * fewer tokens: with a layout, every entry with tokens; without, those whose
+ * blocks are multiples of n_tokens (read as token-major rows).
+ * node->trimmable counts the trimmable entries in the node's subtree, and
+ * the children whose count is not zero are linked in a list (trim_head,
+ * trim_prev/trim_next). Finding a trimmable entry below a point then means
+ * following that list down: O(depth), never a scan of entries.
  *
  * Lists. Unpinned entries form an LRU list, pinned ones a list of their
  * own, both most recent first, linked through slots (see Recency below).
@@ -58,10 +61,10 @@ struct node {
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
     uint32_t slot;            /* the entry's recency slot */
     node *parent;
-    size_t cap;
-    size_t rm;                /* row-major entries in this subtree */
-    node *rm_head;            /* first child with rm > 0 */
-    node *rm_prev, *rm_next;  /* siblings with rm > 0 */
+    size_t kids_cap;          /* room in kids and keys */
+    size_t trimmable;         /* trimmable entries in this subtree */
+    node *trim_head;            /* first child with rm > 0 */
+    node *trim_prev, *trim_next;  /* siblings with rm > 0 */
 };
 
 /* Recency. Both lists live in one array of slots beside the tree, not in
@@ -84,8 +87,10 @@ struct rlxkv_cache {
     slot *slots;
     uint32_t nslots, slots_cap;
     uint32_t free_slot;       /* first free slot, or NO_SLOT */
-    size_t cap, bytes, entries, pinned_bytes, pinned_entries;
+    size_t cap_bytes, bytes, entries, pinned_bytes, pinned_entries;
+    rlxkv_layout layout;
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
+    uint64_t generation;      /* calls that freed an entry */
 };
 
 /* ---- recency lists ---------------------------------------------------- */
@@ -199,7 +204,7 @@ static void rebase(const rlxkv_cache *c, node *x, const uint32_t *from, const ui
 }
 
 /* Index of the first child whose first token is >= t. */
-static size_t kid_slot(const node *x, uint32_t t) {
+static size_t kid_index(const node *x, uint32_t t) {
     size_t lo = 0, hi = x->nkids;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -230,8 +235,8 @@ static void prefetch_span(const uint32_t *t, size_t n) {
  * address, so no fixed set of token ids collides in every process. */
 #define HASH_MIN_KIDS 64
 
-/* The hash has 2 * cap slots, a power of two. */
-static size_t hash_mask(const node *x) { return 2 * x->cap - 1; }
+/* The hash has 2 * kids_cap slots, a power of two. */
+static size_t hash_mask(const node *x) { return 2 * x->kids_cap - 1; }
 
 static size_t hash_home(const node *x, uint32_t t) {
     uint32_t h = t ^ (uint32_t)((uintptr_t)x >> 4);
@@ -277,7 +282,7 @@ static void hash_del(node *x, uint32_t t) {
 
 static node *kid_find(const node *x, uint32_t t) {
     if (x->hash) return hash_find(x, t);
-    size_t i = kid_slot(x, t);
+    size_t i = kid_index(x, t);
     return i < x->nkids && x->keys[i] == t ? x->kids[i] : NULL;
 }
 
@@ -298,7 +303,7 @@ static int kids_resize(node *x, size_t cap) {
     free(x->kids);
     x->kids = kids;
     x->keys = keys;
-    x->cap = cap;
+    x->kids_cap = cap;
     x->hash = nhash ? hash : NULL;
     if (nhash) {
         memset(hash, 0, nhash * sizeof *hash);
@@ -310,15 +315,15 @@ static int kids_resize(node *x, size_t cap) {
 /* Makes room for `extra` more children first, so that the changes that
  * follow cannot fail halfway. */
 static int kids_reserve(node *x, size_t extra) {
-    size_t cap = x->cap ? x->cap : 2;
-    if (x->nkids + extra <= x->cap) return 1;
+    size_t cap = x->kids_cap ? x->kids_cap : 2;
+    if (x->nkids + extra <= x->kids_cap) return 1;
     while (cap < x->nkids + extra) cap *= 2;
     return kids_resize(x, cap);
 }
 
 /* Hangs k below x (room reserved). */
 static void kid_add(node *x, node *k) {
-    size_t i = kid_slot(x, k->label[0]), tail = x->nkids - i;
+    size_t i = kid_index(x, k->label[0]), tail = x->nkids - i;
     memmove(x->kids + i + 1, x->kids + i, tail * sizeof *x->kids);
     memmove(x->keys + i + 1, x->keys + i, tail * sizeof *x->keys);
     x->kids[i] = k;
@@ -330,62 +335,62 @@ static void kid_add(node *x, node *k) {
 }
 
 static void kid_del(node *x, uint32_t key) {
-    size_t i = kid_slot(x, key), tail = x->nkids - i - 1;
+    size_t i = kid_index(x, key), tail = x->nkids - i - 1;
     memmove(x->kids + i, x->kids + i + 1, tail * sizeof *x->kids);
     memmove(x->keys + i, x->keys + i + 1, tail * sizeof *x->keys);
     x->nkids--;
     if (x->hash) hash_del(x, key);
     /* Give back what a once-wide node no longer needs; failing to is
      * harmless. */
-    if (x->cap > 8 && x->nkids <= x->cap / 4) kids_resize(x, x->cap / 2);
+    if (x->kids_cap > 8 && x->nkids <= x->kids_cap / 4) kids_resize(x, x->kids_cap / 2);
 }
 
 /* k takes the place of the child starting with `key`. */
 static void kid_swap(node *x, uint32_t key, node *k) {
-    x->kids[kid_slot(x, key)] = k;
+    x->kids[kid_index(x, key)] = k;
     if (x->hash) hash_put(x, key, k);
     k->parent = x;
 }
 
-/* ---- row-major counts ------------------------------------------------- */
+/* ---- trimmable counts ------------------------------------------------- */
 
-static void rm_link(node *p, node *k) {
-    k->rm_prev = NULL;
-    k->rm_next = p->rm_head;
-    if (p->rm_head) p->rm_head->rm_prev = k;
-    p->rm_head = k;
+static void trim_link(node *p, node *k) {
+    k->trim_prev = NULL;
+    k->trim_next = p->trim_head;
+    if (p->trim_head) p->trim_head->trim_prev = k;
+    p->trim_head = k;
 }
 
-static void rm_unlink(node *p, node *k) {
-    if (k->rm_prev) k->rm_prev->rm_next = k->rm_next;
-    else p->rm_head = k->rm_next;
-    if (k->rm_next) k->rm_next->rm_prev = k->rm_prev;
-    k->rm_prev = k->rm_next = NULL;
+static void trim_unlink(node *p, node *k) {
+    if (k->trim_prev) k->trim_prev->trim_next = k->trim_next;
+    else p->trim_head = k->trim_next;
+    if (k->trim_next) k->trim_next->trim_prev = k->trim_prev;
+    k->trim_prev = k->trim_next = NULL;
 }
 
 /* k takes old's place in p's list. */
-static void rm_swap(node *p, node *old, node *k) {
-    k->rm_prev = old->rm_prev;
-    k->rm_next = old->rm_next;
-    if (k->rm_prev) k->rm_prev->rm_next = k;
-    else p->rm_head = k;
-    if (k->rm_next) k->rm_next->rm_prev = k;
+static void trim_swap(node *p, node *old, node *k) {
+    k->trim_prev = old->trim_prev;
+    k->trim_next = old->trim_next;
+    if (k->trim_prev) k->trim_prev->trim_next = k;
+    else p->trim_head = k;
+    if (k->trim_next) k->trim_next->trim_prev = k;
 }
 
-static void rm_add(node *x) {
+static void trim_add(node *x) {
     for (; x; x = x->parent)
-        if (x->rm++ == 0 && x->parent) rm_link(x->parent, x);
+        if (x->trimmable++ == 0 && x->parent) trim_link(x->parent, x);
 }
 
-static void rm_sub(node *x) {
+static void trim_sub(node *x) {
     for (; x; x = x->parent)
-        if (--x->rm == 0 && x->parent) rm_unlink(x->parent, x);
+        if (--x->trimmable == 0 && x->parent) trim_unlink(x->parent, x);
 }
 
-/* A row-major entry in x's subtree, which must hold one (x->rm > 0):
+/* A trimmable entry in x's subtree, which must hold one (x->trimmable > 0):
  * follow the children that count one down. */
-static node *rm_pick(node *x) {
-    while (!x->entry || !(x->entry->flags & RLXKV_ENTRY_ROW_MAJOR)) x = x->rm_head;
+static node *trim_pick(node *x) {
+    while (!x->entry || !(x->entry->flags & RLXKV_ENTRY_TRIMMABLE)) x = x->trim_head;
     return x;
 }
 
@@ -476,12 +481,12 @@ static node *split(node *y, size_t k, size_t room) {
     }
     kid_swap(p, y->label[0], m);
     m->depth = y->depth - (y->nlabel - k);
-    m->rm = y->rm;
-    if (y->rm) rm_swap(p, y, m);
+    m->trimmable = y->trimmable;
+    if (y->trimmable) trim_swap(p, y, m);
     y->label += k;
     y->nlabel -= k;
     kid_add(m, y);
-    if (y->rm) rm_link(m, y);
+    if (y->trimmable) trim_link(m, y);
     return m;
 }
 
@@ -509,13 +514,13 @@ static void merge(node *n) {
     kid_swap(p, n->label[0], ch);
     ch->label -= n->nlabel;
     ch->nlabel += n->nlabel;
-    if (n->rm) rm_swap(p, n, ch);
+    if (n->trimmable) trim_swap(p, n, ch);
     node_free(n);
 }
 
 /* n has just lost its entry or a child: frees or merges what no longer
  * earns its place, up the path. Returns the lowest node left on the path. */
-static node *prune(rlxkv_cache *c, node *n) {
+static node *tidy(rlxkv_cache *c, node *n) {
     while (n != c->root && !n->entry) {
         node *p = n->parent;
         if (n->nkids > 1) return n;
@@ -535,12 +540,13 @@ static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
     unlist(c, n);
     n->entry = NULL;
-    if (e->flags & RLXKV_ENTRY_ROW_MAJOR) rm_sub(n);
-    n = prune(c, n);
+    if (e->flags & RLXKV_ENTRY_TRIMMABLE) trim_sub(n);
+    n = tidy(c, n);
     /* The labels that borrowed e's tokens, a run from n up, move to another
      * entry below n (an entry-less node left standing has two children). */
     if (n != c->root && !n->entry) rebase(c, n, e->tokens, base_of(n->kids[0]));
     rlxkv_entry_free(e);
+    c->generation++;
 }
 
 /* Frees x's subtree and its entries, without recursion: the tree can be as
@@ -565,8 +571,8 @@ static void free_tree(node *x) {
  * A cap of 0 means off, and keeps nothing. */
 static void evict_to_cap(rlxkv_cache *c) {
     rlxkv_entry *v;
-    while (c->bytes > c->cap && (v = lru_tail(c))) {
-        if (c->cap && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes) break;
+    while (c->bytes > c->cap_bytes && (v = lru_tail(c))) {
+        if (c->cap_bytes && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes) break;
         drop(c, v);
         c->evictions++;
     }
@@ -587,7 +593,7 @@ rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
         return NULL;
     }
     slots_reset(c);
-    c->cap = cap_bytes;
+    c->cap_bytes = cap_bytes;
     c->fingerprint = fingerprint;
     return c;
 }
@@ -602,11 +608,12 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
     r->kids = NULL;
     r->keys = NULL;
     r->hash = NULL;
-    r->cap = 0;
+    r->kids_cap = 0;
     r->nkids = 0;
-    r->rm = 0;
-    r->rm_head = NULL;
+    r->trimmable = 0;
+    r->trim_head = NULL;
     slots_reset(c);
+    if (c->entries) c->generation++;
     c->bytes = c->entries = c->pinned_bytes = c->pinned_entries = 0;
 }
 
@@ -618,6 +625,33 @@ void rlxkv_cache_free(rlxkv_cache *c) {
 }
 
 uint64_t rlxkv_cache_fingerprint(const rlxkv_cache *c) { return c ? c->fingerprint : 0; }
+uint64_t rlxkv_cache_generation(const rlxkv_cache *c) { return c ? c->generation : 0; }
+
+int rlxkv_cache_set_layout(rlxkv_cache *c, const rlxkv_layout *layout) {
+    if (!c || !layout || c->entries) return RLXKV_ERR_INVALID;
+    if (layout->order == RLXKV_ORDER_ANY) {
+        c->layout = (rlxkv_layout){RLXKV_ORDER_ANY, 0, 0, 0};
+        return RLXKV_OK;
+    }
+    if (layout->order != RLXKV_TOKEN_MAJOR && layout->order != RLXKV_HEAD_MAJOR) return RLXKV_ERR_INVALID;
+    if (!layout->heads || !layout->head_dim || layout->heads > UINT32_MAX) return RLXKV_ERR_INVALID;
+    if (layout->head_dim > SIZE_MAX / layout->heads) return RLXKV_ERR_INVALID;
+    c->layout = *layout;
+    return RLXKV_OK;
+}
+
+void rlxkv_cache_layout(const rlxkv_cache *c, rlxkv_layout *out) {
+    if (!out) return;
+    if (c) *out = c->layout;
+    else *out = (rlxkv_layout){RLXKV_ORDER_ANY, 0, 0, 0};
+}
+
+/* Whether a partial hit may cut e under the cache's layout (see Partial
+ * reuse above). */
+static int trimmable(const rlxkv_cache *c, const rlxkv_entry *e) {
+    if (c->layout.order != RLXKV_ORDER_ANY) return e->n_tokens > 0;
+    return rlxkv_entry_row_major(e);
+}
 
 int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     if (!e) return RLXKV_ERR_INVALID;
@@ -626,7 +660,11 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_INVALID;
     }
-    if (!c->cap) {
+    if (rlxkv_layout_check(&c->layout, e, NULL) != RLXKV_OK) {
+        rlxkv_entry_free(e);
+        return RLXKV_ERR_SHAPE;
+    }
+    if (!c->cap_bytes) {
         rlxkv_entry_free(e);
         return RLXKV_OK;
     }
@@ -642,7 +680,7 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     int pinned = old && node_pinned(c, n);
     size_t others = c->pinned_bytes;
     if (pinned) others -= rlxkv_entry_kv_bytes(old);
-    if (others && (others > c->cap || add > c->cap - others)) {
+    if (others && (others > c->cap_bytes || add > c->cap_bytes - others)) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
@@ -651,32 +689,36 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
         return RLXKV_ERR_NOMEM;
     }
     e->flags = RLXKV_ENTRY_DIRTY;
-    if (rlxkv_entry_row_major(e)) e->flags |= RLXKV_ENTRY_ROW_MAJOR;
+    if (trimmable(c, e)) e->flags |= RLXKV_ENTRY_TRIMMABLE;
+    e->order = (uint8_t)c->layout.order;
+    e->heads = (uint32_t)c->layout.heads;
     /* The node borrows its label from its own entry from now on, and so
      * does the run above it that borrowed from the same tokens. */
     if (n != c->root) rebase(c, n, base_of(n), e->tokens);
     if (old) {
         unlist(c, n);
-        if (old->flags & RLXKV_ENTRY_ROW_MAJOR) rm_sub(n);
+        if (old->flags & RLXKV_ENTRY_TRIMMABLE) trim_sub(n);
         rlxkv_entry_free(old);
+        c->generation++;
     }
     n->entry = e;
     e->node = n;
-    if (e->flags & RLXKV_ENTRY_ROW_MAJOR) rm_add(n);
+    if (e->flags & RLXKV_ENTRY_TRIMMABLE) trim_add(n);
     enlist(c, n, pinned);
     evict_to_cap(c);
     return RLXKV_OK;
 }
 
 int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
-                       size_t n_layers, const float *const *k, const size_t *k_lens,
-                       const float *const *v, const size_t *v_lens) {
-    if (!c || (!tokens && n_tokens)) return RLXKV_ERR_INVALID;
+                       size_t n_layers, int dtype, const void *const *k, const size_t *k_lens,
+                       const void *const *v, const size_t *v_lens) {
+    size_t vsize = rlxkv_dtype_size(dtype);
+    if (!c || (!tokens && n_tokens) || !vsize) return RLXKV_ERR_INVALID;
     if (n_layers && (!k || !k_lens || !v || !v_lens)) return RLXKV_ERR_INVALID;
     if (n_layers > SIZE_MAX / (2 * sizeof(size_t))) return RLXKV_ERR_INVALID;
     for (size_t l = 0; l < n_layers; l++)
         if ((!k[l] && k_lens[l]) || (!v[l] && v_lens[l])) return RLXKV_ERR_INVALID;
-    if (!c->cap) return RLXKV_OK; /* off: no point copying */
+    if (!c->cap_bytes) return RLXKV_OK; /* off: no point copying */
 
     int st;
     size_t *lens = malloc(2 * n_layers * sizeof *lens + 1); /* + 1: never malloc(0) */
@@ -685,14 +727,13 @@ int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
         lens[l] = k_lens[l];
         lens[n_layers + l] = v_lens[l];
     }
-    rlxkv_entry *e = rlxkv_entry_new(n_tokens, n_layers, lens, &st);
+    rlxkv_entry *e = rlxkv_entry_new(n_tokens, n_layers, lens, dtype, &st);
     free(lens);
     if (!e) return st;
     if (n_tokens) memcpy(e->tokens, tokens, n_tokens * sizeof *tokens);
     for (size_t l = 0; l < n_layers; l++) {
-        if (k_lens[l]) memcpy(rlxkv_entry_block_mut(e, l), k[l], k_lens[l] * sizeof(float));
-        if (v_lens[l])
-            memcpy(rlxkv_entry_block_mut(e, n_layers + l), v[l], v_lens[l] * sizeof(float));
+        if (k_lens[l]) memcpy(rlxkv_entry_block_mut(e, l), k[l], k_lens[l] * vsize);
+        if (v_lens[l]) memcpy(rlxkv_entry_block_mut(e, n_layers + l), v[l], v_lens[l] * vsize);
     }
     return rlxkv_cache_put(c, e);
 }
@@ -705,7 +746,7 @@ static int hit_out(rlxkv_cache *c, const node *x, size_t matched, rlxkv_hit *hit
         hit->entry = x->entry;
         hit->matched = matched;
     }
-    return 1;
+    return RLXKV_HIT;
 }
 
 static int miss_out(rlxkv_cache *c, rlxkv_hit *hit) {
@@ -714,7 +755,7 @@ static int miss_out(rlxkv_cache *c, rlxkv_hit *hit) {
         hit->entry = NULL;
         hit->matched = 0;
     }
-    return 0;
+    return RLXKV_MISS;
 }
 
 int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit) {
@@ -747,41 +788,65 @@ int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
     descend(c, query, n, &p);
     /* Every entry below the point where the walk stopped shares exactly
      * p.depth tokens with the query: the best any candidate can do. */
-    if (p.edge && p.edge->rm) return hit_out(c, rm_pick(p.edge), p.depth, hit);
+    if (p.edge && p.edge->trimmable) return hit_out(c, trim_pick(p.edge), p.depth, hit);
     /* Then back up the path. A node's own entry is a full hit and wins the
-     * tie against row-major entries branching off there. Nothing further
-     * down the path counts a row-major entry (we would have stopped there),
+     * tie against trimmable entries branching off there. Nothing further
+     * down the path counts a trimmable entry (we would have stopped there),
      * so every one a node counts branches off right at that node. */
     for (x = p.at; x != c->root; x = x->parent) {
         if (x->entry) return hit_out(c, x, x->depth, hit);
-        if (x->rm) return hit_out(c, rm_pick(x), x->depth, hit);
+        if (x->trimmable) return hit_out(c, trim_pick(x), x->depth, hit);
     }
     return miss_out(c, hit);
 }
 
-static size_t hit_block_len(const rlxkv_hit *hit, size_t i) {
-    const rlxkv_entry *e = hit->entry;
-    size_t len = rlxkv_entry_block_len(e, i);
-    if (hit->matched >= e->n_tokens) return len;
-    return len / e->n_tokens * hit->matched;
+/* The one place that knows how a cut entry's tokens lie in a block: the
+ * first `matched` rows, of the whole block (token-major) or of each head
+ * (head-major, heads of n_tokens rows each). */
+void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out) {
+    const rlxkv_entry *e;
+    size_t len;
+    *out = (rlxkv_span){0, 0, 0, 0};
+    if (!hit || !(e = hit->entry) || i >= 2 * e->n_layers) return;
+    len = rlxkv_entry_block_len(e, i);
+    *out = (rlxkv_span){0, len, len, 1};
+    if (hit->matched >= e->n_tokens) return;
+    if (e->order == RLXKV_HEAD_MAJOR) {
+        size_t per_head = len / e->heads;           /* n_tokens * head_dim */
+        out->run = per_head / e->n_tokens * hit->matched;
+        out->stride = per_head;
+        out->count = e->heads;
+    } else {
+        out->run = out->stride = len / e->n_tokens * hit->matched;
+    }
 }
 
-size_t rlxkv_hit_n_floats(const rlxkv_hit *hit) {
+size_t rlxkv_hit_n_values(const rlxkv_hit *hit) {
     size_t sum = 0;
+    rlxkv_span sp;
     if (!hit || !hit->entry) return 0;
-    if (hit->matched >= hit->entry->n_tokens) return hit->entry->n_floats;
-    for (size_t i = 0; i < 2 * hit->entry->n_layers; i++) sum += hit_block_len(hit, i);
+    if (hit->matched >= hit->entry->n_tokens) return hit->entry->n_values;
+    for (size_t i = 0; i < 2 * hit->entry->n_layers; i++) {
+        rlxkv_hit_block(hit, i, &sp);
+        sum += sp.run * sp.count;
+    }
     return sum;
 }
 
-void rlxkv_hit_copy(const rlxkv_hit *hit, float *dst, size_t *block_lens_out) {
+void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out) {
     if (!hit || !hit->entry) return;
     const rlxkv_entry *e = hit->entry;
+    size_t vsize = rlxkv_entry_value_size(e);
+    unsigned char *to = dst;
+    rlxkv_span sp;
     for (size_t i = 0; i < 2 * e->n_layers; i++) {
-        size_t len = hit_block_len(hit, i);
-        if (len) memcpy(dst, rlxkv_entry_block(e, i), len * sizeof *dst);
-        dst += len;
-        if (block_lens_out) block_lens_out[i] = len;
+        const unsigned char *from = rlxkv_entry_block(e, i);
+        rlxkv_hit_block(hit, i, &sp);
+        for (size_t r = 0; r < sp.count; r++) {
+            if (sp.run) memcpy(to, from + (sp.offset + r * sp.stride) * vsize, sp.run * vsize);
+            to += sp.run * vsize;
+        }
+        if (block_lens_out) block_lens_out[i] = sp.run * sp.count;
     }
 }
 
@@ -824,7 +889,7 @@ int rlxkv_cache_is_pinned(const rlxkv_cache *c, const rlxkv_entry *e) {
 
 void rlxkv_cache_set_cap(rlxkv_cache *c, size_t cap_bytes) {
     if (!c) return;
-    c->cap = cap_bytes;
+    c->cap_bytes = cap_bytes;
     evict_to_cap(c);
 }
 
@@ -834,7 +899,7 @@ void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out) {
     if (!c) return;
     out->entries = c->entries;
     out->bytes = c->bytes;
-    out->cap_bytes = c->cap;
+    out->cap_bytes = c->cap_bytes;
     out->pinned_entries = c->pinned_entries;
     out->pinned_bytes = c->pinned_bytes;
     out->hits = c->hits;
@@ -871,7 +936,7 @@ void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e) {
 
 static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
                       size_t *n_bytes, size_t *n_pinned) {
-    size_t rm = 0, linked = 0;
+    size_t n_trim = 0, linked = 0;
     if (x == c->root) {
         if (x->parent || x->nlabel || x->depth) return 0;
     } else {
@@ -879,7 +944,7 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         size_t i;
         int from_kid = 0;
         if (!p || !x->nlabel || !x->label || x->depth != p->depth + x->nlabel) return 0;
-        i = kid_slot(p, x->label[0]);
+        i = kid_index(p, x->label[0]);
         if (i >= p->nkids || p->kids[i] != x) return 0;
         if (!x->entry && x->nkids < 2) return 0; /* should have been pruned */
         /* The label borrows from its own entry, else from a child's base:
@@ -888,8 +953,8 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         for (size_t k = 0; k < x->nkids; k++) from_kid |= base_of(x->kids[k]) == base_of(x);
         if (x->entry ? base_of(x) != x->entry->tokens : !from_kid) return 0;
     }
-    if (x->nkids > x->cap) return 0;
-    if (!x->hash != (x->cap < HASH_MIN_KIDS)) return 0;
+    if (x->nkids > x->kids_cap) return 0;
+    if (!x->hash != (x->kids_cap < HASH_MIN_KIDS)) return 0;
     if (x->hash) {
         size_t used = 0;
         for (size_t i = 0; i <= hash_mask(x); i++) used += x->hash[i].kid != NULL;
@@ -900,11 +965,11 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         if (k->parent != x || x->keys[i] != k->label[0]) return 0;
         if (x->hash && hash_find(x, x->keys[i]) != k) return 0;
         if (i && x->keys[i - 1] >= x->keys[i]) return 0;
-        rm += k->rm;
-        linked += k->rm != 0;
+        n_trim += k->trimmable;
+        linked += k->trimmable != 0;
     }
-    for (const node *k = x->rm_head, *prev = NULL; k; prev = k, k = k->rm_next) {
-        if (k->parent != x || !k->rm || k->rm_prev != prev || !linked) return 0;
+    for (const node *k = x->trim_head, *prev = NULL; k; prev = k, k = k->trim_next) {
+        if (k->parent != x || !k->trimmable || k->trim_prev != prev || !linked) return 0;
         linked--;
     }
     if (linked) return 0;
@@ -912,8 +977,9 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         const rlxkv_entry *e = x->entry;
         size_t end = e->n_tokens;
         if (e->node != x || e->n_tokens != x->depth) return 0;
-        if (!(e->flags & RLXKV_ENTRY_ROW_MAJOR) != !rlxkv_entry_row_major(e)) return 0;
-        rm += (e->flags & RLXKV_ENTRY_ROW_MAJOR) != 0;
+        if (!(e->flags & RLXKV_ENTRY_TRIMMABLE) != !trimmable(c, e)) return 0;
+        if (e->order != c->layout.order || rlxkv_layout_check(&c->layout, e, NULL)) return 0;
+        n_trim += (e->flags & RLXKV_ENTRY_TRIMMABLE) != 0;
         for (const node *y = x; y != c->root; y = y->parent) {
             end -= y->nlabel;
             if (memcmp(e->tokens + end, y->label, y->nlabel * sizeof *y->label)) return 0;
@@ -923,7 +989,7 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         if (x->slot < FIRST_ENTRY_SLOT || x->slot >= c->nslots || c->slots[x->slot].e != e) return 0;
         *n_pinned += node_pinned(c, x);
     }
-    return rm == x->rm;
+    return n_trim == x->trimmable;
 }
 
 /* Walks the list hanging from head `list`: links both ways, every slot on
@@ -959,12 +1025,12 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
         }
         while (x != c->root) {
             const node *p = x->parent;
-            size_t i = kid_slot(p, x->label[0]);
+            size_t i = kid_index(p, x->label[0]);
             if (i + 1 < p->nkids) break;
             x = p;
         }
         if (x == c->root) break;
-        x = x->parent->kids[kid_slot(x->parent, x->label[0]) + 1];
+        x = x->parent->kids[kid_index(x->parent, x->label[0]) + 1];
     }
     if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
     if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
@@ -981,19 +1047,19 @@ size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
     const node *x = c->root;
     /* Preorder, as above. */
     for (;;) {
-        bytes += sizeof *x + x->cap * (sizeof *x->kids + sizeof *x->keys);
-        if (x->hash) bytes += 2 * x->cap * sizeof *x->hash;
+        bytes += sizeof *x + x->kids_cap * (sizeof *x->kids + sizeof *x->keys);
+        if (x->hash) bytes += 2 * x->kids_cap * sizeof *x->hash;
         if (x->nkids) {
             x = x->kids[0];
             continue;
         }
         while (x != c->root) {
             const node *p = x->parent;
-            if (kid_slot(p, x->label[0]) + 1 < p->nkids) break;
+            if (kid_index(p, x->label[0]) + 1 < p->nkids) break;
             x = p;
         }
         if (x == c->root) break;
-        x = x->parent->kids[kid_slot(x->parent, x->label[0]) + 1];
+        x = x->parent->kids[kid_index(x->parent, x->label[0]) + 1];
     }
     return bytes;
 }

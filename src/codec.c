@@ -66,8 +66,9 @@ size_t rlxkv_encoded_size(const rlxkv_entry *e) {
     size = HEAD_BYTES + 8 + 8 * e->n_tokens;
     if (n_blocks > (SIZE_MAX - size) / 8) return 0;
     size += 8 * n_blocks;
-    if (e->n_floats > (SIZE_MAX - size) / 4) return 0;
-    return size + 4 * e->n_floats;
+    if (e->dtype != RLXKV_F32) return 0; /* RLXKV001 holds f32 only */
+    if (e->n_values > (SIZE_MAX - size) / 4) return 0;
+    return size + 4 * e->n_values;
 }
 
 int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
@@ -90,7 +91,7 @@ int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
         size_t len = e->offs[b + 1] - e->offs[b];
         rlxkv_store_u64le(buf + at, (uint64_t)len);
         at += 8;
-        put_floats(buf + at, e->kv + e->offs[b], len);
+        put_floats(buf + at, (const float *)e->kv + e->offs[b], len);
         at += 4 * len;
     }
     if (written) *written = at;
@@ -195,7 +196,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
     if (n_layers > rem / 16) goto done;
     cap = (rem - 16 * n_layers) / 4;
     if (out) {
-        e = rlxkv_entry_alloc((size_t)n_tokens, (size_t)n_layers, (size_t)cap, &rc);
+        e = rlxkv_entry_alloc((size_t)n_tokens, (size_t)n_layers, (size_t)cap, RLXKV_F32, &rc);
         if (!e) goto done;
         for (size_t i = 0; i < n_tokens; i++)
             e->tokens[i] = (uint32_t)rlxkv_load_u64le(toks + 8 * i);
@@ -212,7 +213,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
             goto done;
         }
         if (e) {
-            float *dst = e->kv + used;
+            float *dst = (float *)e->kv + used;
             e->offs[b + 1] = (size_t)(used + blen);
             if (src->buf) {
                 get_floats(dst, src->buf + c.at, (size_t)blen);
@@ -234,7 +235,8 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
         meta->fingerprint = fp;
         meta->n_tokens = (size_t)n_tokens;
         meta->n_layers = (size_t)n_layers;
-        meta->n_floats = (size_t)used;
+        meta->dtype = RLXKV_F32;
+        meta->n_values = (size_t)used;
         meta->blob_bytes = (size_t)src->len;
     }
 done:

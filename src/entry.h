@@ -5,28 +5,34 @@
 
 #include "rlxkv.h"
 
-#define RLXKV_ENTRY_DIRTY 2u
-#define RLXKV_ENTRY_ROW_MAJOR 4u
+#define RLXKV_ENTRY_DIRTY 1u     /* not yet in the store */
+#define RLXKV_ENTRY_TRIMMABLE 2u /* a partial hit may cut it (see cache.c) */
 
 /* One allocation: this header, then offs[2L+1] (block start offsets, in
- * floats, into kv), then the floats, then the tokens. Keeping everything in
+ * values, into kv), then the values, then the tokens. Keeping everything in
  * one block makes an insert one malloc and an eviction one free. */
 struct rlxkv_entry {
     void *node;                      /* radix node holding it (cache.c) */
-    uint32_t flags;
+    uint16_t flags;
+    uint8_t dtype;                   /* rlxkv_dtype */
+    uint8_t order;                   /* rlxkv_order, stamped by the cache's layout */
+    uint32_t heads;                  /* the layout's heads (HEAD_MAJOR), else 0 */
     size_t n_tokens;
     size_t n_layers;
-    size_t n_floats;
-    size_t *offs;                    /* 2*n_layers + 1 offsets; offs[2L] == n_floats */
-    float *kv;
+    size_t n_values;
+    size_t *offs;                    /* 2*n_layers + 1 offsets; offs[2L] == n_values */
+    unsigned char *kv;               /* n_values values of dtype */
     uint32_t *tokens;
 };
 
-/* An entry of n_floats floats whose block offsets are left for the caller
+/* Bytes of one value of the entry's dtype. */
+static inline size_t rlxkv_entry_value_size(const rlxkv_entry *e) { return e->dtype == RLXKV_F16 ? 2 : 4; }
+
+/* An entry of n_values values whose block offsets are left for the caller
  * to fill (offs[0] is 0): the decoder learns the block lengths one by one
  * as it reads them into place. Owned by the caller (rlxkv_entry_free). */
-rlxkv_entry *rlxkv_entry_alloc(size_t n_tokens, size_t n_layers, size_t n_floats,
-                               int *status);
+rlxkv_entry *rlxkv_entry_alloc(size_t n_tokens, size_t n_layers, size_t n_values,
+                               int dtype, int *status);
 
 /* Little-endian helpers for the codec: wasm and x86 are little-endian, so
  * these compile to plain loads and stores there. */

@@ -8,10 +8,12 @@
  * Conventions
  *   - Every handle is opaque; nothing here keeps global state.
  *   - Functions that can fail return an int status: RLXKV_OK (0), a positive
- *     non-error outcome (RLXKV_STALE), or a negative rlxkv_status error.
+ *     outcome that is not an error (RLXKV_STALE, RLXKV_HIT, RLXKV_MISS), or
+ *     a negative rlxkv_status error.
  *   - Ownership is stated at every function that returns memory. "Borrowed"
  *     means: do not free, valid until the next call that changes the cache.
- *   - Sizes are size_t; token ids are uint32_t; KV values are f32.
+ *   - Sizes are size_t; token ids are uint32_t; KV values are f32 or f16
+ *     (IEEE binary16 bit patterns, as uint16_t), per entry (rlxkv_dtype).
  */
 #ifndef RLXKV_H
 #define RLXKV_H
@@ -28,6 +30,8 @@ extern "C" {
 typedef enum rlxkv_status {
     RLXKV_OK = 0,
     RLXKV_STALE = 1,            /* blob of another fingerprint: not an error */
+    RLXKV_HIT = 2,              /* a lookup found an entry */
+    RLXKV_MISS = 3,             /* a lookup found none */
     RLXKV_ERR_BAD_MAGIC = -1,   /* not an RLXKV001 blob */
     RLXKV_ERR_TRUNCATED = -2,   /* blob ends before its fields do */
     RLXKV_ERR_CORRUPT = -3,     /* fields disagree (past_len, token range, trailing bytes) */
@@ -36,7 +40,8 @@ typedef enum rlxkv_status {
     RLXKV_ERR_IO = -6,          /* a file operation failed */
     RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded */
     RLXKV_ERR_INVALID = -8,     /* a bad argument */
-    RLXKV_ERR_NOTFOUND = -9     /* no such entry or blob */
+    RLXKV_ERR_NOTFOUND = -9,    /* no such entry or blob */
+    RLXKV_ERR_SHAPE = -10       /* blocks do not match the cache's layout */
 } rlxkv_status;
 
 /* A static, human-readable text for any status. Never NULL. */
@@ -51,34 +56,80 @@ uint64_t rlxkv_hash64(const void *data, size_t len, uint64_t seed);
  * Entries: one token prefix and its KV, in a single allocation.
  *
  * Blocks are numbered 0..2*n_layers-1: K of layer 0..L-1, then V of layer
- * 0..L-1 (the order of the blob format). All floats of an entry are
- * contiguous in that order.
+ * 0..L-1 (the order of the blob format). All values of an entry are
+ * contiguous in that order. Block lengths count values, whatever their type.
  * ---------------------------------------------------------------------- */
 typedef struct rlxkv_entry rlxkv_entry;
 
+/* The type of an entry's KV values. f16 values are IEEE binary16 bit
+ * patterns (uint16_t), kept exactly as given: never rounded or widened. */
+typedef enum rlxkv_dtype {
+    RLXKV_F32 = 0,
+    RLXKV_F16 = 1
+} rlxkv_dtype;
+
+/* Bytes per value of a dtype: 4, 2, or 0 for an unknown dtype. */
+size_t rlxkv_dtype_size(int dtype);
+
 /* A new entry with room for n_tokens tokens and 2*n_layers blocks whose
- * lengths (in floats) are block_lens[0..2*n_layers-1]. Tokens and floats are
- * uninitialised: fill them through rlxkv_entry_tokens_mut/_block_mut.
- * Returns NULL on overflow or out of memory (*status says which, if given).
- * Owned by the caller until passed to rlxkv_cache_put; free with
- * rlxkv_entry_free otherwise. */
+ * lengths (in values) are block_lens[0..2*n_layers-1], of type dtype.
+ * Tokens and values are uninitialised: fill them through
+ * rlxkv_entry_tokens_mut/_block_mut. Returns NULL on overflow, an unknown
+ * dtype or out of memory (*status says which, if given). Owned by the
+ * caller until passed to rlxkv_cache_put; free with rlxkv_entry_free
+ * otherwise. */
 rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
-                             const size_t *block_lens, int *status);
-void rlxkv_entry_free(rlxkv_entry *e);
+                             const size_t *block_lens, int dtype, int *status);
+void rlxkv_entry_free(rlxkv_entry *e);   /* NULL: a harmless no-op */
 
 size_t rlxkv_entry_n_tokens(const rlxkv_entry *e);
 size_t rlxkv_entry_n_layers(const rlxkv_entry *e);
-size_t rlxkv_entry_n_floats(const rlxkv_entry *e);       /* sum of block lengths */
-size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e);       /* 4 * n_floats: the budget unit */
-const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e); /* borrowed */
-const float *rlxkv_entry_block(const rlxkv_entry *e, size_t i);  /* borrowed */
+int rlxkv_entry_dtype(const rlxkv_entry *e);               /* rlxkv_dtype */
+size_t rlxkv_entry_n_values(const rlxkv_entry *e);         /* sum of block lengths */
+size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e);         /* n_values * dtype size: the budget unit */
+const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e);  /* borrowed */
+/* Block i's values (float * or uint16_t * by dtype), borrowed; NULL past the last. */
+const void *rlxkv_entry_block(const rlxkv_entry *e, size_t i);
 size_t rlxkv_entry_block_len(const rlxkv_entry *e, size_t i);
-const float *rlxkv_entry_floats(const rlxkv_entry *e);   /* all blocks, borrowed */
+const void *rlxkv_entry_data(const rlxkv_entry *e);        /* all blocks, borrowed */
 /* Every block's length is a multiple of n_tokens (one row per token). */
 int rlxkv_entry_row_major(const rlxkv_entry *e);
 /* Writable views for filling a new entry; only before rlxkv_cache_put. */
 uint32_t *rlxkv_entry_tokens_mut(rlxkv_entry *e);
-float *rlxkv_entry_block_mut(rlxkv_entry *e, size_t i);
+void *rlxkv_entry_block_mut(rlxkv_entry *e, size_t i);
+
+/* ------------------------------------------------------------------------
+ * Layouts: how a model's K and V blocks are shaped, so that a partial hit
+ * can cut them right.
+ *
+ *   TOKEN_MAJOR: a block is [tokens][heads * head_dim]: a token's values
+ *                are one row, and the first m tokens are the first m rows.
+ *   HEAD_MAJOR:  a block is [heads][tokens][head_dim] (ONNX, transformers.js,
+ *                PyTorch: [batch, heads, seq, head_dim] with batch 1): the
+ *                first m tokens are m rows of every head, heads apart.
+ *   ANY:         no layout (the default): blocks of any length; a partial
+ *                hit then takes token-major for granted, and only entries
+ *                whose blocks are multiples of n_tokens are cut.
+ * ---------------------------------------------------------------------- */
+typedef enum rlxkv_order {
+    RLXKV_ORDER_ANY = 0,
+    RLXKV_TOKEN_MAJOR = 1,
+    RLXKV_HEAD_MAJOR = 2
+} rlxkv_order;
+
+typedef struct rlxkv_layout {
+    int order;          /* rlxkv_order */
+    size_t heads;       /* KV heads (>= 1 unless ANY) */
+    size_t head_dim;    /* values per head per token (>= 1 unless ANY) */
+    size_t layers;      /* layers every entry has, or 0 for any number */
+} rlxkv_layout;
+
+/* Values in one block of n_tokens tokens under the layout (0 for ANY). */
+size_t rlxkv_layout_block_len(const rlxkv_layout *l, size_t n_tokens);
+/* OK when every block of e has that length (and e has l->layers layers if
+ * given), else RLXKV_ERR_SHAPE with *bad_block (may be NULL) the first
+ * block that differs (2 * the layers both have, for a layer count). */
+int rlxkv_layout_check(const rlxkv_layout *l, const rlxkv_entry *e, size_t *bad_block);
 
 /* ------------------------------------------------------------------------
  * Cache: byte-bounded LRU with longest-prefix lookup over a radix tree.
@@ -96,7 +147,8 @@ typedef struct rlxkv_stats {
 } rlxkv_stats;
 
 /* A lookup result. `entry` is borrowed: valid until the next call that
- * changes the cache (insert, put, remove, pin, set_cap, clear, free). */
+ * frees an entry (an insert that replaces or evicts, remove, set_cap,
+ * clear, free); rlxkv_cache_generation tells when that happened. */
 typedef struct rlxkv_hit {
     const rlxkv_entry *entry;
     size_t matched;   /* query tokens covered: n_tokens of entry, or fewer for a partial hit */
@@ -106,43 +158,65 @@ typedef struct rlxkv_hit {
  * names the model whose KV this cache holds (used by the store). Returns
  * NULL when out of memory. Free with rlxkv_cache_free. */
 rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint);
-void rlxkv_cache_free(rlxkv_cache *c);
+void rlxkv_cache_free(rlxkv_cache *c);   /* NULL: a harmless no-op */
 uint64_t rlxkv_cache_fingerprint(const rlxkv_cache *c);
+
+/* Declares the shape of every block this cache will hold (see Layouts).
+ * Only while the cache is empty: RLXKV_ERR_INVALID otherwise, or for a
+ * layout with a zero head count or head size, or one whose row overflows. */
+int rlxkv_cache_set_layout(rlxkv_cache *c, const rlxkv_layout *layout);
+/* The cache's layout (order ANY when none was set). */
+void rlxkv_cache_layout(const rlxkv_cache *c, rlxkv_layout *out);
 
 /* Insert an entry, taking ownership of `e` in every case (it is freed on
  * failure and when cap is 0). An entry with identical tokens is replaced and
  * keeps its pin. LRU entries are then evicted until within the cap; an
- * entry that alone exceeds the cap is kept, alone. Fails with
- * RLXKV_ERR_NOSPACE, changing nothing, when other pinned entries leave no
- * room. The new entry is marked dirty (not yet stored). */
+ * entry that alone exceeds the cap is kept, alone. Fails, changing nothing,
+ * with RLXKV_ERR_SHAPE when e does not fit the cache's layout, and with
+ * RLXKV_ERR_NOSPACE when other pinned entries leave no room. The new entry
+ * is marked dirty (not yet stored). */
 int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e);
 
-/* Copying convenience over rlxkv_cache_put: k[l], v[l] have k_lens[l],
- * v_lens[l] floats. */
+/* Copying convenience over rlxkv_cache_put: k[l], v[l] point at k_lens[l],
+ * v_lens[l] values of type dtype. */
 int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
-                       size_t n_layers, const float *const *k, const size_t *k_lens,
-                       const float *const *v, const size_t *v_lens);
+                       size_t n_layers, int dtype, const void *const *k, const size_t *k_lens,
+                       const void *const *v, const size_t *v_lens);
 
 /* Longest cached entry that is wholly a prefix of `query` (empty entries and
- * entries longer than the query never match). Returns 1 and fills *hit on a
- * hit (the entry becomes most recent), 0 on a miss. O(n) in the query. */
+ * entries longer than the query never match). Returns RLXKV_HIT and fills
+ * *hit (the entry becomes most recent), RLXKV_MISS (*hit zeroed), or
+ * RLXKV_ERR_INVALID for a NULL cache or query. O(n) in the query. */
 int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit);
 
-/* As lookup, but may also reuse a longer row-major entry that shares a
- * common prefix with the query, trimmed to it: hit->matched is then less
- * than the entry's n_tokens and the caller uses the first `matched` rows of
- * each block (rlxkv_hit_copy does that). `matched` never exceeds max_match;
- * a full-prefix entry longer than max_match is trimmed too, if row-major. */
+/* As lookup, but may also reuse a longer entry that shares a common prefix
+ * with the query, cut to it: hit->matched is then less than the entry's
+ * n_tokens and the caller uses the first `matched` tokens of each block,
+ * as rlxkv_hit_block describes (rlxkv_hit_copy copies them). `matched`
+ * never exceeds max_match; a full-prefix entry longer than max_match is
+ * cut too. Which entries can be cut: with a layout, all; without, those
+ * whose blocks are multiples of n_tokens (taken as token-major). */
 int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
                                size_t max_match, rlxkv_hit *hit);
 
-/* Floats a copy of the hit needs: for each block, (len / n_tokens) * matched
- * (the whole block for a full hit). */
-size_t rlxkv_hit_n_floats(const rlxkv_hit *hit);
-/* Copies the hit's floats into dst (rlxkv_hit_n_floats of them), block after
- * block in entry order; block_lens_out (2*n_layers, may be NULL) gets each
- * copied length. */
-void rlxkv_hit_copy(const rlxkv_hit *hit, float *dst, size_t *block_lens_out);
+/* Where a hit's values lie in block i of its entry: `count` runs of `run`
+ * values, the first at `offset`, each `stride` after the one before (all
+ * in values, from the block's start). A full hit, or a token-major cut, is
+ * one run; a head-major cut is one run per head. */
+typedef struct rlxkv_span {
+    size_t offset, run, stride, count;
+} rlxkv_span;
+void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out);
+/* Values a copy of the hit needs: the sum of run * count over its blocks. */
+size_t rlxkv_hit_n_values(const rlxkv_hit *hit);
+/* Copies the hit's values (of its entry's dtype) into dst, rlxkv_hit_n_values
+ * of them, block after block, each block's runs back to back;
+ * block_lens_out (2*n_layers, may be NULL) gets each copied length. */
+void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out);
+
+/* Counts the calls that freed an entry: a borrowed entry or hit taken at
+ * generation g is still valid while the generation is g. */
+uint64_t rlxkv_cache_generation(const rlxkv_cache *c);
 
 /* The entry with exactly these tokens, or NULL. Borrowed; does not touch LRU. */
 const rlxkv_entry *rlxkv_cache_get(const rlxkv_cache *c, const uint32_t *tokens, size_t n);
@@ -174,7 +248,8 @@ typedef struct rlxkv_blob_meta {
     uint64_t fingerprint;
     size_t n_tokens;        /* == past_len */
     size_t n_layers;
-    size_t n_floats;        /* sum of all block lengths */
+    int dtype;              /* rlxkv_dtype of the values */
+    size_t n_values;        /* sum of all block lengths */
     size_t blob_bytes;
 } rlxkv_blob_meta;
 

@@ -6,6 +6,8 @@ const char *rlxkv_strerror(int status) {
     switch (status) {
     case RLXKV_OK: return "ok";
     case RLXKV_STALE: return "blob is of another fingerprint (stale)";
+    case RLXKV_HIT: return "hit";
+    case RLXKV_MISS: return "miss";
     case RLXKV_ERR_BAD_MAGIC: return "not an RLXKV001 blob (bad magic)";
     case RLXKV_ERR_TRUNCATED: return "blob is truncated";
     case RLXKV_ERR_CORRUPT: return "blob is corrupt";
@@ -15,6 +17,7 @@ const char *rlxkv_strerror(int status) {
     case RLXKV_ERR_QUOTA: return "disk full or storage quota exceeded";
     case RLXKV_ERR_INVALID: return "invalid argument";
     case RLXKV_ERR_NOTFOUND: return "not found";
+    case RLXKV_ERR_SHAPE: return "blocks do not match the cache's layout";
     default: return "unknown status";
     }
 }

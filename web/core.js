@@ -127,14 +127,14 @@ export class Core {
         u32[(lens >>> 2) + i] = k[i].length;
         u32[(lens >>> 2) + layers + i] = v[i].length;
       }
-      e = M._rlxkv_entry_new(tokens.length, layers, lens, this.cell) >>> 0;
+      e = M._rlxkv_entry_new(tokens.length, layers, lens, 0, this.cell) >>> 0;
       if (!e) throw this.fail(this.i32(this.cell), 'allocating an entry');
     } finally {
       this.free(lens);
     }
     this.u32.set(tokens, M._rlxkv_entry_tokens(e) >>> 2);
     const f32 = this.f32;
-    let at = M._rlxkv_entry_floats(e) >>> 2;
+    let at = M._rlxkv_entry_data(e) >>> 2;
     for (const block of [...k, ...v]) {
       f32.set(block, at);
       at += block.length;
@@ -160,7 +160,7 @@ export class Core {
     const n = M._rlxkv_entry_n_tokens(e) >>> 0;
     const layers = M._rlxkv_entry_n_layers(e) >>> 0;
     const tokPtr = M._rlxkv_entry_tokens(e) >>> 0;
-    const base = M._rlxkv_entry_floats(e) >>> 2;
+    const base = M._rlxkv_entry_data(e) >>> 2;
     const spans = []; // [start, length] per block, in floats
     let at = base;
     for (let i = 0; i < 2 * layers; i++) {

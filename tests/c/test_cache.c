@@ -15,7 +15,7 @@
  * fill + b * 1000 + i at float i, so copies can be checked exactly. */
 static rlxkv_entry *make(const uint32_t *t, size_t n, size_t n_layers, const size_t *lens,
                          float fill) {
-    rlxkv_entry *e = rlxkv_entry_new(n, n_layers, lens, NULL);
+    rlxkv_entry *e = rlxkv_entry_new(n, n_layers, lens, RLXKV_F32, NULL);
     if (!e) abort();
     if (n) memcpy(rlxkv_entry_tokens_mut(e), t, n * sizeof *t);
     for (size_t b = 0; b < 2 * n_layers; b++) {
@@ -42,12 +42,12 @@ static int put_bytes(rlxkv_cache *c, const uint32_t *t, size_t n, size_t bytes) 
 /* matched on a hit, -1 on a miss. */
 static long matched(rlxkv_cache *c, const uint32_t *q, size_t n) {
     rlxkv_hit h;
-    return rlxkv_cache_lookup(c, q, n, &h) == 1 ? (long)h.matched : -1;
+    return rlxkv_cache_lookup(c, q, n, &h) == RLXKV_HIT ? (long)h.matched : -1;
 }
 
 static long partial(rlxkv_cache *c, const uint32_t *q, size_t n, size_t max_match,
                     rlxkv_hit *h) {
-    return rlxkv_cache_lookup_partial(c, q, n, max_match, h) == 1 ? (long)h->matched : -1;
+    return rlxkv_cache_lookup_partial(c, q, n, max_match, h) == RLXKV_HIT ? (long)h->matched : -1;
 }
 
 /* n_tokens, or 0 for no entry (so a failed check does not crash the rest). */
@@ -78,7 +78,7 @@ static void longest_prefix_picks_deepest_match(void) {
     rlxkv_hit h;
     put_kv(c, TOKS(1, 2), 0.1f);
     put_kv(c, TOKS(1, 2, 3, 4), 0.2f);
-    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3, 4, 5, 6), &h), 1);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3, 4, 5, 6), &h), RLXKV_HIT);
     CHECK_EQ(h.matched, 4);
     CHECK_EQ(n_of(h.entry), 4);
     CHECK_EQ(rlxkv_entry_tokens(h.entry)[3], 4);
@@ -93,7 +93,7 @@ static void no_match_returns_none(void) {
     rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
     rlxkv_hit h;
     put_kv(c, TOKS(5, 6), 0.0f);
-    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3), &h), 0);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3), &h), RLXKV_MISS);
     CHECK(h.entry == NULL);
     /* An entry longer than the query can't be a prefix of it. */
     CHECK_EQ(matched(c, TOKS(5)), -1);
@@ -205,7 +205,7 @@ static void replacing_updates_bytes_recency_and_keeps_pin(void) {
     put_kv(c, TOKS(3, 3, 3, 3), 30);
     const rlxkv_entry *e = rlxkv_cache_get(c, TOKS(3, 3, 3, 3));
     CHECK(rlxkv_cache_is_pinned(c, e));
-    CHECK_EQ(rlxkv_entry_block(e, 0)[0], 30.0f);
+    CHECK_EQ(((const float *)rlxkv_entry_block(e, 0))[0], 30.0f);
     CHECK_EQ(stats(c).pinned_entries, 1);
     CHECK_EQ(stats(c).pinned_bytes, 64);
     CHECK_EQ(stats(c).bytes, 160);
@@ -215,10 +215,11 @@ static void replacing_updates_bytes_recency_and_keeps_pin(void) {
 
 static void cap_zero_disables(void) {
     rlxkv_cache *c = rlxkv_cache_new(0, 0);
-    const float k[2] = {1, 2}, *kp = k;
+    const float k[2] = {1, 2};
+    const void *kp = k;
     size_t len = 2;
     CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK); /* freed: ASan would see a leak */
-    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, &kp, &len, &kp, &len), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, RLXKV_F32, &kp, &len, &kp, &len), RLXKV_OK);
     CHECK_EQ(stats(c).entries, 0);
     CHECK_EQ(matched(c, TOKS(1, 2)), -1);
 
@@ -358,7 +359,7 @@ static void partial_reuse_trims_to_the_common_prefix(void) {
     CHECK_EQ(matched(c, TOKS(1, 2, 3, 4, 9)), -1);
     CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), 4);
     CHECK_EQ(n_of(h.entry), 6);
-    CHECK_EQ(rlxkv_hit_n_floats(&h), 4 * 3 + 4 * 2);
+    CHECK_EQ(rlxkv_hit_n_values(&h), 4 * 3 + 4 * 2);
     /* A query that ends inside the entry. */
     CHECK_EQ(partial(c, TOKS(1, 2), 100, &h), 2);
     CHECK_EQ(partial(c, TOKS(2, 1), 100, &h), -1);
@@ -397,7 +398,7 @@ static void partial_reuse_refuses_non_row_major(void) {
     CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), -1);
     CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 3, &h), -1);  /* no trimming either */
     CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 5, 6, 7), 6, &h), 6);   /* whole is fine */
-    CHECK_EQ(rlxkv_hit_n_floats(&h), 3 * 6 + 1 + 2 * 6);
+    CHECK_EQ(rlxkv_hit_n_values(&h), 3 * 6 + 1 + 2 * 6);
     /* A row-major sibling is found past it. */
     put_rows(c, TOKS(1, 2, 3, 7), 0);
     CHECK_EQ(partial(c, TOKS(1, 2, 3, 4, 9), 100, &h), 3);
@@ -412,15 +413,15 @@ static void hit_copy_takes_the_first_rows_exactly(void) {
     float k0[N * 4], k1[N * 4], v0[N * 2], v1[N * 2];
     for (int i = 0; i < N * 4; i++) k0[i] = (float)i, k1[i] = 100.0f + (float)i;
     for (int i = 0; i < N * 2; i++) v0[i] = 200.0f + (float)i, v1[i] = 300.0f + (float)i;
-    const float *k[2] = {k0, k1}, *v[2] = {v0, v1};
+    const void *k[2] = {k0, k1}, *v[2] = {v0, v1};
     size_t kl[2] = {N * 4, N * 4}, vl[2] = {N * 2, N * 2};
-    CHECK_EQ(rlxkv_cache_insert(c, TOKS(10, 11, 12, 13, 14), 2, k, kl, v, vl), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(10, 11, 12, 13, 14), 2, RLXKV_F32, k, kl, v, vl), RLXKV_OK);
 
     rlxkv_hit h;
     float out[N * 12];
     size_t lens[4];
     CHECK_EQ(partial(c, TOKS(10, 11, 12, 99), 100, &h), 3);
-    CHECK_EQ(rlxkv_hit_n_floats(&h), 3 * 4 * 2 + 3 * 2 * 2);
+    CHECK_EQ(rlxkv_hit_n_values(&h), 3 * 4 * 2 + 3 * 2 * 2);
     rlxkv_hit_copy(&h, out, lens);
     CHECK(lens[0] == 12 && lens[1] == 12 && lens[2] == 6 && lens[3] == 6);
     CHECK(memcmp(out, k0, 12 * sizeof(float)) == 0);
@@ -430,14 +431,14 @@ static void hit_copy_takes_the_first_rows_exactly(void) {
 
     /* A full hit copies everything. */
     CHECK_EQ(matched(c, TOKS(10, 11, 12, 13, 14, 15)), 5);
-    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(10, 11, 12, 13, 14), &h), 1);
-    CHECK_EQ(rlxkv_hit_n_floats(&h), N * 12);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(10, 11, 12, 13, 14), &h), RLXKV_HIT);
+    CHECK_EQ(rlxkv_hit_n_values(&h), N * 12);
     rlxkv_hit_copy(&h, out, NULL);
     CHECK(memcmp(out, k0, sizeof k0) == 0);
     CHECK(memcmp(out + N * 4, k1, sizeof k1) == 0);
     CHECK(memcmp(out + N * 8, v0, sizeof v0) == 0);
     CHECK(memcmp(out + N * 10, v1, sizeof v1) == 0);
-    CHECK(memcmp(out, rlxkv_entry_floats(h.entry), sizeof out) == 0);
+    CHECK(memcmp(out, rlxkv_entry_data(h.entry), sizeof out) == 0);
     rlxkv_cache_free(c);
 }
 
@@ -513,9 +514,9 @@ static void bad_arguments_are_refused(void) {
     size_t lens[2] = {2, 2};
     CHECK_EQ(rlxkv_cache_put(NULL, make(TOKS(1), 1, lens, 0)), RLXKV_ERR_INVALID); /* freed */
     CHECK_EQ(rlxkv_cache_put(c, NULL), RLXKV_ERR_INVALID);
-    CHECK_EQ(rlxkv_cache_insert(NULL, TOKS(1), 0, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
-    CHECK_EQ(rlxkv_cache_insert(c, NULL, 3, 0, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
-    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, NULL, lens, NULL, lens), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(NULL, TOKS(1), 0, RLXKV_F32, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(c, NULL, 3, 0, RLXKV_F32, NULL, NULL, NULL, NULL), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, RLXKV_F32, NULL, lens, NULL, lens), RLXKV_ERR_INVALID);
     CHECK_EQ(rlxkv_cache_lookup(NULL, TOKS(1), &h), RLXKV_ERR_INVALID);
     CHECK_EQ(rlxkv_cache_lookup(c, NULL, 2, &h), RLXKV_ERR_INVALID);
     CHECK_EQ(rlxkv_cache_lookup_partial(c, NULL, 2, 5, &h), RLXKV_ERR_INVALID);
@@ -529,7 +530,7 @@ static void bad_arguments_are_refused(void) {
     CHECK_EQ(rlxkv_cache_is_pinned(NULL, NULL), 0);
     CHECK_EQ(rlxkv_cache_is_dirty(c, NULL), 0);
     CHECK(rlxkv_cache_next(NULL, NULL) == NULL);
-    CHECK_EQ(rlxkv_hit_n_floats(NULL), 0);
+    CHECK_EQ(rlxkv_hit_n_values(NULL), 0);
     rlxkv_cache_set_cap(NULL, 5);
     rlxkv_cache_clear(NULL);
     rlxkv_cache_mark_clean(NULL, NULL);
@@ -565,8 +566,8 @@ static void ten_thousand_entries_share_a_long_prefix(void) {
         q[P] = 1000000 + j % 100;
         q[P + 1] = j;
         q[P + 2] = 5;
-        if (rlxkv_cache_lookup(c, q, P + 3, &h) != 1 || h.matched != P + 2 ||
-            rlxkv_entry_block(h.entry, 0)[0] != (float)j)
+        if (rlxkv_cache_lookup(c, q, P + 3, &h) != RLXKV_HIT || h.matched != P + 2 ||
+            ((const float *)rlxkv_entry_block(h.entry, 0))[0] != (float)j)
             all = 0;
     }
     CHECK(all);
@@ -901,13 +902,13 @@ static void randomized_run(uint32_t alpha, size_t room, int steps) {
             if (want == RLXKV_OK && M.cap) {
                 const rlxkv_entry *e = rlxkv_cache_get(c, ne.t, ne.n);
                 size_t i = m_find(&M, ne.t, ne.n);
-                if (!e || i == SIZE_MAX || rlxkv_entry_block(e, 0)[0] != (float)step) ok = 0;
+                if (!e || i == SIZE_MAX || ((const float *)rlxkv_entry_block(e, 0))[0] != (float)step) ok = 0;
                 else M.e[i].ptr = e;
             }
         } else if (op < 60) { /* lookup */
             size_t n = random_tokens(q, MT + 3), i = m_lookup(&M, q, n);
             rlxkv_hit h;
-            int got = rlxkv_cache_lookup(c, q, n, &h);
+            int got = rlxkv_cache_lookup(c, q, n, &h) == RLXKV_HIT;
             if (got != (i != SIZE_MAX)) ok = 0;
             else if (got) {
                 if (h.entry != M.e[i].ptr || h.matched != M.e[i].n) ok = 0;
@@ -922,7 +923,7 @@ static void randomized_run(uint32_t alpha, size_t room, int steps) {
             int full;
             size_t want = m_partial(&M, q, n, mm, &full);
             rlxkv_hit h;
-            int got = rlxkv_cache_lookup_partial(c, q, n, mm, &h);
+            int got = rlxkv_cache_lookup_partial(c, q, n, mm, &h) == RLXKV_HIT;
             if (got != (want > 0)) ok = 0;
             else if (got) {
                 size_t i = m_find_ptr(&M, h.entry);
@@ -977,6 +978,153 @@ static void randomized_against_a_linear_model(void) { randomized_run(3, 1, 6000)
  * removals, merges, splits, eviction and clear must keep exact. */
 static void randomized_wide_nodes_against_a_linear_model(void) { randomized_run(200, 100, 20000); }
 
+/* ---- layouts, dtypes, outcomes ----------------------------------------- */
+
+/* A head-major entry of `heads` heads, n tokens, head_dim d, one layer:
+ * value 100 * head + 10 * token + dim, so a cut can be read off. */
+static rlxkv_entry *head_major(const uint32_t *t, size_t n, size_t heads, size_t d) {
+    size_t lens[2] = {heads * n * d, heads * n * d};
+    rlxkv_entry *e = rlxkv_entry_new(n, 1, lens, RLXKV_F32, NULL);
+    if (!e) abort();
+    memcpy(rlxkv_entry_tokens_mut(e), t, n * sizeof *t);
+    for (size_t b = 0; b < 2; b++) {
+        float *f = rlxkv_entry_block_mut(e, b);
+        for (size_t h = 0; h < heads; h++)
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < d; j++) f[(h * n + i) * d + j] = (float)(100 * h + 10 * i + j) + (float)b * 0.5f;
+    }
+    return e;
+}
+
+static void head_major_partial_hit_takes_rows_of_every_head(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_layout l = {RLXKV_HEAD_MAJOR, 2, 2, 1};
+    rlxkv_hit h;
+    rlxkv_span sp;
+    float out[16];
+    size_t lens[2];
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, head_major(TOKS(1, 2, 3, 4), 2, 2)), RLXKV_OK);
+    CHECK_EQ(partial(c, TOKS(1, 2, 9), 3, &h), 2);
+    rlxkv_hit_block(&h, 0, &sp);
+    CHECK(sp.offset == 0 && sp.run == 4 && sp.stride == 8 && sp.count == 2);
+    CHECK_EQ(rlxkv_hit_n_values(&h), 16);
+    rlxkv_hit_copy(&h, out, lens);
+    CHECK(lens[0] == 8 && lens[1] == 8);
+    const float want[8] = {0, 1, 10, 11, 100, 101, 110, 111};
+    for (int i = 0; i < 8; i++) {
+        CHECK_EQ(out[i], want[i]);
+        CHECK_EQ(out[8 + i], want[i] + 0.5f);
+    }
+    /* A full hit is the whole block, one run. */
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 4, 5)), 4);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void token_major_layout_cuts_rows(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_layout l = {RLXKV_TOKEN_MAJOR, 2, 3, 0};
+    rlxkv_hit h;
+    rlxkv_span sp;
+    size_t lens[2] = {3 * 6, 3 * 6};
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, make(TOKS(5, 6, 7), 1, lens, 0)), RLXKV_OK);
+    CHECK_EQ(partial(c, TOKS(5, 6), 2, &h), 2);
+    rlxkv_hit_block(&h, 1, &sp);
+    CHECK(sp.run == 12 && sp.count == 1);
+    rlxkv_cache_free(c);
+}
+
+static void layout_refuses_misshaped_blocks_changing_nothing(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_layout l = {RLXKV_HEAD_MAJOR, 2, 4, 2};
+    size_t good[4] = {24, 24, 24, 24}, bad[4] = {24, 24, 24, 23}, bad_block = 99;
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, make(TOKS(1, 2, 3), 2, good, 0)), RLXKV_OK);
+    rlxkv_entry *e = make(TOKS(1, 2, 3), 2, bad, 7);
+    CHECK_EQ(rlxkv_layout_check(&l, e, &bad_block), RLXKV_ERR_SHAPE);
+    CHECK_EQ(bad_block, 3);
+    CHECK_EQ(rlxkv_cache_put(c, e), RLXKV_ERR_SHAPE); /* freed: ASan would see a leak */
+    CHECK_EQ(rlxkv_cache_put(c, make(TOKS(1, 2, 3), 1, good, 7)), RLXKV_ERR_SHAPE); /* layers */
+    CHECK_EQ(((const float *)rlxkv_entry_block(rlxkv_cache_get(c, TOKS(1, 2, 3)), 0))[0], 0.0f);
+    CHECK_EQ(stats(c).entries, 1);
+    /* A layout is set on an empty cache only, and must be whole. */
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_ERR_INVALID);
+    rlxkv_cache_clear(c);
+    rlxkv_layout zero = {RLXKV_HEAD_MAJOR, 0, 4, 0}, odd = {7, 1, 1, 0};
+    CHECK_EQ(rlxkv_cache_set_layout(c, &zero), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_set_layout(c, &odd), RLXKV_ERR_INVALID);
+    rlxkv_layout got;
+    rlxkv_cache_layout(c, &got);
+    CHECK(got.order == RLXKV_HEAD_MAJOR && got.heads == 2 && got.head_dim == 4 && got.layers == 2);
+    rlxkv_cache_free(c);
+}
+
+static void f16_entries_count_two_bytes_and_keep_their_bits(void) {
+    rlxkv_cache *c = rlxkv_cache_new(64, 0);
+    const uint16_t bits[6] = {0x7e01, 0xfc00, 0x8000, 0x0001, 0x3c00, 0x7c00}; /* NaN payload, -Inf, -0, subnormal, 1, Inf */
+    const void *k = bits, *v = bits + 3;
+    size_t kl = 3, vl = 3;
+    rlxkv_hit h;
+    uint16_t out[6];
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1, 2, 3), 1, RLXKV_F16, &k, &kl, &v, &vl), RLXKV_OK);
+    const rlxkv_entry *e = rlxkv_cache_get(c, TOKS(1, 2, 3));
+    CHECK_EQ(rlxkv_entry_dtype(e), RLXKV_F16);
+    CHECK_EQ(rlxkv_entry_kv_bytes(e), 12);
+    CHECK_EQ(stats(c).bytes, 12);
+    CHECK_EQ(rlxkv_cache_lookup_partial(c, TOKS(1, 2, 9), 3, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 2);
+    rlxkv_hit_copy(&h, out, NULL);
+    CHECK(out[0] == 0x7e01 && out[1] == 0xfc00 && out[2] == 0x0001 && out[3] == 0x3c00); /* K rows 0-1, V rows 0-1 */
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3), &h), RLXKV_HIT);
+    rlxkv_hit_copy(&h, out, NULL);
+    CHECK(memcmp(out, bits, sizeof bits) == 0);
+    /* Mixed dtypes in one cache, one budget: 12 + 48 = 60 bytes fit in 64. */
+    CHECK_EQ(put_kv(c, TOKS(7, 8, 9), 0), RLXKV_OK);
+    CHECK_EQ(stats(c).bytes, 60);
+    CHECK_EQ(rlxkv_entry_new(1, 1, (size_t[]){1, 1}, 2, NULL), NULL); /* no such dtype */
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void lookup_outcomes_have_their_own_names(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(1, 2, 3), &h), RLXKV_HIT);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(4), &h), RLXKV_MISS);
+    CHECK_EQ(rlxkv_cache_lookup_partial(c, TOKS(4), 9, &h), RLXKV_MISS);
+    CHECK(RLXKV_HIT != RLXKV_STALE && RLXKV_MISS != RLXKV_OK);
+    CHECK(strcmp(rlxkv_strerror(RLXKV_HIT), "hit") == 0);
+    CHECK(strcmp(rlxkv_strerror(RLXKV_MISS), "miss") == 0);
+    CHECK(strcmp(rlxkv_strerror(RLXKV_ERR_SHAPE), "unknown status") != 0);
+    rlxkv_cache_free(c);
+}
+
+static void generation_counts_calls_that_free_entries(void) {
+    rlxkv_cache *c = rlxkv_cache_new(64, 0); /* four 16-byte tokens */
+    uint64_t g = rlxkv_cache_generation(c);
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK);          /* 32 bytes */
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(1, 2)), RLXKV_OK);
+    CHECK_EQ(matched(c, TOKS(1, 2)), 2);
+    CHECK_EQ(rlxkv_cache_generation(c), g);                /* nothing freed */
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 1), RLXKV_OK);          /* replaced */
+    CHECK_EQ(rlxkv_cache_generation(c), g + 1);
+    CHECK_EQ(put_kv(c, TOKS(3), 0), RLXKV_OK);
+    CHECK_EQ(put_kv(c, TOKS(4), 0), RLXKV_OK);             /* fits: 64 */
+    CHECK_EQ(rlxkv_cache_generation(c), g + 1);
+    CHECK_EQ(put_kv(c, TOKS(5), 0), RLXKV_OK);             /* evicts (3) */
+    CHECK_EQ(rlxkv_cache_generation(c), g + 2);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(4)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_generation(c), g + 3);
+    rlxkv_cache_clear(c);
+    CHECK_EQ(rlxkv_cache_generation(c), g + 4);
+    rlxkv_cache_clear(c);                                  /* nothing to free */
+    CHECK_EQ(rlxkv_cache_generation(c), g + 4);
+    rlxkv_cache_free(c);
+}
+
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
     RUN(no_match_returns_none);
@@ -996,6 +1144,12 @@ int main(void) {
     RUN(partial_reuse_respects_max_match);
     RUN(partial_reuse_refuses_non_row_major);
     RUN(hit_copy_takes_the_first_rows_exactly);
+    RUN(head_major_partial_hit_takes_rows_of_every_head);
+    RUN(token_major_layout_cuts_rows);
+    RUN(layout_refuses_misshaped_blocks_changing_nothing);
+    RUN(f16_entries_count_two_bytes_and_keep_their_bits);
+    RUN(lookup_outcomes_have_their_own_names);
+    RUN(generation_counts_calls_that_free_entries);
     RUN(iteration_is_pinned_first_then_most_recent);
     RUN(entries_are_dirty_until_marked_clean);
     RUN(stats_count_hits_misses_and_reuse);

@@ -140,8 +140,8 @@ static void test_vectors_decode(void) {
             CHECK_EQ(rlxkv_entry_block_len(e, v->n_layers + l), v->v_lens[l]);
             total += v->k_lens[l] + v->v_lens[l];
         }
-        CHECK_EQ(rlxkv_entry_n_floats(e), total);
-        CHECK_EQ(meta.n_floats, total);
+        CHECK_EQ(rlxkv_entry_n_values(e), total);
+        CHECK_EQ(meta.n_values, total);
         CHECK_EQ(rlxkv_entry_kv_bytes(e), 4 * total);
         for (size_t t = 0; t < rlxkv_entry_n_tokens(e); t++) sum += rlxkv_entry_tokens(e)[t];
         CHECK_EQ(sum, v->token_sum);
@@ -196,14 +196,14 @@ static void test_encode_matches_reference(void) {
     CHECK(v != NULL);
     if (!v) return;
     size_t lens[2] = {6, 6};
-    rlxkv_entry *e = rlxkv_entry_new(3, 1, lens, NULL);
+    rlxkv_entry *e = rlxkv_entry_new(3, 1, lens, RLXKV_F32, NULL);
     uint8_t buf[256];
     size_t w;
     rlxkv_entry_tokens_mut(e)[0] = 7;
     rlxkv_entry_tokens_mut(e)[1] = 8;
     rlxkv_entry_tokens_mut(e)[2] = 9;
     for (size_t b = 0; b < 2; b++)
-        for (size_t j = 0; j < 6; j++) rlxkv_entry_block_mut(e, b)[j] = 0.42f;
+        for (size_t j = 0; j < 6; j++) ((float *)rlxkv_entry_block_mut(e, b))[j] = 0.42f;
     CHECK_EQ(rlxkv_encode(e, 0xABCD, buf, sizeof buf, &w), RLXKV_OK);
     CHECK_EQ(w, v->len);
     CHECK(w == v->len && memcmp(buf, v->bytes, w) == 0);
@@ -402,7 +402,7 @@ static void test_bit_exact_floats(void) {
         0x7f800000u, 0xff800000u, 0x3f800000u, 0xc2f6e979u, 0x7f7fffffu, 0x00800000u};
     const size_t nb = sizeof bits / sizeof bits[0];
     size_t lens[6] = {nb, 0, 3, 5, nb, 1}; /* 3 layers: K 16,0,3 / V 5,16,1 */
-    rlxkv_entry *e = rlxkv_entry_new(4, 3, lens, NULL), *d = NULL;
+    rlxkv_entry *e = rlxkv_entry_new(4, 3, lens, RLXKV_F32, NULL), *d = NULL;
     uint32_t toks[4] = {0, UINT32_MAX, 0x80000000u, 42};
     size_t size, w, k = 0;
     uint8_t *buf;
@@ -410,7 +410,7 @@ static void test_bit_exact_floats(void) {
     if (!e) return;
     memcpy(rlxkv_entry_tokens_mut(e), toks, sizeof toks);
     for (size_t b = 0; b < 6; b++)
-        for (size_t j = 0; j < lens[b]; j++) rlxkv_entry_block_mut(e, b)[j] = u2f(bits[k++ % nb]);
+        for (size_t j = 0; j < lens[b]; j++) ((float *)rlxkv_entry_block_mut(e, b))[j] = u2f(bits[k++ % nb]);
     size = rlxkv_encoded_size(e);
     CHECK_EQ(size, 40 + 8 * 4 + 8 * 6 + 4 * (nb + 0 + 3 + 5 + nb + 1));
     buf = malloc(size);
@@ -434,10 +434,10 @@ static void test_bit_exact_floats(void) {
     if (d) {
         CHECK_EQ(rlxkv_entry_n_tokens(d), 4);
         CHECK(memcmp(rlxkv_entry_tokens(d), toks, sizeof toks) == 0);
-        CHECK_EQ(rlxkv_entry_n_floats(d), rlxkv_entry_n_floats(e));
+        CHECK_EQ(rlxkv_entry_n_values(d), rlxkv_entry_n_values(e));
         for (size_t b = 0; b < 6; b++) CHECK_EQ(rlxkv_entry_block_len(d, b), lens[b]);
-        CHECK(memcmp(rlxkv_entry_floats(d), rlxkv_entry_floats(e),
-                     4 * rlxkv_entry_n_floats(e)) == 0);
+        CHECK(memcmp(rlxkv_entry_data(d), rlxkv_entry_data(e),
+                     4 * rlxkv_entry_n_values(e)) == 0);
         uint8_t *again = malloc(size);
         CHECK_EQ(rlxkv_encode(d, 0x0123456789abcdefull, again, size, NULL), RLXKV_OK);
         CHECK(memcmp(again, buf, size) == 0);
@@ -449,7 +449,7 @@ static void test_bit_exact_floats(void) {
 }
 
 static void test_empty_entry(void) {
-    rlxkv_entry *e = rlxkv_entry_new(0, 0, NULL, NULL), *d = NULL;
+    rlxkv_entry *e = rlxkv_entry_new(0, 0, NULL, RLXKV_F32, NULL), *d = NULL;
     uint8_t buf[64];
     size_t w;
     rlxkv_blob_meta m;
@@ -457,7 +457,7 @@ static void test_empty_entry(void) {
     CHECK_EQ(rlxkv_encode(e, 7, buf, sizeof buf, &w), RLXKV_OK);
     CHECK_EQ(w, 40);
     CHECK_EQ(rlxkv_inspect(buf, w, &m), RLXKV_OK);
-    CHECK(m.n_tokens == 0 && m.n_layers == 0 && m.n_floats == 0 && m.fingerprint == 7);
+    CHECK(m.n_tokens == 0 && m.n_layers == 0 && m.n_values == 0 && m.fingerprint == 7);
     CHECK_EQ(rlxkv_decode(buf, w, NULL, &d, NULL), RLXKV_OK);
     CHECK(d && rlxkv_entry_n_tokens(d) == 0 && rlxkv_entry_n_layers(d) == 0);
     rlxkv_entry_free(d);
@@ -475,10 +475,10 @@ static void test_many_layers(void) {
     enum { L = 300 };
     size_t lens[2 * L];
     for (size_t i = 0; i < 2 * L; i++) lens[i] = i % 3;
-    rlxkv_entry *e = rlxkv_entry_new(2, L, lens, NULL), *d = NULL;
+    rlxkv_entry *e = rlxkv_entry_new(2, L, lens, RLXKV_F32, NULL), *d = NULL;
     rlxkv_entry_tokens_mut(e)[0] = 5;
     rlxkv_entry_tokens_mut(e)[1] = 6;
-    for (size_t i = 0; i < rlxkv_entry_n_floats(e); i++)
+    for (size_t i = 0; i < rlxkv_entry_n_values(e); i++)
         e->kv[i] = (float)i;
     size_t size = rlxkv_encoded_size(e);
     uint8_t *buf = malloc(size), *again = malloc(size);
@@ -487,7 +487,7 @@ static void test_many_layers(void) {
     if (d) {
         CHECK_EQ(rlxkv_entry_n_layers(d), L);
         for (size_t i = 0; i < 2 * L; i++) CHECK_EQ(rlxkv_entry_block_len(d, i), lens[i]);
-        CHECK(memcmp(rlxkv_entry_floats(d), rlxkv_entry_floats(e), 4 * rlxkv_entry_n_floats(e)) == 0);
+        CHECK(memcmp(rlxkv_entry_data(d), rlxkv_entry_data(e), 4 * rlxkv_entry_n_values(e)) == 0);
         CHECK_EQ(rlxkv_encode(d, 1, again, size, NULL), RLXKV_OK);
         CHECK(memcmp(again, buf, size) == 0);
         rlxkv_entry_free(d);
@@ -510,12 +510,12 @@ static void test_encoded_size_overflow(void) {
     CHECK_EQ(rlxkv_encode(&fake, 0, buf, sizeof buf, NULL), RLXKV_ERR_INVALID);
     fake.n_tokens = 0;
     fake.n_layers = 1;
-    fake.n_floats = SIZE_MAX / 4;
+    fake.n_values = SIZE_MAX / 4;
     CHECK_EQ(rlxkv_encoded_size(&fake), 0);
-    fake.n_floats = (SIZE_MAX - 56) / 4 + 1;
+    fake.n_values = (SIZE_MAX - 56) / 4 + 1;
     CHECK_EQ(rlxkv_encoded_size(&fake), 0);
-    fake.n_floats = (SIZE_MAX - 56) / 4; /* the largest that fits */
-    CHECK_EQ(rlxkv_encoded_size(&fake), 56 + 4 * fake.n_floats);
+    fake.n_values = (SIZE_MAX - 56) / 4; /* the largest that fits */
+    CHECK_EQ(rlxkv_encoded_size(&fake), 56 + 4 * fake.n_values);
 }
 
 /* Random mutations of the vectors: never a crash, decode agrees with

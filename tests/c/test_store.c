@@ -124,9 +124,9 @@ static size_t count_files(const char *dir, int blobs) {
 static rlxkv_entry *make_entry(uint32_t start, size_t n, size_t layers, uint32_t seed) {
     size_t lens[16];
     for (size_t i = 0; i < 2 * layers; i++) lens[i] = 4 * n;
-    rlxkv_entry *e = rlxkv_entry_new(n, layers, lens, NULL);
+    rlxkv_entry *e = rlxkv_entry_new(n, layers, lens, RLXKV_F32, NULL);
     for (size_t i = 0; i < n; i++) rlxkv_entry_tokens_mut(e)[i] = start + (uint32_t)i;
-    for (size_t i = 0; i < e->n_floats; i++) e->kv[i] = (float)(seed * 1000 + i) * 0.5f;
+    for (size_t i = 0; i < e->n_values; i++) ((float *)e->kv)[i] = (float)(seed * 1000 + i) * 0.5f;
     return e;
 }
 
@@ -136,12 +136,12 @@ static void name_of(uint64_t fp, const rlxkv_entry *e, char name[32]) {
 
 static int same_entry(const rlxkv_entry *a, const rlxkv_entry *b) {
     if (!a || !b) return 0;
-    if (a->n_tokens != b->n_tokens || a->n_layers != b->n_layers || a->n_floats != b->n_floats)
+    if (a->n_tokens != b->n_tokens || a->n_layers != b->n_layers || a->n_values != b->n_values)
         return 0;
     for (size_t i = 0; i < 2 * a->n_layers; i++)
         if (rlxkv_entry_block_len(a, i) != rlxkv_entry_block_len(b, i)) return 0;
     return !memcmp(a->tokens, b->tokens, 4 * a->n_tokens) &&
-           !memcmp(a->kv, b->kv, 4 * a->n_floats);
+           !memcmp(a->kv, b->kv, 4 * a->n_values);
 }
 
 /* Saves a copy of e under fp through a POSIX store. */
@@ -402,7 +402,7 @@ static void test_save_read(void) {
     CHECK_EQ(rlxkv_store_save(s, NULL, FP_A), RLXKV_ERR_INVALID);
 
     /* An empty entry is a valid blob too. */
-    rlxkv_entry *empty = rlxkv_entry_new(0, 0, NULL, NULL);
+    rlxkv_entry *empty = rlxkv_entry_new(0, 0, NULL, RLXKV_F32, NULL);
     CHECK_EQ(rlxkv_store_save(s, empty, FP_A), RLXKV_OK);
     name_of(FP_A, empty, name);
     CHECK_EQ(rlxkv_store_read(s, name, NULL, &back), RLXKV_OK);
@@ -454,7 +454,7 @@ static void test_round_trip_cache(void) {
     }
     rlxkv_hit hit;
     uint32_t q[8] = {20, 21, 22, 23, 24, 99, 99, 99};
-    CHECK_EQ(rlxkv_cache_lookup(d, q, 8, &hit), 1);
+    CHECK_EQ(rlxkv_cache_lookup(d, q, 8, &hit), RLXKV_HIT);
     CHECK_EQ(hit.matched, 5);
     /* Loaded entries are clean: flushing writes nothing; a new one is. */
     CHECK_EQ(rlxkv_store_flush(counted, d), RLXKV_OK);

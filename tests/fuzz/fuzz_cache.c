@@ -67,7 +67,7 @@ typedef struct ment {
     size_t n_layers;
     size_t lens[2 * MAX_LAYERS];
     float *floats;          /* all blocks, in order */
-    size_t n_floats;
+    size_t n_values;
     int pinned, dirty, row_major;
     uint64_t tick;          /* last use; larger is more recent */
 } ment;
@@ -80,7 +80,7 @@ typedef struct model {
     uint64_t hits, misses, evictions, tokens_reused;
 } model;
 
-static size_t m_bytes_of(const ment *e) { return 4 * e->n_floats; }
+static size_t m_bytes_of(const ment *e) { return 4 * e->n_values; }
 
 static size_t m_bytes(const model *m) {
     size_t b = 0;
@@ -264,14 +264,14 @@ static void gen_entry(rd *r, const model *m, ment *e) {
         if (shape <= 1) e->lens[b] = e->n * (u8(r) % 3);   /* row-major */
         else if (shape == 2) e->lens[b] = u8(r) % 13;       /* anything */
         else e->lens[b] = b ? e->lens[0] : u8(r) % 40;      /* all alike */
-        e->n_floats += e->lens[b];
+        e->n_values += e->lens[b];
     }
     e->row_major = e->n != 0;
     for (size_t b = 0; b < 2 * e->n_layers; b++)
         if (e->n && e->lens[b] % e->n) e->row_major = 0;
-    e->floats = malloc((e->n_floats ? e->n_floats : 1) * sizeof *e->floats);
+    e->floats = malloc((e->n_values ? e->n_values : 1) * sizeof *e->floats);
     if (!e->floats) abort();
-    for (size_t i = 0; i < e->n_floats; i++) {
+    for (size_t i = 0; i < e->n_values; i++) {
         uint32_t bits = mix32(id << 20 | i);
         memcpy(&e->floats[i], &bits, 4);
     }
@@ -304,7 +304,7 @@ static void same_entry(const rlxkv_cache *c, const rlxkv_entry *x, const ment *e
         (e->n && memcmp(rlxkv_entry_tokens(x), e->tokens, e->n * sizeof *e->tokens)))
         FAIL("entry tokens differ (n %zu vs model %zu)", rlxkv_entry_n_tokens(x), e->n);
     REQUIRE(rlxkv_entry_n_layers(x) == e->n_layers);
-    REQUIRE(rlxkv_entry_n_floats(x) == e->n_floats);
+    REQUIRE(rlxkv_entry_n_values(x) == e->n_values);
     REQUIRE(rlxkv_entry_kv_bytes(x) == m_bytes_of(e));
     REQUIRE(!rlxkv_entry_row_major(x) == !e->row_major);
     for (size_t b = 0; b < 2 * e->n_layers; b++) {
@@ -313,7 +313,7 @@ static void same_entry(const rlxkv_cache *c, const rlxkv_entry *x, const ment *e
             REQUIRE(!memcmp(rlxkv_entry_block(x, b), e->floats + block_off(e, b),
                             e->lens[b] * sizeof(float)));
     }
-    if (e->n_floats) REQUIRE(!memcmp(rlxkv_entry_floats(x), e->floats, e->n_floats * sizeof(float)));
+    if (e->n_values) REQUIRE(!memcmp(rlxkv_entry_data(x), e->floats, e->n_values * sizeof(float)));
     if (rlxkv_cache_is_pinned(c, x) != e->pinned) FAIL("pin flag differs (model %d)", e->pinned);
     if (rlxkv_cache_is_dirty(c, x) != e->dirty) FAIL("dirty flag differs (model %d)", e->dirty);
 }
@@ -383,8 +383,8 @@ static void check_copy(const rlxkv_hit *h, const ment *e) {
     int whole = h->matched >= e->n;
     for (size_t b = 0; b < 2 * e->n_layers; b++)
         want += whole ? e->lens[b] : e->lens[b] / e->n * h->matched;
-    if (rlxkv_hit_n_floats(h) != want)
-        FAIL("hit_n_floats %zu, want %zu", rlxkv_hit_n_floats(h), want);
+    if (rlxkv_hit_n_values(h) != want)
+        FAIL("hit_n_values %zu, want %zu", rlxkv_hit_n_values(h), want);
     buf = malloc((want + 1) * sizeof *buf);
     lens_out = malloc((2 * e->n_layers + 1) * sizeof *lens_out);
     if (!buf || !lens_out) abort();
@@ -414,7 +414,7 @@ static int do_insert(rd *r, rlxkv_cache *c, model *m) {
     if (u8(r) & 1) {
         g_op = "put";
         int st = 12345;
-        rlxkv_entry *x = rlxkv_entry_new(e.n, e.n_layers, e.lens, &st);
+        rlxkv_entry *x = rlxkv_entry_new(e.n, e.n_layers, e.lens, RLXKV_F32, &st);
         if (!x) FAIL("rlxkv_entry_new failed: %d", st);
         REQUIRE(st == RLXKV_OK);
         if (e.n) memcpy(rlxkv_entry_tokens_mut(x), e.tokens, e.n * sizeof *e.tokens);
@@ -424,7 +424,7 @@ static int do_insert(rd *r, rlxkv_cache *c, model *m) {
                        e.lens[b] * sizeof(float));
         rc = rlxkv_cache_put(c, x);
     } else {
-        const float *k[MAX_LAYERS + 1], *v[MAX_LAYERS + 1];
+        const void *k[MAX_LAYERS + 1], *v[MAX_LAYERS + 1];
         size_t kl[MAX_LAYERS + 1], vl[MAX_LAYERS + 1];
         g_op = "insert";
         for (size_t l = 0; l < e.n_layers; l++) {
@@ -433,7 +433,7 @@ static int do_insert(rd *r, rlxkv_cache *c, model *m) {
             kl[l] = e.lens[l];
             vl[l] = e.lens[e.n_layers + l];
         }
-        rc = rlxkv_cache_insert(c, e.tokens, e.n, e.n_layers, k, kl, v, vl);
+        rc = rlxkv_cache_insert(c, e.tokens, e.n, e.n_layers, RLXKV_F32, k, kl, v, vl);
     }
     want = m_insert(m, &e);
     if (rc != want) FAIL("returned %d, model %d", rc, want);
@@ -449,7 +449,7 @@ static void do_lookup(rd *r, rlxkv_cache *c, model *m) {
     g_op = "lookup";
     memset(&h, 0x5a, sizeof h);
     rc = rlxkv_cache_lookup(c, n ? q : (u8(r) & 1 ? NULL : q), n, &h);
-    if (rc != (want >= 0)) FAIL("returned %d, model %s", rc, want >= 0 ? "hit" : "miss");
+    if (rc != (want >= 0 ? RLXKV_HIT : RLXKV_MISS)) FAIL("returned %d, model %s", rc, want >= 0 ? "hit" : "miss");
     if (want < 0) {
         REQUIRE(h.entry == NULL && h.matched == 0);
         m->misses++;
@@ -477,7 +477,7 @@ static void do_partial(rd *r, rlxkv_cache *c, model *m) {
     want = m_partial(m, q, eff, &full, &full_idx);
     memset(&h, 0x5a, sizeof h);
     rc = rlxkv_cache_lookup_partial(c, q, n, mm, &h);
-    if (rc != (want > 0)) FAIL("returned %d, model best matched %zu", rc, want);
+    if (rc != (want > 0 ? RLXKV_HIT : RLXKV_MISS)) FAIL("returned %d, model best matched %zu", rc, want);
     if (!want) {
         REQUIRE(h.entry == NULL && h.matched == 0);
         m->misses++;

@@ -101,14 +101,14 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
     REQUIRE(fp == m->fingerprint);
     REQUIRE(rlxkv_entry_n_tokens(e) == m->n_tokens);
     REQUIRE(rlxkv_entry_n_layers(e) == m->n_layers);
-    REQUIRE(rlxkv_entry_n_floats(e) == m->n_floats);
-    REQUIRE(rlxkv_entry_kv_bytes(e) == 4 * m->n_floats);
+    REQUIRE(rlxkv_entry_n_values(e) == m->n_values);
+    REQUIRE(rlxkv_entry_kv_bytes(e) == 4 * m->n_values);
     REQUIRE(m->blob_bytes == size);
     for (size_t b = 0; b < 2 * m->n_layers; b++) {
         n_floats += rlxkv_entry_block_len(e, b);
         if (rlxkv_entry_block_len(e, b)) REQUIRE(rlxkv_entry_block(e, b) != NULL);
     }
-    REQUIRE(n_floats == m->n_floats);
+    REQUIRE(n_floats == m->n_values);
     REQUIRE(rlxkv_entry_block(e, 2 * m->n_layers) == NULL);
     REQUIRE(rlxkv_entry_block_len(e, 2 * m->n_layers) == 0);
 

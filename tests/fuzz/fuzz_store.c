@@ -158,7 +158,7 @@ static rlxkv_entry *gen_entry(rd *r) {
     int st;
     unsigned shape = u8(r) % 2;
     for (size_t b = 0; b < 2 * L; b++) lens[b] = shape ? n * (u8(r) % 3) : u8(r) % 7;
-    e = rlxkv_entry_new(n, L, lens, &st);
+    e = rlxkv_entry_new(n, L, lens, RLXKV_F32, &st);
     if (!e) FAIL("entry_new: %d", st);
     for (size_t i = 0; i < n; i++) rlxkv_entry_tokens_mut(e)[i] = kAlphabet[u8(r) % 5];
     for (size_t b = 0; b < 2 * L; b++) {
@@ -793,12 +793,12 @@ static void check_flush_reload(rlxkv_store *s, rlxkv_cache *c) {
     for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e)) {
         const rlxkv_entry *x = rlxkv_cache_get(c2, rlxkv_entry_tokens(e), rlxkv_entry_n_tokens(e));
         if (!x) FAIL("entry of %zu tokens not reloaded", rlxkv_entry_n_tokens(e));
-        REQUIRE(rlxkv_entry_n_floats(x) == rlxkv_entry_n_floats(e));
+        REQUIRE(rlxkv_entry_n_values(x) == rlxkv_entry_n_values(e));
         REQUIRE(rlxkv_entry_n_layers(x) == rlxkv_entry_n_layers(e));
         for (size_t b = 0; b < 2 * rlxkv_entry_n_layers(e); b++)
             REQUIRE(rlxkv_entry_block_len(x, b) == rlxkv_entry_block_len(e, b));
-        if (rlxkv_entry_n_floats(e))
-            REQUIRE(!memcmp(rlxkv_entry_floats(x), rlxkv_entry_floats(e), rlxkv_entry_kv_bytes(e)));
+        if (rlxkv_entry_n_values(e))
+            REQUIRE(!memcmp(rlxkv_entry_data(x), rlxkv_entry_data(e), rlxkv_entry_kv_bytes(e)));
         REQUIRE(!rlxkv_cache_is_dirty(c2, x));
     }
     entries_match_files(c2, 0);
