@@ -34,21 +34,74 @@ export function toTokens(tokens, name = 'tokens') {
   return out;
 }
 
-/** { k, v }: Float32Array[] each, one per layer, as many K as V. */
+const F16 = globalThis.Float16Array;
+/** The dtype of one KV block: 'f32' (Float32Array) or 'f16' (Uint16Array bits, or Float16Array). */
+function dtypeOf(b) {
+  if (b instanceof Float32Array) return 'f32';
+  if (b instanceof Uint16Array || (F16 && b instanceof F16)) return 'f16';
+  return null;
+}
+
+/**
+ * { k, v } with one K and one V block per layer, as many K as V, every block
+ * of one dtype: Float32Array (f32) or 16-bit (f16: Uint16Array of IEEE
+ * binary16 bits, or Float16Array). Returns { k, v, dtype }.
+ */
 export function toKv(kv, name = 'kv') {
   if (!kv || typeof kv !== 'object') throw new TypeError(`${name} must be an object { k, v }`);
   const { k, v } = kv;
+  let dtype = null;
   for (const [side, blocks] of [['k', k], ['v', v]]) {
-    if (!Array.isArray(blocks)) throw new TypeError(`${name}.${side} must be an array of Float32Array (one per layer)`);
-    blocks.forEach((b, i) => {
-      if (!(b instanceof Float32Array)) throw new TypeError(`${name}.${side}[${i}] must be a Float32Array`);
+    if (!Array.isArray(blocks)) throw new TypeError(`${name}.${side} must be an array of Float32Array or Uint16Array (one per layer)`);
+    for (let i = 0; i < blocks.length; i++) {
+      const b = blocks[i];
+      const t = b == null ? null : dtypeOf(b);
+      if (!t) throw new TypeError(`${name}.${side}[${i}] must be a Float32Array, or a Uint16Array/Float16Array of float16 bits`);
       if (isDetached(b.buffer)) throw new TypeError(`${name}.${side}[${i}]: buffer is detached`);
-    });
+      if (dtype && t !== dtype) throw new TypeError(`${name}.${side}[${i}] is ${t} but earlier blocks are ${dtype}: one dtype per entry`);
+      dtype = t;
+    }
   }
   if (k.length !== v.length) {
     throw new RangeError(`${name}: ${k.length} K layers but ${v.length} V layers`);
   }
-  return { k, v };
+  return { k, v, dtype: dtype || 'f32' };
+}
+
+const ORDERS = ['head-major', 'token-major'];
+const positive = (n) => Number.isInteger(n) && n >= 1 && n <= 0xffffffff;
+
+/**
+ * A model's KV layout: { order: 'head-major' | 'token-major', heads, headDim,
+ * layers? }, or null when undefined.
+ */
+export function toLayout(layout, name = 'layout') {
+  if (layout === undefined || layout === null) return null;
+  if (typeof layout !== 'object') throw new TypeError(`${name} must be an object { order, heads, headDim, layers? }`);
+  const { order, heads, headDim, layers = 0 } = layout;
+  if (!ORDERS.includes(order)) throw new RangeError(`${name}.order must be 'head-major' or 'token-major', got ${String(order)}`);
+  if (!positive(heads)) throw new RangeError(`${name}.heads must be a positive integer, got ${heads}`);
+  if (!positive(headDim)) throw new RangeError(`${name}.headDim must be a positive integer, got ${headDim}`);
+  if (layers !== 0 && !positive(layers)) throw new RangeError(`${name}.layers must be a positive integer, got ${layers}`);
+  if (heads * headDim > 0xffffffff) throw new RangeError(`${name}: heads * headDim is too large`);
+  return Object.freeze({ order, heads, headDim, layers });
+}
+
+/** Every block of an entry of nTokens tokens against a layout: a RangeError naming the first that differs. */
+export function checkShape(nTokens, { k, v }, layout, name = 'kv') {
+  if (!layout) return;
+  if (layout.layers && k.length !== layout.layers) {
+    throw new RangeError(`${name}: ${k.length} layers, but the layout has ${layout.layers}`);
+  }
+  const want = layout.heads * layout.headDim * nTokens;
+  for (const [side, blocks] of [['k', k], ['v', v]]) {
+    for (let i = 0; i < blocks.length; i++) {
+      if (blocks[i].length !== want) {
+        throw new RangeError(`${name}.${side}[${i}] has ${blocks[i].length} values; the ${layout.order} layout needs ` +
+          `${layout.heads} heads × ${nTokens} tokens × ${layout.headDim} = ${want}`);
+      }
+    }
+  }
 }
 
 /** A u64 fingerprint as a bigint: a bigint in [0, 2^64) or a safe integer. */

@@ -3,7 +3,7 @@
 /** Stable failure codes of RlxkvError. */
 export type RlxkvErrorCode =
   | 'BAD_MAGIC' | 'TRUNCATED' | 'CORRUPT' | 'NOSPACE' | 'QUOTA' | 'IO' | 'NOMEM'
-  | 'INVALID' | 'NOTFOUND' | 'STALE';
+  | 'INVALID' | 'NOTFOUND' | 'SHAPE' | 'STALE' | 'STALE_VIEW';
 
 /** Every failure that is not a wrong argument (those are TypeError/RangeError). */
 export class RlxkvError extends Error {
@@ -15,26 +15,79 @@ export class RlxkvError extends Error {
 /** Token ids: u32 each. Arrays are checked and copied; a Uint32Array is used as is. */
 export type Tokens = Uint32Array | readonly number[];
 
-/** One K and one V block per layer, f32. Blocks may differ in length. */
+/**
+ * A 16-bit KV block: IEEE binary16 bit patterns in a Uint16Array, or a
+ * Float16Array where the engine has one (Chromium 135+, Node 24+). Kept
+ * exactly: no rounding, NaN payloads and signed zeros preserved.
+ */
+/** Float16Array, where the engine has one (TypeScript's lib names it from 5.7 on). */
+export type Float16ArrayLike = ArrayBufferView & { readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number };
+export type F16Block = Uint16Array | Float16ArrayLike;
+export type KVBlock = Float32Array | F16Block;
+
+/**
+ * One K and one V block per layer, all f32 (Float32Array) or all f16
+ * (F16Block) within one entry. Without a layout, blocks may differ in length.
+ */
 export interface KV {
-  k: readonly Float32Array[];
-  v: readonly Float32Array[];
+  k: readonly KVBlock[];
+  v: readonly KVBlock[];
+}
+
+/**
+ * How a model's K and V blocks are shaped (per layer, batch 1):
+ * 'head-major' is [heads, tokens, headDim] (ONNX Runtime, transformers.js,
+ * PyTorch: [batch, kv_heads, seq, head_dim]); 'token-major' is
+ * [tokens, heads * headDim]. With a layout every insert and import is
+ * checked against it, and partial hits are cut right for either order.
+ * Without one, blocks may have any length and a partial hit takes the
+ * first rows of each block as token-major (only entries whose blocks are
+ * multiples of their token count are cut).
+ */
+export interface Layout {
+  order: 'head-major' | 'token-major';
+  /** KV heads (num_key_value_heads). */
+  heads: number;
+  /** Values per head per token. */
+  headDim: number;
+  /** Layers every entry has; omitted or 0: any number. */
+  layers?: number;
 }
 
 export interface Hit {
   /** Query tokens covered by the hit (the prefix to skip in prefill). */
   matched: number;
+  /** 'f32' (Float32Array blocks) or 'f16' (Uint16Array or Float16Array blocks, see f16As). */
+  dtype: 'f32' | 'f16';
   /** The `matched` tokens. */
   tokens: Uint32Array;
-  /** Per layer: the whole block, or its first `matched` rows for a partial hit. */
-  k: Float32Array[];
-  v: Float32Array[];
+  /**
+   * Per layer: the whole block, or for a partial hit the values of its first
+   * `matched` tokens, in the same layout (head-major: `matched` rows of every
+   * head, heads one after another, so [heads, matched, headDim]).
+   */
+  k: KVBlock[];
+  v: KVBlock[];
+  /**
+   * Whether k, v and tokens are views of wasm memory. Asked for with
+   * `view: true`, and given whenever the hit's values are contiguous: a
+   * whole hit, or a token-major partial one. A partial head-major hit is
+   * never a view (its rows lie heads apart): it is a copy, `view` false.
+   */
+  view: boolean;
+  /**
+   * For a view: false once the cache has freed an entry since the lookup
+   * (an insert that replaced or evicted one, remove, clear, a smaller
+   * capBytes, close); its getters then throw RlxkvError 'STALE_VIEW' rather
+   * than read what lies there now. Always true for copies.
+   */
+  readonly valid: boolean;
 }
 
 export interface LookupOptions {
-  /** Views into wasm memory instead of copies: valid until the next call that changes the cache. */
+  /** Views into wasm memory instead of copies where the hit is contiguous (see Hit.view, Hit.valid). */
   view?: boolean;
-  /** Also reuse a longer row-major entry, trimmed to the common prefix. */
+  /** Also reuse a longer entry, cut to the common prefix (see Layout for which entries can be cut). */
   partial?: boolean;
   /** With partial: match at most this many tokens (e.g. tokens.length - 1). */
   maxMatched?: number;
@@ -86,10 +139,14 @@ export interface PruneReport {
 export type Fingerprint = bigint | number;
 
 export interface CacheOptions {
-  /** Budget of KV bytes (4 per float). 0 disables the cache. */
+  /** Budget of KV bytes (4 per f32 value, 2 per f16 value). 0 disables the cache. */
   capBytes: number;
   /** The model/config the KV belongs to (u64). Default 0n. */
   fingerprint?: Fingerprint;
+  /** The model's KV layout; omitted: any block lengths, token-major partial hits. */
+  layout?: Layout;
+  /** The array type of f16 hits: 'Float16Array' (the default where the engine has it) or 'Uint16Array' (bits; the default elsewhere). */
+  f16As?: 'Float16Array' | 'Uint16Array';
 }
 
 export interface OpenCacheOptions extends CacheOptions {
@@ -103,6 +160,7 @@ export interface OpenCacheOptions extends CacheOptions {
 
 export interface Cache {
   readonly fingerprint: bigint;
+  readonly layout: Required<Layout> | null;
   readonly storage: 'idb' | 'fs' | 'none';
   readonly closed: boolean;
   /** What opening found in storage; null for a memory-only cache. */
@@ -113,7 +171,10 @@ export interface Cache {
   capBytes: number;
   readonly stats: CacheStats;
 
-  /** Stores the KV of a token prefix; an entry with the same tokens is replaced. */
+  /**
+   * Stores the KV of a token prefix; an entry with the same tokens is replaced.
+   * Blocks that do not fit the layout are a RangeError naming the block; nothing changes.
+   */
   insert(tokens: Tokens, kv: KV): void;
   /** The longest cached prefix of `tokens`, or null. */
   lookup(tokens: Tokens, opts?: LookupOptions): Hit | null;
@@ -121,16 +182,19 @@ export interface Cache {
   pin(tokens: Tokens): void;
   unpin(tokens: Tokens): void;
   has(tokens: Tokens): boolean;
-  /** Drops the entry and its stored blob (durable at the next flush). */
+  /** Drops the entry and its stored blob (durable at the next flush). If removing the blob fails it throws and changes nothing. */
   remove(tokens: Tokens): boolean;
   clear(): void;
   /** Pinned first, then most recent first. */
-  entries(): { tokens: Uint32Array; bytes: number; pinned: boolean }[];
+  entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16' }[];
 
   /** The RLXKV001 blob of the entry with exactly these tokens, or null. */
   exportBlob(tokens: Tokens): Uint8Array | null;
-  /** Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another fingerprint. */
-  importBlob(source: Uint8Array | ArrayBuffer | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number }>;
+  /**
+   * Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another
+   * fingerprint, SHAPE if it does not fit the layout. `cached` is false when the cache is off (capBytes 0).
+   */
+  importBlob(source: Uint8Array | ArrayBuffer | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number; cached: boolean }>;
 
   /**
    * Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost,

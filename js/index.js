@@ -7,8 +7,8 @@ import { loadCore } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
 import { Store } from './store.js';
-import { Storage, autoStorage } from '../web/storage.js';
-import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions } from './args.js';
+import { BlobStore, autoStorage } from '../web/storage.js';
+import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
 import { blobSize, encodeBlob, decodeBlob } from './blob.js';
 
 export { RlxkvError };
@@ -25,11 +25,19 @@ export default async function init(opts = {}) {
 }
 export { init };
 
+const F16_TYPES = ['Float16Array', 'Uint16Array'];
+const HAS_F16 = typeof globalThis.Float16Array === 'function';
+
 function cacheOptions(opts) {
   toOptions(opts, 'options');
+  const f16As = opts.f16As === undefined ? (HAS_F16 ? 'Float16Array' : 'Uint16Array') : opts.f16As;
+  if (!F16_TYPES.includes(f16As)) throw new RangeError(`f16As must be 'Float16Array' or 'Uint16Array', got ${String(f16As)}`);
+  if (f16As === 'Float16Array' && !HAS_F16) throw new RangeError("f16As: this engine has no Float16Array; use 'Uint16Array'");
   return {
     capBytes: toByteCount(opts.capBytes, 'capBytes'),
     fingerprint: toFingerprint(opts.fingerprint),
+    layout: toLayout(opts.layout),
+    f16As,
   };
 }
 
@@ -92,7 +100,7 @@ class Rlxkv {
     toOptions(opts);
     const kind = !opts.storage || opts.storage === 'auto' ? autoStorage() : opts.storage;
     if (kind !== 'fs' && kind !== 'idb') throw new RangeError(`storage must be 'fs' or 'idb' here, got ${String(kind)}`);
-    return new Store(await Storage.open(this.#core, kind, path));
+    return new Store(await BlobStore.open(this.#core, kind, path));
   }
 
   /**
@@ -132,7 +140,7 @@ class Rlxkv {
 
   /** Bytes of wasm memory in use by this module instance (it never shrinks). */
   get memoryBytes() {
-    return this.#core.M.HEAPU8.buffer.byteLength;
+    return this.#core.memoryBytes;
   }
 
   /** A stable 64-bit hash of a string (UTF-8) or bytes, as a bigint. */

@@ -1,14 +1,175 @@
-/* The few C helpers that exist only for the JS side: they flatten structs
- * whose layout JS would otherwise have to know. Everything else is called
- * straight from the library (see exports.txt). */
+/* The C side of the wasm boundary: what web/native-cache.js and
+ * web/storage.js call instead of reading C structs themselves. A cache is
+ * wrapped with a token scratch area and a result record, so that a lookup
+ * is one copy of the tokens in, one call, and reads of one flat record of
+ * u32s out. Everything else is called straight from the library (see
+ * exports.txt). wasm32 only: pointers and size_t are 32 bits here. */
 #include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "rlxkv.h"
+
+_Static_assert(sizeof(void *) == 4 && sizeof(size_t) == 4, "wasm32: the record holds pointers as u32");
+
+/* The result record, in u32s: a header, then four words per block. */
+enum {
+    REC_MATCHED = 0,    /* tokens covered by the hit */
+    REC_ENTRY = 1,      /* the entry (borrowed), or 0 */
+    REC_LAYERS = 2,
+    REC_DTYPE = 3,      /* rlxkv_dtype */
+    REC_TOKENS = 4,     /* address of the entry's tokens */
+    REC_GENERATION = 5, /* low 32 bits of rlxkv_cache_generation */
+    REC_DATA = 6,       /* a new entry's first value (rlxkv_web_entry_new) */
+    REC_HEAD = 8,
+    /* then per block b: address of its first run (bytes), run, stride and
+     * count (values): rlxkv_span, with the block's address folded in. */
+};
+
+/* One cache as JS holds it. */
+typedef struct web_cache {
+    rlxkv_cache *cache;
+    uint32_t *tokens;   /* scratch: the query or new entry's tokens, then block lengths */
+    size_t tokens_cap;  /* in u32s */
+    uint32_t *rec;
+    size_t rec_cap;     /* in u32s */
+} web_cache;
+
+/* cap_bytes arrives as a double: budgets past 4 GiB saturate at size_t's
+ * largest (wasm32 memory cannot hold more anyway). NULL when out of memory
+ * or for a bad layout (*status says which). Free with rlxkv_web_cache_free. */
+web_cache *rlxkv_web_cache_new(double cap_bytes, uint64_t fingerprint, int order, size_t heads,
+                               size_t head_dim, size_t layers, int *status) {
+    rlxkv_layout layout = {order, heads, head_dim, layers};
+    web_cache *w = calloc(1, sizeof *w);
+    size_t cap = cap_bytes >= (double)SIZE_MAX ? SIZE_MAX : (size_t)cap_bytes;
+    *status = RLXKV_ERR_NOMEM;
+    if (!w || !(w->cache = rlxkv_cache_new(cap, fingerprint))) {
+        free(w);
+        return NULL;
+    }
+    if ((*status = rlxkv_cache_set_layout(w->cache, &layout)) != RLXKV_OK) {
+        rlxkv_cache_free(w->cache);
+        free(w);
+        return NULL;
+    }
+    return w;
+}
+
+void rlxkv_web_cache_free(web_cache *w) {
+    if (!w) return;
+    rlxkv_cache_free(w->cache);
+    free(w->tokens);
+    free(w->rec);
+    free(w);
+}
+
+rlxkv_cache *rlxkv_web_cache_of(web_cache *w) { return w->cache; }
+
+/* Room for n u32s in an array, grown by doubling; 0 when out of memory. */
+static int reserve(uint32_t **a, size_t *cap, size_t n) {
+    if (n <= *cap) return 1;
+    size_t want = *cap ? *cap : 256;
+    while (want < n) {
+        if (want > SIZE_MAX / 8) return 0;
+        want *= 2;
+    }
+    uint32_t *p = realloc(*a, want * sizeof *p);
+    if (!p) return 0;
+    *a = p;
+    *cap = want;
+    return 1;
+}
+
+/* The scratch area, with room for n u32s: JS writes tokens (and block
+ * lengths) there before the call that reads them. NULL when out of memory. */
+uint32_t *rlxkv_web_scratch(web_cache *w, size_t n) {
+    return reserve(&w->tokens, &w->tokens_cap, n ? n : 1) ? w->tokens : NULL;
+}
+
+const uint32_t *rlxkv_web_record(const web_cache *w) { return w->rec; }
+
+/* Fills the record for a hit (or a borrowed entry taken whole). */
+static int record(web_cache *w, const rlxkv_hit *h) {
+    const rlxkv_entry *e = h->entry;
+    size_t blocks = e ? 2 * rlxkv_entry_n_layers(e) : 0;
+    if (blocks > (SIZE_MAX - REC_HEAD) / 4 || !reserve(&w->rec, &w->rec_cap, REC_HEAD + 4 * blocks))
+        return RLXKV_ERR_NOMEM;
+    uint32_t *r = w->rec;
+    memset(r, 0, REC_HEAD * sizeof *r);
+    r[REC_GENERATION] = (uint32_t)rlxkv_cache_generation(w->cache);
+    if (!e) return RLXKV_MISS;
+    size_t vsize = rlxkv_dtype_size(rlxkv_entry_dtype(e));
+    r[REC_MATCHED] = (uint32_t)h->matched;
+    r[REC_ENTRY] = (uint32_t)(uintptr_t)e;
+    r[REC_LAYERS] = (uint32_t)rlxkv_entry_n_layers(e);
+    r[REC_DTYPE] = (uint32_t)rlxkv_entry_dtype(e);
+    r[REC_TOKENS] = (uint32_t)(uintptr_t)rlxkv_entry_tokens(e);
+    for (size_t b = 0; b < blocks; b++) {
+        rlxkv_span sp;
+        uint32_t *s = r + REC_HEAD + 4 * b;
+        rlxkv_hit_block(h, b, &sp);
+        s[0] = (uint32_t)((uintptr_t)rlxkv_entry_block(e, b) + sp.offset * vsize);
+        s[1] = (uint32_t)sp.run;
+        s[2] = (uint32_t)sp.stride;
+        s[3] = (uint32_t)sp.count;
+    }
+    return RLXKV_HIT;
+}
+
+/* Looks up the n tokens in the scratch area: RLXKV_HIT / RLXKV_MISS with
+ * the record filled, or an error. partial: lookup_partial with max_match. */
+int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
+    rlxkv_hit h;
+    int st = partial ? rlxkv_cache_lookup_partial(w->cache, w->tokens, n, max_match, &h)
+                     : rlxkv_cache_lookup(w->cache, w->tokens, n, &h);
+    if (st < 0) return st;
+    return record(w, &h);
+}
+
+/* The entry with exactly the n scratch tokens, whole, into the record (no
+ * LRU touch): RLXKV_HIT, RLXKV_MISS, or an error. */
+int rlxkv_web_get(web_cache *w, size_t n) {
+    rlxkv_hit h = {rlxkv_cache_get(w->cache, w->tokens, n), n};
+    return record(w, &h);
+}
+
+/* A new entry of n_tokens tokens (copied from the scratch area, where the
+ * 2 * n_layers block lengths follow them) and dtype. Returns it, owned by
+ * JS until rlxkv_web_put; the record's REC_DATA word is then the address
+ * of its first value (0 without layers). NULL with *status on failure. */
+rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t n_layers, int dtype,
+                                 int *status) {
+    size_t lens_at = n_tokens;
+    if (!reserve(&w->rec, &w->rec_cap, REC_HEAD)) {
+        *status = RLXKV_ERR_NOMEM;
+        return NULL;
+    }
+    /* size_t is 32 bits here, so the u32 lengths are size_t lengths. */
+    rlxkv_entry *e = rlxkv_entry_new(n_tokens, n_layers, (const size_t *)(w->tokens + lens_at), dtype, status);
+    if (!e) return NULL;
+    if (n_tokens) memcpy(rlxkv_entry_tokens_mut(e), w->tokens, n_tokens * sizeof *w->tokens);
+    w->rec[REC_DATA] = (uint32_t)(uintptr_t)rlxkv_entry_block_mut(e, 0);
+    return e;
+}
+
+/* rlxkv_cache_put, with the cache's generation after it in the record. */
+int rlxkv_web_put(web_cache *w, rlxkv_entry *e) {
+    int st = rlxkv_cache_put(w->cache, e);
+    w->rec[REC_GENERATION] = (uint32_t)rlxkv_cache_generation(w->cache);
+    return st;
+}
+
+uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache_generation(w->cache); }
 
 /* Stats as doubles, in this order: entries, bytes, cap_bytes,
  * pinned_entries, pinned_bytes, hits, misses, evictions, tokens_reused.
  * (Counters stay exact in a double up to 2^53.) */
-void rlxkv_web_stats(const rlxkv_cache *c, double *out) {
+enum { STATS_FIELDS = 9 };
+_Static_assert(sizeof(rlxkv_stats) == 5 * sizeof(size_t) + 4 * sizeof(uint64_t) + 4,
+               "rlxkv_stats changed: update STATS_FIELDS and web/native-cache.js");
+void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     rlxkv_stats s;
     rlxkv_cache_stats(c, &s);
     out[0] = (double)s.entries;

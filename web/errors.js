@@ -1,21 +1,21 @@
 // RlxkvError: every failure that is not a wrong argument. `code` is stable.
 
+/**
+ * rlxkv_status (src/rlxkv.h), by name without the RLXKV_ / RLXKV_ERR_
+ * prefix. tests/node/abi.test.js checks it against the header.
+ */
+export const STATUS = Object.freeze({
+  OK: 0, STALE: 1, HIT: 2, MISS: 3,
+  BAD_MAGIC: -1, TRUNCATED: -2, CORRUPT: -3, NOMEM: -4, NOSPACE: -5, IO: -6, QUOTA: -7,
+  INVALID: -8, NOTFOUND: -9, SHAPE: -10,
+});
+
 /** C status (negative) → stable code. */
-const CODES = {
-  [-1]: 'BAD_MAGIC',
-  [-2]: 'TRUNCATED',
-  [-3]: 'CORRUPT',
-  [-4]: 'NOMEM',
-  [-5]: 'NOSPACE',
-  [-6]: 'IO',
-  [-7]: 'QUOTA',
-  [-8]: 'INVALID',
-  [-9]: 'NOTFOUND',
-};
+const CODES = Object.fromEntries(Object.entries(STATUS).filter(([, v]) => v < 0).map(([k, v]) => [v, k]));
 
 export class RlxkvError extends Error {
   /**
-   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, STALE
+   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, SHAPE, STALE, STALE_VIEW
    * @param {string} message
    * @param {{cause?: unknown}} [options]
    */

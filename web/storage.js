@@ -7,7 +7,7 @@ import { IdbMirror } from './idb-sync.js';
 import { isNode, toSize } from './core.js';
 
 /** rlxkv_store_prune's flags (src/rlxkv.h). */
-const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
+export const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
 
 /** Mounts shared by the stores of one module instance, counted. */
 const mountsOf = new WeakMap();
@@ -81,7 +81,7 @@ async function unmount(core, mnt) {
 }
 
 /** A C store (rlxkv_store) over a mounted directory, with its mirror. */
-export class Storage {
+export class BlobStore {
   static async open(core, kind, path) {
     const mnt = kind === 'fs' ? await mountFs(core, path) : await mountIdb(core, path);
     const dir = core.cstring(mnt.point);
@@ -96,7 +96,7 @@ export class Storage {
       await unmount(core, mnt);
       throw core.fail(st, `opening store ${path}`);
     }
-    return new Storage(core, kind, mnt, store);
+    return new BlobStore(core, kind, mnt, store);
   }
 
   constructor(core, kind, mnt, store) {

@@ -14,6 +14,10 @@ set(RLXKV_LINK_OPTIONS
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createRlxkvCore
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=16MB -sTOTAL_STACK=256KB
   -sWASM_BIGINT=1 -sASSERTIONS=0 -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1
+  # A library must not take over the process: by default the Node glue
+  # installs uncaughtException/unhandledRejection handlers that rethrow, so
+  # an app's own errors are reported from inside the glue.
+  -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0
   -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS})
 
 add_executable(rlxkv_core web/boundary.c)

@@ -21,7 +21,7 @@ test('exportBlob → importBlob moves an entry byte-exact, pinned on request', a
   await builder.close();
 
   const app = rlx.createCache({ capBytes: 1 << 24, fingerprint: FP });
-  assert.deepEqual(await app.importBlob(blob, { pin: true }), { tokens: 300, bytes: 300 * 16 * 8 * 4 });
+  assert.deepEqual(await app.importBlob(blob, { pin: true }), { tokens: 300, bytes: 300 * 16 * 8 * 4, cached: true });
   assert.deepEqual(app.entries().map((e) => e.pinned), [true]);
   const hit = app.lookup([...system, 5, 6]);
   assert.equal(hit.matched, 300);

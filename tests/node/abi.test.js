@@ -1,0 +1,46 @@
+// The numbers JS and C must agree on, read from the C sources themselves:
+// statuses and enums from src/rlxkv.h, the result record from
+// web/boundary.c. A change on one side without the other fails here.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { STATUS } from '../../web/errors.js';
+import { REC, DTYPE, ORDER, STATS } from '../../web/native-cache.js';
+import { PRUNE } from '../../web/storage.js';
+
+const header = readFileSync(new URL('../../src/rlxkv.h', import.meta.url), 'utf8');
+const boundary = readFileSync(new URL('../../web/boundary.c', import.meta.url), 'utf8');
+
+/** NAME = value pairs of the C enum whose typedef name is given. */
+function cEnum(src, name) {
+  const m = src.match(new RegExp(`typedef enum ${name} \\{([^}]*)\\}`)) || src.match(new RegExp(`enum \\{([^}]*REC_HEAD[^}]*)\\}`));
+  assert.ok(m, `enum ${name} not found`);
+  const out = {};
+  for (const [, key, value] of m[1].matchAll(/(\w+)\s*=\s*(-?\d+)/g)) out[key] = Number(value);
+  return out;
+}
+
+test('every rlxkv_status has the same value in web/errors.js', () => {
+  const c = cEnum(header, 'rlxkv_status');
+  const js = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v < 0 ? `RLXKV_ERR_${k}` : `RLXKV_${k}`, v]));
+  assert.deepEqual(js, c);
+});
+
+test('dtypes, orders and prune flags match the header', () => {
+  assert.deepEqual(cEnum(header, 'rlxkv_dtype'), { RLXKV_F32: DTYPE.f32, RLXKV_F16: DTYPE.f16 });
+  assert.deepEqual(cEnum(header, 'rlxkv_order'),
+    { RLXKV_ORDER_ANY: ORDER.any, RLXKV_TOKEN_MAJOR: ORDER['token-major'], RLXKV_HEAD_MAJOR: ORDER['head-major'] });
+  const flags = {};
+  for (const [, key, value] of header.matchAll(/#define RLXKV_PRUNE_(\w+)\s+(\d+)/g)) flags[key] = Number(value);
+  assert.deepEqual(PRUNE, flags);
+});
+
+test('the lookup record is read at the offsets web/boundary.c writes', () => {
+  const c = cEnum(boundary, 'rec');
+  const js = Object.fromEntries(Object.entries(REC).map(([k, v]) => [`REC_${k}`, v]));
+  assert.deepEqual(js, c);
+});
+
+test('stats are read as many doubles as web/boundary.c writes', () => {
+  assert.equal(STATS.length, Number(boundary.match(/STATS_FIELDS = (\d+)/)[1]));
+});

@@ -1,0 +1,252 @@
+// One C cache (rlxkv_cache, through web/boundary.c's wrapper) as JS sees it:
+// tokens and KV go into the heap and hits come out of it here, and nowhere
+// else. Arguments arrive checked by js/; this file only moves bytes and
+// reads the result record whose layout web/boundary.c fixes.
+import { RlxkvError, STATUS } from './errors.js';
+
+// The result record (web/boundary.c, enum REC_*), in u32 words.
+export const REC = { MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, HEAD: 8 };
+/** rlxkv_dtype (src/rlxkv.h) */
+export const DTYPE = { f32: 0, f16: 1 };
+/** rlxkv_order (src/rlxkv.h) */
+export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
+
+/** rlxkv_web_stats' doubles, in order (web/boundary.c, STATS_FIELDS). */
+export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBytes', 'hits', 'misses', 'evictions', 'tokensReused'];
+
+const HAS_F16 = typeof globalThis.Float16Array === 'function';
+
+export class NativeCache {
+  #core;
+  #w;       // web_cache *
+  #stats;   // 9 doubles
+  #f16;     // the array type f16 hits come back as
+
+  /**
+   * @param core  web/core.js Core
+   * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array'}} opts
+   */
+  constructor(core, { capBytes, fingerprint, layout, f16As }) {
+    this.#core = core;
+    const M = core.M;
+    const l = layout || { order: 'any', heads: 0, headDim: 0, layers: 0 };
+    const w = M._rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, core.cell) >>> 0;
+    if (!w) throw core.fail(core.i32(core.cell), 'creating a cache');
+    this.#w = w;
+    try {
+      this.#stats = core.alloc(STATS.length * 8);
+    } catch (err) {
+      M._rlxkv_web_cache_free(w);
+      throw err;
+    }
+    this.#f16 = f16As === 'Float16Array' && HAS_F16 ? globalThis.Float16Array : Uint16Array;
+    /** The rlxkv_cache * (for the store, which takes the cache itself). */
+    this.ptr = M._rlxkv_web_cache_of(w) >>> 0;
+  }
+
+  /** Frees the C cache and everything it holds. */
+  free() {
+    if (!this.#w) return;
+    this.#core.M._rlxkv_web_cache_free(this.#w);
+    this.#core.free(this.#stats);
+    this.#w = 0;
+  }
+
+  /** What a FinalizationRegistry needs to free this cache without it. */
+  get leakRecord() { return { core: this.#core, w: this.#w, stats: this.#stats }; }
+  static freeLeaked({ core, w, stats }) {
+    core.M._rlxkv_web_cache_free(w);
+    core.free(stats);
+  }
+
+  #rec() { return this.#core.M._rlxkv_web_record(this.#w) >>> 2; }
+
+  get closed() { return !this.#w; }
+
+  /** Copies tokens (and room for `extra` u32s after them) into the scratch area; returns its address. */
+  #scratch(tokens, extra = 0) {
+    const core = this.#core;
+    const p = core.M._rlxkv_web_scratch(this.#w, tokens.length + extra) >>> 0;
+    if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${tokens.length} tokens`);
+    core.u32.set(tokens, p >>> 2);
+    return p;
+  }
+
+  /** Runs a C function of (cache, tokens, n) over the tokens: what it returns. */
+  #withTokens(fn, tokens) {
+    const p = this.#scratch(tokens);
+    return this.#core.M[fn](this.ptr, p, tokens.length);
+  }
+
+  /**
+   * A new entry from tokens and blocks (every K block, then every V block,
+   * all Float32Array, or all 16-bit arrays for f16), each copied once into
+   * the entry's own memory, then put in the cache. Returns the C status of
+   * the put (RLXKV_OK, NOSPACE, SHAPE, NOMEM); nothing leaks on failure.
+   */
+  put(tokens, blocks, dtype) {
+    const core = this.#core, M = core.M;
+    const layers = blocks.length / 2;
+    // Blocks that are views of the heap (a view hit fed back in) are found
+    // again by address after allocating, which may grow the heap and
+    // detach them: the bytes themselves stay where they were.
+    const heap = core.u8.buffer;
+    const spans = blocks.map((b) => [b.buffer === heap ? b.byteOffset : -1, b.byteLength]);
+    const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
+    const u32 = core.u32;
+    for (let i = 0; i < blocks.length; i++) u32[at + i] = blocks[i].length;
+    const e = M._rlxkv_web_entry_new(this.#w, tokens.length, layers, dtype, core.cell) >>> 0;
+    if (!e) return core.i32(core.cell);
+    try {
+      const u8 = core.u8;
+      let to = core.u32[this.#rec() + REC.DATA];
+      for (let i = 0; i < blocks.length; i++) {
+        const [from, len] = spans[i];
+        if (from >= 0) u8.copyWithin(to, from, from + len);
+        else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset, len), to);
+        to += len;
+      }
+    } catch (err) {
+      M._rlxkv_entry_free(e);
+      throw err;
+    }
+    return M._rlxkv_web_put(this.#w, e); // takes e in every case
+  }
+
+  /**
+   * The hit for tokens: null on a miss, else { matched, dtype, tokens, k, v,
+   * view, valid }. view: arrays over the heap where the hit's values are
+   * contiguous in each block (else copies, and view is false).
+   */
+  lookup(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
+    const core = this.#core;
+    this.#scratch(tokens);
+    const st = core.M._rlxkv_web_lookup(this.#w, tokens.length, partial ? 1 : 0, maxMatched);
+    if (st < 0) throw core.fail(st, 'looking up');
+    return st === STATUS.HIT ? this.#readHit(view) : null;
+  }
+
+  /** The entry with exactly these tokens, whole, as views (no LRU touch), or null. */
+  get(tokens) {
+    const core = this.#core;
+    this.#scratch(tokens);
+    const st = core.M._rlxkv_web_get(this.#w, tokens.length);
+    if (st < 0) throw core.fail(st, 'reading an entry');
+    return st === STATUS.HIT ? this.#readHit(true) : null;
+  }
+
+  /** Reads the record of a hit: arrays of the values it covers. */
+  #readHit(view) {
+    const core = this.#core;
+    const u32 = core.u32, r = this.#rec();
+    const matched = u32[r + REC.MATCHED], layers = u32[r + REC.LAYERS];
+    const dtype = u32[r + REC.DTYPE] === DTYPE.f16 ? 'f16' : 'f32';
+    const tokensAt = u32[r + REC.TOKENS];
+    const runs = [];
+    let contiguous = true;
+    for (let b = 0, s = r + REC.HEAD; b < 2 * layers; b++, s += 4) {
+      const run = [u32[s], u32[s + 1], u32[s + 2], u32[s + 3]]; // address, run, stride, count
+      if (run[3] > 1) contiguous = false;
+      runs.push(run);
+    }
+    const Type = dtype === 'f16' ? this.#f16 : Float32Array;
+    if (view && contiguous) {
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, u32[r + REC.GENERATION]);
+    }
+    const buf = core.u8.buffer;
+    const blocks = runs.map(([addr, run, stride, count]) => copyRuns(buf, Type, addr, run, stride, count));
+    return {
+      matched,
+      dtype,
+      view: false,
+      valid: true,
+      tokens: new Uint32Array(buf.slice(tokensAt, tokensAt + 4 * matched)),
+      k: blocks.slice(0, layers),
+      v: blocks.slice(layers),
+    };
+  }
+
+  /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
+  generation() { return this.#core.M._rlxkv_web_generation(this.#w) >>> 0; }
+
+  /** C statuses: OK, NOTFOUND. */
+  remove(tokens) { return this.#withTokens('_rlxkv_cache_remove', tokens); }
+  pin(tokens) { return this.#withTokens('_rlxkv_cache_pin', tokens); }
+  unpin(tokens) { return this.#withTokens('_rlxkv_cache_unpin', tokens); }
+  has(tokens) { return this.#withTokens('_rlxkv_cache_get', tokens) !== 0; }
+  /** Calls fn(ptr, n) with the tokens in the heap (for the store's name of them). */
+  withTokens(tokens, fn) { return fn(this.#scratch(tokens), tokens.length); }
+  clear() { this.#core.M._rlxkv_cache_clear(this.ptr); }
+  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.ptr, Math.min(bytes, 0xffffffff)); }
+
+  /** Entries, pinned first then most recent first: { tokens, bytes, pinned, dtype }. */
+  entries() {
+    const core = this.#core, M = core.M, c = this.ptr;
+    const out = [];
+    for (let e = M._rlxkv_cache_next(c, 0) >>> 0; e; e = M._rlxkv_cache_next(c, e) >>> 0) {
+      const at = M._rlxkv_entry_tokens(e) >>> 2;
+      out.push({
+        tokens: core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)),
+        bytes: M._rlxkv_entry_kv_bytes(e) >>> 0,
+        pinned: M._rlxkv_cache_is_pinned(c, e) === 1,
+        dtype: M._rlxkv_entry_dtype(e) === DTYPE.f16 ? 'f16' : 'f32',
+      });
+    }
+    return out;
+  }
+
+  stats() {
+    const core = this.#core;
+    core.M._rlxkv_web_stats(this.ptr, this.#stats);
+    const d = new Float64Array(core.u8.buffer, this.#stats, STATS.length);
+    return Object.fromEntries(STATS.map((name, i) => [name, d[i]]));
+  }
+}
+
+/** count runs of run values, stride apart, from the heap at addr, into one new array. */
+function copyRuns(buf, Type, addr, run, stride, count) {
+  const size = Type.BYTES_PER_ELEMENT;
+  if (count === 1) return new Type(buf.slice(addr, addr + run * size));
+  const out = new Type(run * count);
+  const src = new Type(buf);
+  for (let i = 0, from = addr / size; i < count; i++, from += stride) out.set(src.subarray(from, from + run), i * run);
+  return out;
+}
+
+/**
+ * A zero-copy hit: typed arrays over the wasm heap, valid until the cache
+ * frees an entry (the C generation moves on). Memory growth detaches views,
+ * so the getters re-derive them from the current buffer; once the entry may
+ * be gone they throw RlxkvError 'STALE_VIEW' instead of reading what now
+ * lies there.
+ */
+class HeapHit {
+  #s;
+  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation) {
+    this.matched = matched;
+    this.dtype = dtype;
+    this.view = true;
+    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, buf: null };
+  }
+  /** False once the cache has freed an entry since this hit (or was closed). */
+  get valid() {
+    const s = this.#s;
+    return !s.cache.closed && s.cache.generation() === s.generation;
+  }
+  #derive() {
+    const s = this.#s;
+    if (!this.valid) throw new RlxkvError('STALE_VIEW', 'this view hit is stale: the cache freed entries since (take copies, or look up again)');
+    const buf = s.core.u8.buffer;
+    if (s.buf !== buf) {
+      s.tokens = new Uint32Array(buf, s.tokSpan[0], s.tokSpan[1]);
+      const blocks = s.runs.map(([addr, run]) => new s.Type(buf, addr, run));
+      s.k = blocks.slice(0, s.layers);
+      s.v = blocks.slice(s.layers);
+      s.buf = buf;
+    }
+    return s;
+  }
+  get tokens() { return this.#derive().tokens; }
+  get k() { return this.#derive().k; }
+  get v() { return this.#derive().v; }
+}
