@@ -10,9 +10,10 @@ with config.json, generation_config.json, tokenizer.json,
 tokenizer_config.json and onnx/model.onnx.
 
 The graph computes what demo/model.js computes, in float32 (RoPE angles in
-float64): a 'llama'-typed decoder with the I/O names transformers.js expects
-(input_ids, attention_mask, position_ids, past_key_values.N.key/value in;
-logits, present.N.key/value out; KV as [batch, heads, seq, head_dim]).
+float64 until reduced mod 2 pi): a 'llama'-typed decoder with the I/O names
+transformers.js expects (input_ids, attention_mask, position_ids and
+past_key_values.N.key/value in; logits and present.N.key/value out; KV as
+[batch, heads, seq, head_dim]).
 Needs python3-onnx (onnx.helper) and numpy; opset 14, IR version 7.
 """
 import argparse
@@ -95,9 +96,13 @@ def build_graph(manifest, w, kv_dtype):
     # ---- positions: RoPE tables and the attention mask, shared by all layers
     inv_freq = g.const('inv_freq', w['invFreq'].astype(np.float64))
     pos = g.op('Cast', [g.op('Unsqueeze', ['position_ids', ax_last])], to=TensorProto.DOUBLE)
+    # The angle in float64, reduced mod 2 pi before float32 Cos/Sin (onnxruntime
+    # 1.21, under transformers.js 3.x, has no float64 Cos): exact to float32 at
+    # any position, where a float32 angle would lose ~1e-4 rad by position 1000.
     angle = g.op('Mul', [pos, inv_freq])                       # [B, S, HALF], float64
-    cos = g.op('Cast', [g.op('Cos', [angle])], to=TensorProto.FLOAT)
-    sin = g.op('Cast', [g.op('Sin', [angle])], to=TensorProto.FLOAT)
+    two_pi = g.const('two_pi', np.array(2 * np.pi, dtype=np.float64))
+    angle = g.op('Cast', [g.op('Mod', [angle, two_pi], fmod=1)], to=TensorProto.FLOAT)
+    cos, sin = g.op('Cos', [angle]), g.op('Sin', [angle])
     cos = g.op('Unsqueeze', [g.op('Concat', [cos, cos], axis=-1), ax_1])  # [B, 1, S, DH]
     sin = g.op('Unsqueeze', [g.op('Concat', [sin, sin], axis=-1), ax_1])
 
