@@ -9,8 +9,8 @@ DIR/rlxkv-demo-f16kv/ (float16 past/present KV, Cast to float32 inside), each
 with config.json, generation_config.json, tokenizer.json,
 tokenizer_config.json and onnx/model.onnx.
 
-The graph computes what demo/model.js computes, in float32 (RoPE angles in
-float64 until reduced mod 2 pi): a 'llama'-typed decoder with the I/O names
+The graph computes what demo/model.js computes, in float32 (RoPE from
+tables, for positions below 262144): a 'llama'-typed decoder with the I/O names
 transformers.js expects (input_ids, attention_mask, position_ids and
 past_key_values.N.key/value in; logits and present.N.key/value out; KV as
 [batch, heads, seq, head_dim]).
@@ -27,6 +27,8 @@ from onnx import TensorProto, helper, numpy_helper
 OPSET = 14
 IR_VERSION = 7
 NEG = -1e9  # masked attention scores (finite: a fully masked row stays NaN-free)
+ROPE_LO, ROPE_HI = 256, 1024  # RoPE tables: positions below 256 * 1024
+MAX_POSITIONS = ROPE_LO * ROPE_HI
 
 
 def load_weights(folder):
@@ -94,15 +96,21 @@ def build_graph(manifest, w, kv_dtype):
         return g.op('Transpose', [g.op('Reshape', [x, heads_shape])], perm=[0, 2, 1, 3])
 
     # ---- positions: RoPE tables and the attention mask, shared by all layers
-    inv_freq = g.const('inv_freq', w['invFreq'].astype(np.float64))
-    pos = g.op('Cast', [g.op('Unsqueeze', ['position_ids', ax_last])], to=TensorProto.DOUBLE)
-    # The angle in float64, reduced mod 2 pi before float32 Cos/Sin (onnxruntime
-    # 1.21, under transformers.js 3.x, has no float64 Cos): exact to float32 at
-    # any position, where a float32 angle would lose ~1e-4 rad by position 1000.
-    angle = g.op('Mul', [pos, inv_freq])                       # [B, S, HALF], float64
-    two_pi = g.const('two_pi', np.array(2 * np.pi, dtype=np.float64))
-    angle = g.op('Cast', [g.op('Mod', [angle, two_pi], fmod=1)], to=TensorProto.FLOAT)
-    cos, sin = g.op('Cos', [angle]), g.op('Sin', [angle])
+    # cos/sin of p * f by the angle-addition formulas from two float32 tables,
+    # p = ROPE_LO * a + b: exact to float32 rounding at every position below
+    # ROPE_LO * ROPE_HI. (A float32 angle p * f would lose ~1e-4 rad by
+    # position 1000, and onnxruntime-web 1.31's wasm has no float64 kernels.)
+    inv_freq = w['invFreq'].astype(np.float64)
+    lo_angles = np.arange(ROPE_LO, dtype=np.float64)[:, None] * inv_freq[None, :]
+    hi_angles = (ROPE_LO * np.arange(ROPE_HI, dtype=np.float64))[:, None] * inv_freq[None, :]
+    cos_lo, sin_lo = g.const('rope_cos_lo', np.cos(lo_angles).astype(np.float32)), g.const('rope_sin_lo', np.sin(lo_angles).astype(np.float32))
+    cos_hi, sin_hi = g.const('rope_cos_hi', np.cos(hi_angles).astype(np.float32)), g.const('rope_sin_hi', np.sin(hi_angles).astype(np.float32))
+    lo_n = g.const('rope_lo_n', np.array(ROPE_LO, dtype=np.int64))
+    p_hi, p_lo = g.op('Div', ['position_ids', lo_n]), g.op('Mod', ['position_ids', lo_n])
+    c_hi, s_hi = g.op('Gather', [cos_hi, p_hi]), g.op('Gather', [sin_hi, p_hi])   # [B, S, HALF]
+    c_lo, s_lo = g.op('Gather', [cos_lo, p_lo]), g.op('Gather', [sin_lo, p_lo])
+    cos = g.op('Sub', [g.op('Mul', [c_hi, c_lo]), g.op('Mul', [s_hi, s_lo])])
+    sin = g.op('Add', [g.op('Mul', [s_hi, c_lo]), g.op('Mul', [c_hi, s_lo])])
     cos = g.op('Unsqueeze', [g.op('Concat', [cos, cos], axis=-1), ax_1])  # [B, 1, S, DH]
     sin = g.op('Unsqueeze', [g.op('Concat', [sin, sin], axis=-1), ax_1])
 
@@ -221,7 +229,7 @@ def tokenizer_files(bos_id):
         'add_bos_token': True,
         'add_eos_token': False,
         'clean_up_tokenization_spaces': False,
-        'model_max_length': 1 << 20,
+        'model_max_length': MAX_POSITIONS,
     }
     return tokenizer, tokenizer_config
 
@@ -245,7 +253,7 @@ def write_folder(folder, manifest, model, f16kv):
         'hidden_act': 'gelu_pytorch_tanh',
         'rms_norm_eps': 1e-5,
         'rope_theta': cfg['ropeBase'],
-        'max_position_embeddings': 1 << 20,
+        'max_position_embeddings': MAX_POSITIONS,
         'tie_word_embeddings': False,
         'bos_token_id': cfg['bos'],
         'eos_token_id': None,
