@@ -103,8 +103,9 @@ def build_graph(manifest, w, kv_dtype):
     inv_freq = w['invFreq'].astype(np.float64)
     lo_angles = np.arange(ROPE_LO, dtype=np.float64)[:, None] * inv_freq[None, :]
     hi_angles = (ROPE_LO * np.arange(ROPE_HI, dtype=np.float64))[:, None] * inv_freq[None, :]
-    cos_lo, sin_lo = g.const('rope_cos_lo', np.cos(lo_angles).astype(np.float32)), g.const('rope_sin_lo', np.sin(lo_angles).astype(np.float32))
-    cos_hi, sin_hi = g.const('rope_cos_hi', np.cos(hi_angles).astype(np.float32)), g.const('rope_sin_hi', np.sin(hi_angles).astype(np.float32))
+    f32 = lambda a: a.astype(np.float32)
+    cos_lo, sin_lo = g.const('rope_cos_lo', f32(np.cos(lo_angles))), g.const('rope_sin_lo', f32(np.sin(lo_angles)))
+    cos_hi, sin_hi = g.const('rope_cos_hi', f32(np.cos(hi_angles))), g.const('rope_sin_hi', f32(np.sin(hi_angles)))
     lo_n = g.const('rope_lo_n', np.array(ROPE_LO, dtype=np.int64))
     p_hi, p_lo = g.op('Div', ['position_ids', lo_n]), g.op('Mod', ['position_ids', lo_n])
     c_hi, s_hi = g.op('Gather', [cos_hi, p_hi]), g.op('Gather', [sin_hi, p_hi])   # [B, S, HALF]
