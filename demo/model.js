@@ -476,7 +476,28 @@ export function createModel(opts = {}) {
   /** KV bytes per token (4 per float, K and V of every layer). */
   const kvBytesPerToken = 2 * L * D * 4;
 
-  return { config, fingerprintKey, encode, decode, prefill, generate, warmUp, kvBytesPerToken };
+  /**
+   * Copies of every weight, for exporting the model (scripts/make-model.mjs
+   * writes them into an ONNX graph). Matrices are row-major, out-major
+   * (rows x cols, out[o] = sum_i W[o, i] x[i]): embed VOCAB x D, wqkv 3D x D
+   * (q, k, v rows), wo D x D, w1 FF x D, w2 D x FF, unembed VOCAB x D; norm
+   * gains D; invFreq the RoPE inverse frequencies (doubles, HALF of them).
+   * The caller owns the copies.
+   */
+  function weights() {
+    return {
+      embed: embed.slice(),
+      blocks: blocks.map((b) => ({
+        norm1: b.norm1.slice(), wqkv: b.wqkv.slice(), wo: b.wo.slice(),
+        norm2: b.norm2.slice(), w1: b.w1.slice(), w2: b.w2.slice(),
+      })),
+      normF: normF.slice(),
+      unembed: unembed.slice(),
+      invFreq: invFreq.slice(),
+    };
+  }
+
+  return { config, fingerprintKey, encode, decode, prefill, generate, warmUp, kvBytesPerToken, weights };
 }
 
 // log of rough English byte frequencies (per mille), -Infinity for bytes

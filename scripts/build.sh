@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm).
+# Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm), the
+# demo's KV asset and the demo model as ONNX (build/models/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # emcc -O1 and above runs Node scripts that need acorn from Debian's nodejs dir.
@@ -15,3 +16,7 @@ echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv
 # The demo's shipped asset: the default system prompt's KV, computed in Node
 # by the same model the page runs (needs the wasm just built).
 node scripts/precompute.mjs
+
+# The demo model as ONNX model folders for transformers.js (same weights):
+# build/models/rlxkv-demo/ (float32 KV) and rlxkv-demo-f16kv/ (float16 KV).
+node scripts/make-model.mjs

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what a fresh Debian machine lacks for building and testing rlxkv:
-# Debian packages with apt-get (when a tool is missing), npm packages with
-# `npm ci` (when node_modules is missing or stale). Safe to run repeatedly.
+# Debian packages with apt-get (when a tool or module is missing), npm
+# packages with `npm ci` (when node_modules is missing or stale). Safe to run
+# repeatedly.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -13,6 +14,9 @@ command -v clang >/dev/null || need+=(clang)
 command -v emcc >/dev/null || need+=(emscripten)
 command -v chromium >/dev/null || need+=(chromium)
 command -v valgrind >/dev/null || need+=(valgrind)
+# onnx.helper for scripts/make_onnx_model.py, from Debian (no PyPI); checked
+# with /usr/bin/python3, as a pyenv python first on PATH would not see it.
+/usr/bin/python3 -c 'import onnx' 2>/dev/null || need+=(python3-onnx)
 
 updated=""
 apt_install() {
@@ -36,5 +40,9 @@ fi
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "setup: npm ci"
-  npm ci --no-audit --no-fund --loglevel=error
+  # onnxruntime-node's install scripts (under @huggingface/transformers) would
+  # download CUDA binaries from GitHub; the CPU ones ship in the package.
+  # 1.30 reads either variable, 1.21 (under transformers-v3) only the second.
+  ONNXRUNTIME_NODE_INSTALL=skip ONNXRUNTIME_NODE_INSTALL_CUDA=skip \
+    npm ci --no-audit --no-fund --loglevel=error
 fi
