@@ -118,6 +118,8 @@ export class Cache {
 
   /** Whether an entry with exactly these tokens is cached (no LRU touch). */
   has(tokens) { return this.#live().has(toTokens(tokens)); }
+  /** Whether the entry with exactly these tokens is cached and pinned. */
+  isPinned(tokens) { return this.#live().isPinned(toTokens(tokens)); }
 
   /** Drops every entry from memory (stored blobs stay until pruned). */
   clear() { this.#live().clear(); }

@@ -182,6 +182,8 @@ export interface Cache {
   pin(tokens: Tokens): void;
   unpin(tokens: Tokens): void;
   has(tokens: Tokens): boolean;
+  /** Whether the entry with exactly these tokens is cached and pinned. */
+  isPinned(tokens: Tokens): boolean;
   /** Drops the entry and its stored blob (durable at the next flush). If removing the blob fails it throws and changes nothing. */
   remove(tokens: Tokens): boolean;
   clear(): void;

@@ -174,6 +174,10 @@ export class NativeCache {
   pin(tokens) { return this.#withTokens('_rlxkv_cache_pin', tokens); }
   unpin(tokens) { return this.#withTokens('_rlxkv_cache_unpin', tokens); }
   has(tokens) { return this.#withTokens('_rlxkv_cache_get', tokens) !== 0; }
+  isPinned(tokens) {
+    const e = this.#withTokens('_rlxkv_cache_get', tokens) >>> 0;
+    return e !== 0 && this.#core.M._rlxkv_cache_is_pinned(this.ptr, e) === 1;
+  }
   /** Calls fn(ptr, n) with the tokens in the heap (for the store's name of them). */
   withTokens(tokens, fn) { return fn(this.#scratch(tokens), tokens.length); }
   clear() { this.#core.M._rlxkv_cache_clear(this.ptr); }

@@ -1,0 +1,212 @@
+// rlxkv/transformers: the prompt KV-cache of a transformers.js decoder
+// (@huggingface/transformers 3.x and 4.x) kept in rlxkv, and the tensor
+// conversions on their own for apps that drive ONNX Runtime sessions.
+//
+//   import * as transformers from '@huggingface/transformers';
+//   import init from 'rlxkv';
+//   import { layoutOf, cachedGenerate } from 'rlxkv/transformers';
+//   const cache = await rlx.openCache({ capBytes, fingerprint, layout: layoutOf(model.config) });
+//   const out = await cachedGenerate(model, cache, { input_ids, max_new_tokens: 64 }, { transformers });
+//
+// It imports nothing of transformers.js: two copies of it in one process
+// break its instanceof checks, so it uses the app's classes (the Tensor of
+// the app's input_ids; DynamicCache from the module the app passes).
+//
+// What transformers.js does not do, and this does: it never checks that a
+// past_key_values belongs to the prompt (a wrong cache gives wrong tokens
+// silently), and a cache covering the whole prompt fails inside the model.
+// So the matching is rlxkv's longest-prefix lookup, and a restore always
+// leaves at least one prompt token to compute.
+import { widenF16, narrowF32 } from './f16.js';
+
+const PAST = 'past_key_values';
+
+/**
+ * The rlxkv layout of a transformers.js model's KV, from its config (the
+ * model's `config`, or config.json's object): head-major, with
+ * num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads).
+ */
+export function layoutOf(config) {
+  if (!config || typeof config !== 'object') throw new TypeError('layoutOf(config): config must be a model config object');
+  const c = config.text_config && !config.num_attention_heads ? config.text_config : config;
+  const attention = c.num_attention_heads;
+  const heads = c.num_key_value_heads ?? attention;
+  const headDim = c.head_dim ?? (c.hidden_size && attention ? c.hidden_size / attention : undefined);
+  const layers = c.num_hidden_layers ?? 0;
+  for (const [name, v] of [['num_key_value_heads (or num_attention_heads)', heads], ['head_dim (or hidden_size / num_attention_heads)', headDim]]) {
+    if (!Number.isInteger(v) || v < 1) throw new RangeError(`layoutOf(config): ${name} is ${v}, not a positive integer`);
+  }
+  return { order: 'head-major', heads, headDim, layers };
+}
+
+/**
+ * The KV dtype a loaded model's session takes ('float32' or 'float16'):
+ * 4.x reads it from the graph's inputs, 3.x from its session config.
+ */
+export function kvDtypeOf(model) {
+  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  const meta = session?.inputMetadata;
+  if (Array.isArray(meta)) {
+    const past = meta.find((m) => typeof m?.name === 'string' && m.name.startsWith(`${PAST}.`));
+    if (past?.type === 'float16' || past?.type === 'float32') return past.type;
+  }
+  return session?.config?.kv_cache_dtype === 'float16' ? 'float16' : 'float32';
+}
+
+/**
+ * The K and V of a set of tensors named `${prefix}.N.key` / `.value`
+ * (past_key_values from generate, or present.N.* outputs of a session):
+ * { k, v, tokens, dtype }, blocks in the tensors' own layout
+ * ([1, heads, tokens, headDim] → head-major) and type (Float32Array, or
+ * f16 as Uint16Array / Float16Array). GPU-resident tensors are downloaded.
+ * The arrays may be the tensors' own data: insert copies them.
+ */
+export async function kvFromTensors(tensors, { prefix = PAST } = {}) {
+  if (!tensors || typeof tensors !== 'object') throw new TypeError('kvFromTensors: tensors must be an object of named tensors');
+  const k = [], v = [];
+  let tokens = -1, dtype = null;
+  for (let l = 0; ; l++) {
+    const key = tensors[`${prefix}.${l}.key`], value = tensors[`${prefix}.${l}.value`];
+    if (!key && !value) break;
+    if (!key || !value) throw new RangeError(`kvFromTensors: ${prefix}.${l} has a ${key ? 'key' : 'value'} but no ${key ? 'value' : 'key'}`);
+    for (const [t, name, out] of [[key, 'key', k], [value, 'value', v]]) {
+      const dims = t.dims;
+      if (!Array.isArray(dims) || dims.length !== 4 || dims[0] !== 1) {
+        throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} has dims ${JSON.stringify(dims)}; expected [1, heads, tokens, headDim]`);
+      }
+      if (t.type !== 'float32' && t.type !== 'float16') throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}; only float32 and float16 KV are kept`);
+      if (tokens >= 0 && dims[2] !== tokens) throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} covers ${dims[2]} tokens, layer 0 ${tokens}`);
+      if (dtype && t.type !== dtype) throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}, layer 0 ${dtype}`);
+      tokens = dims[2];
+      dtype = t.type;
+      out.push(await tensorData(t));
+    }
+  }
+  if (!k.length) throw new RangeError(`kvFromTensors: no ${prefix}.0.key tensor`);
+  return { k, v, tokens, dtype };
+}
+
+/** A tensor's values on the CPU: its data, or a download from the GPU. */
+async function tensorData(t) {
+  if (t.location && t.location !== 'cpu' && t.location !== 'cpu-pinned') {
+    const ort = t.ort_tensor ?? t;
+    if (typeof ort.getData !== 'function') throw new TypeError(`a tensor on '${t.location}' has no getData() to download it`);
+    return ort.getData();
+  }
+  return t.data;
+}
+
+/**
+ * Tensors named `${prefix}.N.key` / `.value` ([1, heads, matched, headDim])
+ * holding a hit's KV, made with the app's Tensor class (transformers.js's or
+ * onnxruntime's: new Tensor(type, data, dims)), as `dtype` ('float32' or
+ * 'float16'; default: the hit's). An f16 hit for a float32 model is widened
+ * exactly, an f32 one for a float16 model rounded to nearest.
+ */
+export function tensorsFromHit(hit, layout, Tensor, { dtype, prefix = PAST } = {}) {
+  if (!hit || !Array.isArray(hit.k)) throw new TypeError('tensorsFromHit: hit must be a lookup hit');
+  if (!layout || layout.order !== 'head-major') throw new RangeError("tensorsFromHit: the cache's layout must be head-major (see layoutOf)");
+  if (typeof Tensor !== 'function') throw new TypeError('tensorsFromHit: Tensor must be the tensor class of your runtime');
+  const want = dtype ?? (hit.dtype === 'f16' ? 'float16' : 'float32');
+  const dims = [1, layout.heads, hit.matched, layout.headDim];
+  const out = {};
+  hit.k.forEach((k, l) => {
+    out[`${prefix}.${l}.key`] = new Tensor(want, asDtype(k, hit.dtype, want), dims);
+    out[`${prefix}.${l}.value`] = new Tensor(want, asDtype(hit.v[l], hit.dtype, want), dims.slice());
+  });
+  return out;
+}
+
+function asDtype(block, have, want) {
+  if (want === 'float32') return have === 'f16' ? widenF16(block) : block;
+  if (want !== 'float16') throw new RangeError(`dtype must be 'float32' or 'float16', got ${want}`);
+  return have === 'f16' ? block : narrowF32(block);
+}
+
+const isV4Cache = (c) => c && typeof c.get_seq_length === 'function';
+
+/**
+ * model.generate with the prompt's longest cached prefix restored from
+ * rlxkv, and what the run computed inserted back.
+ *
+ * generateOptions are generate()'s, with input_ids a [1, n] tensor (batch 1)
+ * of the whole prompt; a past_key_values of your own is refused. The lookup
+ * may reuse part of a longer entry (an edited prompt reuses exactly its
+ * unchanged prefix) and never covers the whole prompt. The restore is a new
+ * DynamicCache (4.x; pass opts.transformers, your module, for its class) or
+ * a plain object (3.x) of CPU tensors of the model's KV dtype. generate runs
+ * with return_dict_in_generate; the KV it returns (sequences minus the last
+ * token) is inserted, replacing the entry it extended unless that is pinned
+ * (opts.keepExtended: true keeps it). Resolves to what generate resolves to,
+ * plus `reused` (prompt tokens whose KV came from the cache) and
+ * `prefilled` (the rest).
+ *
+ * opts.store: 'auto' (default: the model's own dtype), 'f32' (float16 KV
+ * widened, e.g. for tools that read only RLXKV001) or 'f16'.
+ */
+export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
+  if (!model || typeof model.generate !== 'function') throw new TypeError('cachedGenerate: model must be a transformers.js model (with generate)');
+  if (!cache || typeof cache.lookup !== 'function') throw new TypeError('cachedGenerate: cache must be an rlxkv cache');
+  if (!generateOptions || typeof generateOptions !== 'object') throw new TypeError('cachedGenerate: generateOptions must be an object');
+  const { input_ids: ids } = generateOptions;
+  if (!ids || !Array.isArray(ids.dims) || !ids.data) throw new TypeError('cachedGenerate: generateOptions.input_ids must be a tensor');
+  if (ids.dims.length !== 2 || ids.dims[0] !== 1) throw new RangeError(`cachedGenerate: input_ids must be [1, n] (one sequence), got ${JSON.stringify(ids.dims)}`);
+  if (generateOptions.past_key_values) throw new TypeError('cachedGenerate: past_key_values comes from the cache; do not pass one');
+  const layout = cache.layout;
+  if (!layout || layout.order !== 'head-major') throw new RangeError("cachedGenerate: open the cache with layout: layoutOf(model.config)");
+  const store = opts.store ?? 'auto';
+  if (!['auto', 'f32', 'f16'].includes(store)) throw new RangeError(`cachedGenerate: opts.store must be 'auto', 'f32' or 'f16', got ${store}`);
+
+  const Tensor = ids.constructor;
+  const prompt = Uint32Array.from(ids.data, Number);
+  const n = prompt.length;
+  const modelDtype = kvDtypeOf(model);
+  const hit = n > 1 ? cache.lookup(prompt, { partial: true, maxMatched: n - 1 }) : null;
+  const reused = hit ? hit.matched : 0;
+  const run = { ...generateOptions, return_dict_in_generate: true };
+  if (hit) {
+    const past = tensorsFromHit(hit, layout, Tensor, { dtype: modelDtype });
+    let restored = past;
+    if (opts.transformers?.DynamicCache) restored = new opts.transformers.DynamicCache(past);
+    else if (isV4(opts.transformers, model)) {
+      throw new TypeError('cachedGenerate: transformers.js 4.x takes a DynamicCache; pass { transformers } (your imported module) as the 4th argument');
+    }
+    run.past_key_values = restored;
+    // The whole sequence with a full-length mask: generate slices off what
+    // the cache covers.
+    run.attention_mask = new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+  }
+  const out = await model.generate(run);
+  const pkv = out?.past_key_values;
+  if (pkv) {
+    const kv = await kvFromTensors(pkv);
+    const seq = Array.from(out.sequences.data, Number);
+    const tokens = Uint32Array.from(seq.slice(0, kv.tokens));
+    if (tokens.length === kv.tokens && tokens.length > 0) {
+      const f16 = kv.dtype === 'float16';
+      const blocks = store === 'f32' && f16 ? { k: kv.k.map((b) => widenF16(b)), v: kv.v.map((b) => widenF16(b)) }
+        : store === 'f16' && !f16 ? { k: kv.k.map((b) => narrowF32(b)), v: kv.v.map((b) => narrowF32(b)) }
+          : kv;
+      cache.insert(tokens, { k: blocks.k, v: blocks.v });
+      if (hit && !opts.keepExtended) supersede(cache, hit, tokens);
+    }
+  }
+  return Object.assign(out, { reused, prefilled: n - reused });
+}
+
+/** Drops the entry a run extended: the new one covers it (partial hits included), unless it is pinned. */
+function supersede(cache, hit, tokens) {
+  const old = hit.tokens;
+  if (old.length >= tokens.length || !cache.has(old) || cache.isPinned(old)) return;
+  for (let i = 0; i < old.length; i++) if (old[i] !== tokens[i]) return;
+  cache.remove(old);
+}
+
+/** Whether this model runs under transformers.js 4.x (whose generate takes only a DynamicCache). */
+function isV4(transformers, model) {
+  const version = transformers?.env?.version ?? model?.constructor?.version;
+  if (typeof version === 'string') return Number(version.split('.')[0]) >= 4;
+  // 4.x models keep their sessions' input metadata for cache shapes.
+  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  return Array.isArray(session?.inputMetadata);
+}
