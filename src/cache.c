@@ -24,14 +24,23 @@
  * Partial reuse. An entry is trimmable when a partial hit may cut it to
  * fewer tokens: with a layout, every entry with tokens; without, those whose
  * blocks are multiples of n_tokens (read as token-major rows).
- * node->trimmable counts the trimmable entries in the node's subtree, and
- * the children whose count is not zero are linked in a list (trim_head,
- * trim_prev/trim_next). Finding a trimmable entry below a point then means
+ * node->trim[k].n counts the trimmable entries of class k in the node's
+ * subtree, and the children whose count is not zero are linked in a list
+ * (head, prev/next). Finding a trimmable entry below a point then means
  * following that list down: O(depth), never a scan of entries.
  *
  * Lists. Unpinned entries form an LRU list, pinned ones a list of their
  * own, both most recent first, linked through slots (see Recency below).
  * Eviction takes the LRU tail: O(1).
+ *
+ * Tiers. An entry may be resident (its KV in memory) or stored-only: a
+ * small entry of its tokens alone, standing for a blob in storage that a
+ * caller can load on a hit (rlxkv_cache_match). Stored-only entries are
+ * nodes like any other, on a third list (STORED, most recent first), and
+ * count apart from the memory budget. With the stored index on, evicting
+ * an entry that has a blob leaves its stored-only entry behind. Partial
+ * reuse keeps two counts per node: trimmable resident entries (what a
+ * sync lookup may use) and trimmable entries of both tiers.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,25 +71,31 @@ struct node {
     uint32_t slot;            /* the entry's recency slot */
     node *parent;
     size_t kids_cap;          /* room in kids and keys */
-    size_t trimmable;         /* trimmable entries in this subtree */
-    node *trim_head;            /* first child with rm > 0 */
-    node *trim_prev, *trim_next;  /* siblings with rm > 0 */
+    /* Per tier class (RESIDENT, ANY_TIER): trimmable entries in this
+     * subtree, and the list of children whose count is not zero. */
+    struct trim {
+        size_t n;
+        node *head;           /* first child with n > 0 */
+        node *prev, *next;    /* siblings with n > 0 */
+    } trim[2];
 };
 
-/* Recency. Both lists live in one array of slots beside the tree, not in
+enum { RESIDENT = 0, ANY_TIER = 1 };
+
+/* Recency. The lists live in one array of slots beside the tree, not in
  * the entries: a hit relinks three slots of a small dense array (24 bytes
  * an entry, 16 in wasm; in L2 at 10,000 entries) instead of writing into two
  * neighbouring entries, which sit kilobytes apart in cold memory. Slot
- * LRU heads the unpinned list and slot PINNED the pinned one; each list is
- * circular through its head, most recent first. Free slots are chained
- * through next. */
+ * LRU heads the unpinned list, slot PINNED the pinned one and slot STORED
+ * the stored-only entries; each list is circular through its head, most
+ * recent first. Free slots are chained through next. */
 typedef struct slot {
     rlxkv_entry *e;          /* NULL for a head or a free slot */
     uint32_t prev, next;
-    uint32_t list;           /* LRU or PINNED: which head it hangs from */
+    uint32_t list;           /* LRU, PINNED or STORED: which head it hangs from */
 } slot;
 
-enum { LRU = 0, PINNED = 1, FIRST_ENTRY_SLOT = 2, NO_SLOT = 0 };
+enum { LRU = 0, PINNED = 1, STORED = 2, FIRST_ENTRY_SLOT = 3, NO_SLOT = 0 };
 
 struct rlxkv_cache {
     node *root;
@@ -88,6 +103,9 @@ struct rlxkv_cache {
     uint32_t nslots, slots_cap;
     uint32_t free_slot;       /* first free slot, or NO_SLOT */
     size_t cap_bytes, bytes, entries, pinned_bytes, pinned_entries;
+    size_t stored_entries;    /* stored-only */
+    uint64_t stored_bytes;    /* their KV bytes, in storage */
+    int stored_index;         /* evictions of stored entries leave them stored-only */
     rlxkv_layout layout;
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
@@ -110,7 +128,7 @@ static void slot_unlink(slot *s, uint32_t i) {
 }
 
 static void slots_reset(rlxkv_cache *c) {
-    for (uint32_t h = LRU; h <= PINNED; h++) {
+    for (uint32_t h = LRU; h <= STORED; h++) {
         c->slots[h] = (slot){NULL, h, h, h};
     }
     c->nslots = FIRST_ENTRY_SLOT;
@@ -129,18 +147,30 @@ static int slot_reserve(rlxkv_cache *c) {
     return 1;
 }
 
-static int node_pinned(const rlxkv_cache *c, const node *n) { return c->slots[n->slot].list == PINNED; }
+static int is_stub(const rlxkv_entry *e) { return (e->flags & RLXKV_ENTRY_STUB) != 0; }
 
-/* Adds n's entry to a list, as the most recent, and to the totals. A slot
- * must have been reserved. */
+/* Pinned: a resident entry on the PINNED list, or a stored-only one that
+ * will be pinned once loaded. */
+static int node_pinned(const rlxkv_cache *c, const node *n) {
+    return is_stub(n->entry) ? (n->entry->flags & RLXKV_ENTRY_PIN_ON_LOAD) != 0
+                             : c->slots[n->slot].list == PINNED;
+}
+
+/* Adds n's entry to a list (STORED for a stub; else PINNED or LRU), as the
+ * most recent, and to the totals. A slot must have been reserved. */
 static void enlist(rlxkv_cache *c, node *n, int pinned) {
     size_t b = rlxkv_entry_kv_bytes(n->entry);
-    uint32_t i = c->free_slot;
+    uint32_t i = c->free_slot, list = is_stub(n->entry) ? STORED : pinned ? PINNED : LRU;
     if (i != NO_SLOT) c->free_slot = c->slots[i].next;
     else i = c->nslots++;
     c->slots[i].e = n->entry;
-    slot_link(c->slots, i, pinned ? PINNED : LRU);
+    slot_link(c->slots, i, list);
     n->slot = i;
+    if (list == STORED) {
+        c->stored_entries++;
+        c->stored_bytes += b;
+        return;
+    }
     c->entries++;
     c->bytes += b;
     if (pinned) {
@@ -153,12 +183,17 @@ static void enlist(rlxkv_cache *c, node *n, int pinned) {
 static void unlist(rlxkv_cache *c, node *n) {
     size_t b = rlxkv_entry_kv_bytes(n->entry);
     uint32_t i = n->slot;
-    if (c->slots[i].list == PINNED) {
-        c->pinned_entries--;
-        c->pinned_bytes -= b;
+    if (c->slots[i].list == STORED) {
+        c->stored_entries--;
+        c->stored_bytes -= b;
+    } else {
+        if (c->slots[i].list == PINNED) {
+            c->pinned_entries--;
+            c->pinned_bytes -= b;
+        }
+        c->entries--;
+        c->bytes -= b;
     }
-    c->entries--;
-    c->bytes -= b;
     slot_unlink(c->slots, i);
     c->slots[i].e = NULL;
     c->slots[i].next = c->free_slot;
@@ -354,43 +389,56 @@ static void kid_swap(node *x, uint32_t key, node *k) {
 
 /* ---- trimmable counts ------------------------------------------------- */
 
-static void trim_link(node *p, node *k) {
-    k->trim_prev = NULL;
-    k->trim_next = p->trim_head;
-    if (p->trim_head) p->trim_head->trim_prev = k;
-    p->trim_head = k;
+static void trim_link(node *p, node *k, int t) {
+    k->trim[t].prev = NULL;
+    k->trim[t].next = p->trim[t].head;
+    if (p->trim[t].head) p->trim[t].head->trim[t].prev = k;
+    p->trim[t].head = k;
 }
 
-static void trim_unlink(node *p, node *k) {
-    if (k->trim_prev) k->trim_prev->trim_next = k->trim_next;
-    else p->trim_head = k->trim_next;
-    if (k->trim_next) k->trim_next->trim_prev = k->trim_prev;
-    k->trim_prev = k->trim_next = NULL;
+static void trim_unlink(node *p, node *k, int t) {
+    if (k->trim[t].prev) k->trim[t].prev->trim[t].next = k->trim[t].next;
+    else p->trim[t].head = k->trim[t].next;
+    if (k->trim[t].next) k->trim[t].next->trim[t].prev = k->trim[t].prev;
+    k->trim[t].prev = k->trim[t].next = NULL;
 }
 
-/* k takes old's place in p's list. */
+/* k takes old's place in p's lists (k has old's counts). */
 static void trim_swap(node *p, node *old, node *k) {
-    k->trim_prev = old->trim_prev;
-    k->trim_next = old->trim_next;
-    if (k->trim_prev) k->trim_prev->trim_next = k;
-    else p->trim_head = k;
-    if (k->trim_next) k->trim_next->trim_prev = k;
+    for (int t = RESIDENT; t <= ANY_TIER; t++) {
+        if (!old->trim[t].n) continue;
+        k->trim[t].prev = old->trim[t].prev;
+        k->trim[t].next = old->trim[t].next;
+        if (k->trim[t].prev) k->trim[t].prev->trim[t].next = k;
+        else p->trim[t].head = k;
+        if (k->trim[t].next) k->trim[t].next->trim[t].prev = k;
+    }
 }
 
-static void trim_add(node *x) {
-    for (; x; x = x->parent)
-        if (x->trimmable++ == 0 && x->parent) trim_link(x->parent, x);
+/* The classes an entry counts in: none, ANY_TIER, or both. */
+static int counts_in(const rlxkv_entry *e, int t) {
+    return (e->flags & RLXKV_ENTRY_TRIMMABLE) && (t == ANY_TIER || !is_stub(e));
 }
 
-static void trim_sub(node *x) {
-    for (; x; x = x->parent)
-        if (--x->trimmable == 0 && x->parent) trim_unlink(x->parent, x);
+/* n's entry joins (delta 1) or leaves (-1) the counts of n and its ancestors. */
+static void trim_count(node *n, const rlxkv_entry *e, int delta) {
+    for (int t = RESIDENT; t <= ANY_TIER; t++) {
+        if (!counts_in(e, t)) continue;
+        for (node *x = n; x; x = x->parent) {
+            size_t was = x->trim[t].n;
+            x->trim[t].n += (size_t)delta;
+            if (x->parent && (was == 0) != (x->trim[t].n == 0)) {
+                if (was == 0) trim_link(x->parent, x, t);
+                else trim_unlink(x->parent, x, t);
+            }
+        }
+    }
 }
 
-/* A trimmable entry in x's subtree, which must hold one (x->trimmable > 0):
- * follow the children that count one down. */
-static node *trim_pick(node *x) {
-    while (!x->entry || !(x->entry->flags & RLXKV_ENTRY_TRIMMABLE)) x = x->trim_head;
+/* A trimmable entry of class t in x's subtree, which must hold one
+ * (x->trim[t].n > 0): follow the children that count one down. */
+static node *trim_pick(node *x, int t) {
+    while (!x->entry || !counts_in(x->entry, t)) x = x->trim[t].head;
     return x;
 }
 
@@ -481,12 +529,13 @@ static node *split(node *y, size_t k, size_t room) {
     }
     kid_swap(p, y->label[0], m);
     m->depth = y->depth - (y->nlabel - k);
-    m->trimmable = y->trimmable;
-    if (y->trimmable) trim_swap(p, y, m);
+    for (int t = RESIDENT; t <= ANY_TIER; t++) m->trim[t].n = y->trim[t].n;
+    trim_swap(p, y, m);
     y->label += k;
     y->nlabel -= k;
     kid_add(m, y);
-    if (y->trimmable) trim_link(m, y);
+    for (int t = RESIDENT; t <= ANY_TIER; t++)
+        if (y->trim[t].n) trim_link(m, y, t);
     return m;
 }
 
@@ -514,7 +563,7 @@ static void merge(node *n) {
     kid_swap(p, n->label[0], ch);
     ch->label -= n->nlabel;
     ch->nlabel += n->nlabel;
-    if (n->trimmable) trim_swap(p, n, ch);
+    trim_swap(p, n, ch);
     node_free(n);
 }
 
@@ -540,7 +589,7 @@ static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
     unlist(c, n);
     n->entry = NULL;
-    if (e->flags & RLXKV_ENTRY_TRIMMABLE) trim_sub(n);
+    trim_count(n, e, -1);
     n = tidy(c, n);
     /* The labels that borrowed e's tokens, a run from n up, move to another
      * entry below n (an entry-less node left standing has two children). */
@@ -569,11 +618,53 @@ static void free_tree(node *x) {
  * last unpinned entry stays when nothing pinned holds bytes: an entry that
  * alone exceeds the cap is kept, alone, rather than leave nothing to hit.
  * A cap of 0 means off, and keeps nothing. */
+/* A stored-only entry standing for e: its tokens, dtype and size, no
+ * values. NULL when out of memory. */
+static rlxkv_entry *stub_of(const rlxkv_entry *e) {
+    rlxkv_entry *s = rlxkv_entry_alloc(e->n_tokens, 0, 0, e->dtype, NULL);
+    if (!s) return NULL;
+    if (e->n_tokens) memcpy(s->tokens, e->tokens, e->n_tokens * sizeof *s->tokens);
+    s->n_values = e->n_values;
+    s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED | (e->flags & RLXKV_ENTRY_TRIMMABLE);
+    s->order = e->order;
+    s->heads = e->heads;
+    return s;
+}
+
+/* n's entry gives way to e (same tokens), which takes the labels that
+ * borrowed the old one's tokens, its counts and, if pinned, its pin. The old
+ * entry is freed. A slot is free (unlisting the old one freed one). */
+static void swap_entry(rlxkv_cache *c, node *n, rlxkv_entry *e, int pinned) {
+    rlxkv_entry *old = n->entry;
+    unlist(c, n);
+    trim_count(n, old, -1);
+    if (n != c->root) rebase(c, n, old->tokens, e->tokens);
+    n->entry = e;
+    e->node = n;
+    trim_count(n, e, 1);
+    enlist(c, n, pinned);
+    if (!is_stub(old)) c->generation++;
+    rlxkv_entry_free(old);
+}
+
+/* Takes a resident entry out of memory: with the stored index on, an entry
+ * whose blob is stored stays as a stored-only entry (or, if even that much
+ * memory cannot be had, goes like any other); else it is dropped. */
+static void demote(rlxkv_cache *c, rlxkv_entry *v) {
+    rlxkv_entry *s = c->stored_index && (v->flags & RLXKV_ENTRY_STORED) ? stub_of(v) : NULL;
+    if (!s) {
+        drop(c, v);
+        return;
+    }
+    if (node_pinned(c, v->node)) s->flags |= RLXKV_ENTRY_PIN_ON_LOAD;
+    swap_entry(c, v->node, s, 0);
+}
+
 static void evict_to_cap(rlxkv_cache *c) {
     rlxkv_entry *v;
     while (c->bytes > c->cap_bytes && (v = lru_tail(c))) {
         if (c->cap_bytes && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes) break;
-        drop(c, v);
+        demote(c, v);
         c->evictions++;
     }
 }
@@ -600,6 +691,12 @@ rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
 
 void rlxkv_cache_clear(rlxkv_cache *c) {
     if (!c) return;
+    if (c->stored_index) {
+        /* Memory only: the stored stay known, stored-only. */
+        rlxkv_entry *v;
+        while ((v = c->slots[c->slots[PINNED].next].e) || (v = lru_tail(c))) demote(c, v);
+        return;
+    }
     node *r = c->root;
     for (size_t i = 0; i < r->nkids; i++) free_tree(r->kids[i]);
     rlxkv_entry_free(r->entry);
@@ -610,11 +707,16 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
     r->hash = NULL;
     r->kids_cap = 0;
     r->nkids = 0;
-    r->trimmable = 0;
-    r->trim_head = NULL;
+    memset(r->trim, 0, sizeof r->trim);
     slots_reset(c);
     if (c->entries) c->generation++;
     c->bytes = c->entries = c->pinned_bytes = c->pinned_entries = 0;
+    c->stored_entries = 0;
+    c->stored_bytes = 0;
+}
+
+void rlxkv_cache_set_stored_index(rlxkv_cache *c, int on) {
+    if (c) c->stored_index = on != 0;
 }
 
 void rlxkv_cache_free(rlxkv_cache *c) {
@@ -679,7 +781,7 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     size_t add = rlxkv_entry_kv_bytes(e);
     int pinned = old && node_pinned(c, n);
     size_t others = c->pinned_bytes;
-    if (pinned) others -= rlxkv_entry_kv_bytes(old);
+    if (pinned && !is_stub(old)) others -= rlxkv_entry_kv_bytes(old);
     if (others && (others > c->cap_bytes || add > c->cap_bytes - others)) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
@@ -692,20 +794,53 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     if (trimmable(c, e)) e->flags |= RLXKV_ENTRY_TRIMMABLE;
     e->order = (uint8_t)c->layout.order;
     e->heads = (uint32_t)c->layout.heads;
-    /* The node borrows its label from its own entry from now on, and so
-     * does the run above it that borrowed from the same tokens. */
-    if (n != c->root) rebase(c, n, base_of(n), e->tokens);
     if (old) {
-        unlist(c, n);
-        if (old->flags & RLXKV_ENTRY_TRIMMABLE) trim_sub(n);
-        rlxkv_entry_free(old);
-        c->generation++;
+        swap_entry(c, n, e, pinned);
+    } else {
+        /* The node borrows its label from its own entry from now on, and
+         * so does the run above it that borrowed from the same tokens. */
+        if (n != c->root) rebase(c, n, base_of(n), e->tokens);
+        n->entry = e;
+        e->node = n;
+        trim_count(n, e, 1);
+        enlist(c, n, pinned);
     }
-    n->entry = e;
-    e->node = n;
-    if (e->flags & RLXKV_ENTRY_TRIMMABLE) trim_add(n);
-    enlist(c, n, pinned);
     evict_to_cap(c);
+    return RLXKV_OK;
+}
+
+int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
+                           size_t n_values, int row_major) {
+    size_t vsize = rlxkv_dtype_size(dtype);
+    if (!c || (!tokens && n_tokens) || !vsize || n_values > SIZE_MAX / vsize) return RLXKV_ERR_INVALID;
+    if (!c->cap_bytes) return RLXKV_OK;
+    struct pos p;
+    descend(c, tokens, n_tokens, &p);
+    node *n = !p.edge && p.depth == n_tokens ? p.at : NULL;
+    if (n && n->entry && !is_stub(n->entry)) return RLXKV_OK; /* resident: newer than any blob */
+    rlxkv_entry *s = rlxkv_entry_alloc(n_tokens, 0, 0, dtype, NULL);
+    if (!s) return RLXKV_ERR_NOMEM;
+    if (n_tokens) memcpy(s->tokens, tokens, n_tokens * sizeof *tokens);
+    s->n_values = n_values;
+    s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED;
+    if (c->layout.order != RLXKV_ORDER_ANY ? n_tokens > 0 : row_major && n_tokens > 0)
+        s->flags |= RLXKV_ENTRY_TRIMMABLE;
+    s->order = (uint8_t)c->layout.order;
+    s->heads = (uint32_t)c->layout.heads;
+    if (n && n->entry) {
+        s->flags |= n->entry->flags & RLXKV_ENTRY_PIN_ON_LOAD;
+        swap_entry(c, n, s, 0);
+        return RLXKV_OK;
+    }
+    if (!slot_reserve(c) || (!n && !(n = make_node(&p, s)))) {
+        rlxkv_entry_free(s);
+        return RLXKV_ERR_NOMEM;
+    }
+    if (n != c->root) rebase(c, n, base_of(n), s->tokens);
+    n->entry = s;
+    s->node = n;
+    trim_count(n, s, 1);
+    enlist(c, n, 0);
     return RLXKV_OK;
 }
 
@@ -758,29 +893,21 @@ static int miss_out(rlxkv_cache *c, rlxkv_hit *hit) {
     return RLXKV_MISS;
 }
 
-int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit) {
+/* The deepest entry of class t on the path of query, wholly a prefix of it. */
+static int lookup_in(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit, int t) {
     struct pos p;
-    if (hit) {
-        hit->entry = NULL;
-        hit->matched = 0;
-    }
-    if (!c || (!query && n)) return RLXKV_ERR_INVALID;
     descend(c, query, n, &p);
     /* The deepest entry on the path; the root's (empty) entry never hits. */
     for (node *x = p.at; x != c->root; x = x->parent)
-        if (x->entry) return hit_out(c, x, x->depth, hit);
+        if (x->entry && (t == ANY_TIER || !is_stub(x->entry))) return hit_out(c, x, x->depth, hit);
     return miss_out(c, hit);
 }
 
-int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
-                               size_t max_match, rlxkv_hit *hit) {
+/* As lookup_in, or an entry of class t that shares more of the query and is
+ * cut to it. Of two equally long hits, a resident one wins. */
+static int partial_in(rlxkv_cache *c, const uint32_t *query, size_t n, size_t max_match,
+                      rlxkv_hit *hit, int t) {
     struct pos p;
-    node *x;
-    if (hit) {
-        hit->entry = NULL;
-        hit->matched = 0;
-    }
-    if (!c || (!query && n)) return RLXKV_ERR_INVALID;
     /* matched never exceeds max_match, so only that much of the query
      * counts; an entry running past it is a trimmed candidate like any
      * other that runs past the common prefix. */
@@ -788,17 +915,51 @@ int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
     descend(c, query, n, &p);
     /* Every entry below the point where the walk stopped shares exactly
      * p.depth tokens with the query: the best any candidate can do. */
-    if (p.edge && p.edge->trimmable) return hit_out(c, trim_pick(p.edge), p.depth, hit);
+    if (p.edge && p.edge->trim[t].n)
+        return hit_out(c, trim_pick(p.edge, p.edge->trim[RESIDENT].n ? RESIDENT : t), p.depth, hit);
     /* Then back up the path. A node's own entry is a full hit and wins the
-     * tie against trimmable entries branching off there. Nothing further
-     * down the path counts a trimmable entry (we would have stopped there),
-     * so every one a node counts branches off right at that node. */
-    for (x = p.at; x != c->root; x = x->parent) {
-        if (x->entry) return hit_out(c, x, x->depth, hit);
-        if (x->trimmable) return hit_out(c, trim_pick(x), x->depth, hit);
+     * tie against trimmable entries branching off there (unless it is
+     * stored-only and one of those is resident). Nothing further down the
+     * path counts a trimmable entry (we would have stopped there), so every
+     * one a node counts branches off right at that node. */
+    for (node *x = p.at; x != c->root; x = x->parent) {
+        rlxkv_entry *e = x->entry;
+        if (e && (!is_stub(e) || (t == ANY_TIER && !x->trim[RESIDENT].n))) return hit_out(c, x, x->depth, hit);
+        if (x->trim[RESIDENT].n) return hit_out(c, trim_pick(x, RESIDENT), x->depth, hit);
+        if (x->trim[t].n) return hit_out(c, trim_pick(x, t), x->depth, hit);
     }
     return miss_out(c, hit);
 }
+
+static void hit_clear(rlxkv_hit *hit) {
+    if (hit) {
+        hit->entry = NULL;
+        hit->matched = 0;
+    }
+}
+
+int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit) {
+    hit_clear(hit);
+    if (!c || (!query && n)) return RLXKV_ERR_INVALID;
+    return lookup_in(c, query, n, hit, RESIDENT);
+}
+
+int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
+                               size_t max_match, rlxkv_hit *hit) {
+    hit_clear(hit);
+    if (!c || (!query && n)) return RLXKV_ERR_INVALID;
+    return partial_in(c, query, n, max_match, hit, RESIDENT);
+}
+
+int rlxkv_cache_match(rlxkv_cache *c, const uint32_t *query, size_t n, size_t max_match,
+                      unsigned flags, rlxkv_hit *hit) {
+    hit_clear(hit);
+    if (!c || (!query && n) || (flags & ~(unsigned)RLXKV_MATCH_PARTIAL)) return RLXKV_ERR_INVALID;
+    if (flags & RLXKV_MATCH_PARTIAL) return partial_in(c, query, n, max_match, hit, ANY_TIER);
+    return lookup_in(c, query, n < max_match ? n : max_match, hit, ANY_TIER);
+}
+
+int rlxkv_entry_is_resident(const rlxkv_entry *e) { return e && !is_stub(e); }
 
 /* The one place that knows how a cut entry's tokens lie in a block: the
  * first `matched` rows, of the whole block (token-major) or of each head
@@ -824,7 +985,7 @@ void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out) {
 size_t rlxkv_hit_n_values(const rlxkv_hit *hit) {
     size_t sum = 0;
     rlxkv_span sp;
-    if (!hit || !hit->entry) return 0;
+    if (!hit || !hit->entry || is_stub(hit->entry)) return 0;
     if (hit->matched >= hit->entry->n_tokens) return hit->entry->n_values;
     for (size_t i = 0; i < 2 * hit->entry->n_layers; i++) {
         rlxkv_hit_block(hit, i, &sp);
@@ -869,6 +1030,11 @@ static int set_pinned(rlxkv_cache *c, const uint32_t *tokens, size_t n, int pin)
     node *x = find_node(c, tokens, n);
     if (!x || !x->entry) return RLXKV_ERR_NOTFOUND;
     if (node_pinned(c, x) == pin) return RLXKV_OK;
+    if (is_stub(x->entry)) {
+        /* Takes effect when it is loaded (a put of its tokens). */
+        x->entry->flags ^= RLXKV_ENTRY_PIN_ON_LOAD;
+        return RLXKV_OK;
+    }
     unlist(c, x);
     enlist(c, x, pin); /* the slot just freed is free */
     return RLXKV_OK;
@@ -906,6 +1072,14 @@ void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out) {
     out->misses = c->misses;
     out->evictions = c->evictions;
     out->tokens_reused = c->tokens_reused;
+    out->stored_entries = c->stored_entries;
+    out->stored_bytes = c->stored_bytes;
+}
+
+const rlxkv_entry *rlxkv_cache_next_stored(const rlxkv_cache *c, const rlxkv_entry *prev) {
+    if (!c) return NULL;
+    const slot *s = c->slots;
+    return s[s[prev ? ((const node *)prev->node)->slot : STORED].next].e;
 }
 
 const rlxkv_entry *rlxkv_cache_next(const rlxkv_cache *c, const rlxkv_entry *prev) {
@@ -929,14 +1103,26 @@ int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e) {
 
 void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e) {
     /* The cache owns its entries, so dropping const here is sound. */
-    if (c && e) ((rlxkv_entry *)e)->flags &= ~RLXKV_ENTRY_DIRTY;
+    if (c && e) {
+        ((rlxkv_entry *)e)->flags &= ~RLXKV_ENTRY_DIRTY;
+        ((rlxkv_entry *)e)->flags |= RLXKV_ENTRY_STORED;
+    }
+}
+
+void rlxkv_cache_mark_unstored(rlxkv_cache *c, const rlxkv_entry *e) {
+    if (c && e && !is_stub(e)) ((rlxkv_entry *)e)->flags &= ~(RLXKV_ENTRY_DIRTY | RLXKV_ENTRY_STORED);
 }
 
 /* ---- consistency check (tests) ---------------------------------------- */
 
-static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
-                      size_t *n_bytes, size_t *n_pinned) {
-    size_t n_trim = 0, linked = 0;
+/* What a walk of the tree adds up, to compare with the cache's totals. */
+struct tally {
+    size_t entries, bytes, pinned, stubs;
+    uint64_t stub_bytes;
+};
+
+static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
+    size_t n_trim[2] = {0, 0}, linked[2] = {0, 0};
     if (x == c->root) {
         if (x->parent || x->nlabel || x->depth) return 0;
     } else {
@@ -946,7 +1132,7 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         if (!p || !x->nlabel || !x->label || x->depth != p->depth + x->nlabel) return 0;
         i = kid_index(p, x->label[0]);
         if (i >= p->nkids || p->kids[i] != x) return 0;
-        if (!x->entry && x->nkids < 2) return 0; /* should have been pruned */
+        if (!x->entry && x->nkids < 2) return 0; /* should have been tidied */
         /* The label borrows from its own entry, else from a child's base:
          * so, down the line, from an entry in the subtree (whose tokens
          * are checked against every label on its path below). */
@@ -965,40 +1151,57 @@ static int check_node(const rlxkv_cache *c, const node *x, size_t *n_entries,
         if (k->parent != x || x->keys[i] != k->label[0]) return 0;
         if (x->hash && hash_find(x, x->keys[i]) != k) return 0;
         if (i && x->keys[i - 1] >= x->keys[i]) return 0;
-        n_trim += k->trimmable;
-        linked += k->trimmable != 0;
+        for (int tr = RESIDENT; tr <= ANY_TIER; tr++) {
+            n_trim[tr] += k->trim[tr].n;
+            linked[tr] += k->trim[tr].n != 0;
+        }
     }
-    for (const node *k = x->trim_head, *prev = NULL; k; prev = k, k = k->trim_next) {
-        if (k->parent != x || !k->trimmable || k->trim_prev != prev || !linked) return 0;
-        linked--;
+    for (int tr = RESIDENT; tr <= ANY_TIER; tr++) {
+        for (const node *k = x->trim[tr].head, *prev = NULL; k; prev = k, k = k->trim[tr].next) {
+            if (k->parent != x || !k->trim[tr].n || k->trim[tr].prev != prev || !linked[tr]) return 0;
+            linked[tr]--;
+        }
+        if (linked[tr]) return 0;
     }
-    if (linked) return 0;
     if (x->entry) {
         const rlxkv_entry *e = x->entry;
         size_t end = e->n_tokens;
         if (e->node != x || e->n_tokens != x->depth) return 0;
-        if (!(e->flags & RLXKV_ENTRY_TRIMMABLE) != !trimmable(c, e)) return 0;
-        if (e->order != c->layout.order || rlxkv_layout_check(&c->layout, e, NULL)) return 0;
-        n_trim += (e->flags & RLXKV_ENTRY_TRIMMABLE) != 0;
+        if (e->order != c->layout.order) return 0;
+        if (is_stub(e)) {
+            if (e->n_layers || !(e->flags & RLXKV_ENTRY_STORED) || (e->flags & RLXKV_ENTRY_DIRTY)) return 0;
+            if (c->slots[x->slot].list != STORED) return 0;
+        } else {
+            if (!(e->flags & RLXKV_ENTRY_TRIMMABLE) != !trimmable(c, e)) return 0;
+            if (rlxkv_layout_check(&c->layout, e, NULL) || (e->flags & RLXKV_ENTRY_PIN_ON_LOAD)) return 0;
+            if (c->slots[x->slot].list == STORED) return 0;
+        }
+        for (int tr = RESIDENT; tr <= ANY_TIER; tr++) n_trim[tr] += counts_in(e, tr);
         for (const node *y = x; y != c->root; y = y->parent) {
             end -= y->nlabel;
             if (memcmp(e->tokens + end, y->label, y->nlabel * sizeof *y->label)) return 0;
         }
-        (*n_entries)++;
-        *n_bytes += rlxkv_entry_kv_bytes(e);
         if (x->slot < FIRST_ENTRY_SLOT || x->slot >= c->nslots || c->slots[x->slot].e != e) return 0;
-        *n_pinned += node_pinned(c, x);
+        if (is_stub(e)) {
+            t->stubs++;
+            t->stub_bytes += rlxkv_entry_kv_bytes(e);
+        } else {
+            t->entries++;
+            t->bytes += rlxkv_entry_kv_bytes(e);
+            t->pinned += node_pinned(c, x);
+        }
     }
-    return n_trim == x->trimmable;
+    return n_trim[RESIDENT] == x->trim[RESIDENT].n && n_trim[ANY_TIER] == x->trim[ANY_TIER].n &&
+           x->trim[RESIDENT].n <= x->trim[ANY_TIER].n;
 }
 
 /* Walks the list hanging from head `list`: links both ways, every slot on
  * it an entry's, marked as on it. */
-static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, size_t *bytes) {
+static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, uint64_t *bytes) {
     const slot *s = c->slots;
     uint32_t prev = list;
     for (uint32_t i = s[list].next; i != list; prev = i, i = s[i].next) {
-        if (i < FIRST_ENTRY_SLOT || i >= c->nslots || *n > c->entries) return 0;
+        if (i < FIRST_ENTRY_SLOT || i >= c->nslots || *n > c->entries + c->stored_entries) return 0;
         const rlxkv_entry *e = s[i].e;
         if (s[i].prev != prev || s[i].list != list || !e || !e->node) return 0;
         if (((const node *)e->node)->slot != i) return 0;
@@ -1009,8 +1212,9 @@ static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, size_t *by
 }
 
 int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens) {
-    size_t n_nodes = 0, n_label = 0, n_entries = 0, n_bytes = 0, n_pinned = 0;
-    size_t lru_n = 0, lru_bytes = 0, pin_n = 0, pin_bytes = 0;
+    size_t n_nodes = 0, n_label = 0, lru_n = 0, pin_n = 0, stored_n = 0;
+    uint64_t lru_bytes = 0, pin_bytes = 0, stored_bytes = 0;
+    struct tally t = {0, 0, 0, 0, 0};
     const node *x = c->root;
     int ok = 1;
     /* Preorder, iteratively: down the first child, else on to the next
@@ -1018,7 +1222,7 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     for (;;) {
         n_nodes++;
         n_label += x->nlabel;
-        if (!check_node(c, x, &n_entries, &n_bytes, &n_pinned)) ok = 0;
+        if (!check_node(c, x, &t)) ok = 0;
         if (x->nkids) {
             x = x->kids[0];
             continue;
@@ -1034,9 +1238,12 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     }
     if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
     if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
-    if (n_entries != c->entries || lru_n + pin_n != c->entries) ok = 0;
-    if (n_bytes != c->bytes || lru_bytes + pin_bytes != c->bytes) ok = 0;
-    if (n_pinned != c->pinned_entries || pin_n != n_pinned || pin_bytes != c->pinned_bytes) ok = 0;
+    if (!check_list(c, STORED, &stored_n, &stored_bytes)) ok = 0;
+    if (t.entries != c->entries || lru_n + pin_n != c->entries) ok = 0;
+    if (t.bytes != c->bytes || lru_bytes + pin_bytes != c->bytes) ok = 0;
+    if (t.pinned != c->pinned_entries || pin_n != t.pinned || pin_bytes != c->pinned_bytes) ok = 0;
+    if (t.stubs != c->stored_entries || stored_n != t.stubs) ok = 0;
+    if (t.stub_bytes != c->stored_bytes || stored_bytes != c->stored_bytes) ok = 0;
     if (nodes) *nodes = n_nodes;
     if (label_tokens) *label_tokens = n_label;
     return ok;

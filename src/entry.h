@@ -5,8 +5,11 @@
 
 #include "rlxkv.h"
 
-#define RLXKV_ENTRY_DIRTY 1u     /* not yet in the store */
-#define RLXKV_ENTRY_TRIMMABLE 2u /* a partial hit may cut it (see cache.c) */
+#define RLXKV_ENTRY_DIRTY 1u       /* not yet in the store */
+#define RLXKV_ENTRY_TRIMMABLE 2u   /* a partial hit may cut it (see cache.c) */
+#define RLXKV_ENTRY_STORED 4u      /* its blob is in the store (marked clean) */
+#define RLXKV_ENTRY_STUB 8u        /* stored-only: tokens, no values (n_values is the stored size) */
+#define RLXKV_ENTRY_PIN_ON_LOAD 16u /* a stub pinned: pinned once it is resident */
 
 /* One allocation: this header, then offs[2L+1] (block start offsets, in
  * values, into kv), then the values, then the tokens. Keeping everything in

@@ -144,6 +144,8 @@ typedef struct rlxkv_stats {
     size_t pinned_bytes;
     uint64_t hits, misses, evictions;
     uint64_t tokens_reused; /* sum of `matched` over hits */
+    size_t stored_entries;  /* stored-only entries (see Tiers) */
+    uint64_t stored_bytes;  /* their KV bytes, in storage */
 } rlxkv_stats;
 
 /* A lookup result. `entry` is borrowed: valid until the next call that
@@ -218,7 +220,48 @@ void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out);
  * generation g is still valid while the generation is g. */
 uint64_t rlxkv_cache_generation(const rlxkv_cache *c);
 
-/* The entry with exactly these tokens, or NULL. Borrowed; does not touch LRU. */
+/* ------------------------------------------------------------------------
+ * Tiers: memory and storage under one lookup.
+ *
+ * A cache can also know entries that are in storage but not in memory:
+ * stored-only entries, which hold their tokens and size but no values.
+ * They share the radix tree with resident entries, so one lookup finds the
+ * longest cached prefix among both; the caller then loads the blob of a
+ * stored-only hit and puts it (which replaces it, keeping its pin). They do
+ * not count against cap_bytes; stats count them apart. The sync lookups
+ * above see resident entries only. With the stored index on, evicting a
+ * resident entry whose blob is stored (marked clean) leaves its stored-only
+ * entry behind instead of forgetting it, and clear() drops only resident
+ * entries that way.
+ * ---------------------------------------------------------------------- */
+
+/* Off by default (the native store loads whole entries instead). */
+void rlxkv_cache_set_stored_index(rlxkv_cache *c, int on);
+
+/* Records a stored-only entry of n_tokens tokens and n_values values of
+ * dtype (row_major: its blocks are multiples of n_tokens, which makes it
+ * trimmable without a layout). A resident entry of the same tokens is left
+ * as it is; a stored-only one is updated. RLXKV_OK, or RLXKV_ERR_NOMEM /
+ * RLXKV_ERR_INVALID with nothing changed. Does nothing with cap 0. */
+int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
+                           size_t n_values, int row_major);
+
+#define RLXKV_MATCH_PARTIAL 1u /* as lookup_partial, else as lookup */
+/* The longest cached prefix among resident and stored-only entries alike:
+ * as rlxkv_cache_lookup, or with RLXKV_MATCH_PARTIAL as
+ * rlxkv_cache_lookup_partial (matched <= max_match either way). Of two hits
+ * that match as many tokens, a resident one wins. hit->entry may be
+ * stored-only (rlxkv_entry_is_resident says): it has tokens but no values. */
+int rlxkv_cache_match(rlxkv_cache *c, const uint32_t *query, size_t n, size_t max_match,
+                      unsigned flags, rlxkv_hit *hit);
+/* 1 for an entry with values in memory, 0 for a stored-only one (or NULL). */
+int rlxkv_entry_is_resident(const rlxkv_entry *e);
+/* Stored-only entries, from most to least recently used (pass NULL to
+ * start; NULL at the end). Borrowed; do not change the cache meanwhile. */
+const rlxkv_entry *rlxkv_cache_next_stored(const rlxkv_cache *c, const rlxkv_entry *prev);
+
+/* The entry with exactly these tokens (resident or stored-only), or NULL.
+ * Borrowed; does not touch LRU. */
 const rlxkv_entry *rlxkv_cache_get(const rlxkv_cache *c, const uint32_t *tokens, size_t n);
 int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n); /* OK / NOTFOUND */
 /* A pinned entry is never evicted. OK / NOTFOUND. */
@@ -227,17 +270,22 @@ int rlxkv_cache_unpin(rlxkv_cache *c, const uint32_t *tokens, size_t n);
 int rlxkv_cache_is_pinned(const rlxkv_cache *c, const rlxkv_entry *e);
 /* New budget; evicts LRU entries to fit (cap 0 drops every unpinned entry). */
 void rlxkv_cache_set_cap(rlxkv_cache *c, size_t cap_bytes);
-void rlxkv_cache_clear(rlxkv_cache *c);   /* drops every entry, pinned too */
+/* Drops every entry, pinned too (with the stored index on, see Tiers). */
+void rlxkv_cache_clear(rlxkv_cache *c);
 void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out);
 
-/* Iteration: pinned entries first, then from most to least recently used.
+/* Iteration over resident entries: pinned first, then from most to least
+ * recently used (stored-only ones: rlxkv_cache_next_stored).
  * Pass NULL to start; returns NULL at the end. Borrowed entries; do not
  * change the cache while iterating. */
 const rlxkv_entry *rlxkv_cache_next(const rlxkv_cache *c, const rlxkv_entry *prev);
 
-/* Dirty: inserted since last marked clean (i.e. not yet in the store). */
+/* Dirty: inserted since last marked clean (i.e. not yet in the store).
+ * mark_clean also records that its blob is stored (see Tiers); mark_unstored
+ * that it is neither dirty nor stored (its blob was removed). */
 int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e);
 void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e);
+void rlxkv_cache_mark_unstored(rlxkv_cache *c, const rlxkv_entry *e);
 
 /* ------------------------------------------------------------------------
  * Codec: RLXKV001 (see FORMAT.md). Little-endian u64 fields, f32 data.

@@ -1125,6 +1125,119 @@ static void generation_counts_calls_that_free_entries(void) {
     rlxkv_cache_free(c);
 }
 
+/* ---- tiers: stored-only entries ---------------------------------------- */
+
+static int match(rlxkv_cache *c, const uint32_t *q, size_t n, unsigned flags, rlxkv_hit *h) {
+    return rlxkv_cache_match(c, q, n, SIZE_MAX, flags, h);
+}
+
+static void stored_only_entries_are_found_by_match_not_lookup(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2, 3), RLXKV_F16, 24, 1), RLXKV_OK);
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK);
+    CHECK_EQ(matched(c, TOKS(1, 2, 3, 4)), 2);                  /* sync: resident only */
+    CHECK_EQ(match(c, TOKS(1, 2, 3, 4), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 3);
+    CHECK(!rlxkv_entry_is_resident(h.entry));
+    CHECK_EQ(rlxkv_hit_n_values(&h), 0);                         /* nothing to copy */
+    CHECK_EQ(rlxkv_cache_match(c, TOKS(1, 2, 3, 4), 2, 0, &h), RLXKV_HIT); /* max_match */
+    CHECK_EQ(h.matched, 2);
+    CHECK(rlxkv_entry_is_resident(h.entry));
+    rlxkv_stats st = stats(c);
+    CHECK(st.entries == 1 && st.bytes == 32 && st.stored_entries == 1 && st.stored_bytes == 48);
+    CHECK_EQ(rlxkv_cache_match(c, TOKS(1), 0, 9, &h), RLXKV_ERR_INVALID); /* unknown flag */
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void a_put_replaces_a_stored_only_entry_and_keeps_its_pin(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(5, 6), RLXKV_F32, 8, 1), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(5, 6)), RLXKV_OK);
+    CHECK(rlxkv_cache_is_pinned(c, rlxkv_cache_get(c, TOKS(5, 6))));
+    CHECK_EQ(stats(c).pinned_entries, 0);                         /* not in memory yet */
+    CHECK_EQ(put_kv(c, TOKS(5, 6), 3), RLXKV_OK);                 /* the blob, loaded */
+    CHECK(rlxkv_entry_is_resident(rlxkv_cache_get(c, TOKS(5, 6))));
+    CHECK_EQ(stats(c).pinned_entries, 1);
+    CHECK_EQ(stats(c).stored_entries, 0);
+    CHECK_EQ(rlxkv_cache_lookup(c, TOKS(5, 6, 7), &h), RLXKV_HIT);
+    /* A stored-only record never overrides a resident entry. */
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(5, 6), RLXKV_F32, 99, 1), RLXKV_OK);
+    CHECK(rlxkv_entry_is_resident(rlxkv_cache_get(c, TOKS(5, 6))));
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void evicting_a_stored_entry_leaves_it_stored_only(void) {
+    for (int on = 0; on <= 1; on++) {
+        rlxkv_cache *c = rlxkv_cache_new(64, 0);
+        rlxkv_hit h;
+        rlxkv_cache_set_stored_index(c, on);
+        CHECK_EQ(put_kv(c, TOKS(1, 1), 0), RLXKV_OK);
+        rlxkv_cache_mark_clean(c, rlxkv_cache_get(c, TOKS(1, 1)));  /* its blob is stored */
+        CHECK_EQ(put_kv(c, TOKS(2, 2), 0), RLXKV_OK);                /* dirty */
+        CHECK_EQ(put_kv(c, TOKS(3, 3, 3), 0), RLXKV_OK);             /* evicts both */
+        CHECK(!has(c, TOKS(2, 2)));                                  /* never stored: gone */
+        CHECK_EQ(has(c, TOKS(1, 1)), on);
+        CHECK_EQ(stats(c).stored_entries, (size_t)on);
+        CHECK_EQ(match(c, TOKS(1, 1, 9), 0, &h), on ? RLXKV_HIT : RLXKV_MISS);
+        /* Unstored (its blob pruned): evicted like a dirty one. */
+        CHECK_EQ(put_kv(c, TOKS(4), 0), RLXKV_OK);
+        rlxkv_cache_mark_clean(c, rlxkv_cache_get(c, TOKS(4)));
+        rlxkv_cache_mark_unstored(c, rlxkv_cache_get(c, TOKS(4)));
+        rlxkv_cache_set_cap(c, 0); /* drops every unpinned resident entry */
+        CHECK(!has(c, TOKS(3, 3, 3)) && !has(c, TOKS(4)));
+        CHECK_EQ(has(c, TOKS(1, 1)), on);
+        CHECK(consistent(c));
+        rlxkv_cache_free(c);
+    }
+}
+
+static void match_prefers_a_resident_hit_of_equal_length(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    /* Both branch off after (1, 2): one stored-only, one resident. */
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2, 3, 4), RLXKV_F32, 32, 1), RLXKV_OK);
+    CHECK_EQ(put_kv(c, TOKS(1, 2, 7, 7), 0), RLXKV_OK);
+    CHECK_EQ(match(c, TOKS(1, 2, 9), RLXKV_MATCH_PARTIAL, &h), RLXKV_HIT);
+    CHECK(h.matched == 2 && rlxkv_entry_is_resident(h.entry));
+    /* The stored-only one shares more: it wins, and only match sees it. */
+    CHECK_EQ(match(c, TOKS(1, 2, 3, 9), RLXKV_MATCH_PARTIAL, &h), RLXKV_HIT);
+    CHECK(h.matched == 3 && !rlxkv_entry_is_resident(h.entry));
+    CHECK_EQ(partial(c, TOKS(1, 2, 3, 9), 9, &h), 2);
+    /* A stored-only entry that is a whole prefix still loses a tie to a resident cut. */
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2), RLXKV_F32, 16, 1), RLXKV_OK);
+    CHECK_EQ(match(c, TOKS(1, 2, 9), RLXKV_MATCH_PARTIAL, &h), RLXKV_HIT);
+    CHECK(h.matched == 2 && rlxkv_entry_is_resident(h.entry));
+    CHECK_EQ(match(c, TOKS(1, 2, 9), 0, &h), RLXKV_HIT);          /* whole prefixes only */
+    CHECK(h.matched == 2 && !rlxkv_entry_is_resident(h.entry));
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
+static void clear_with_the_stored_index_keeps_what_is_stored(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_cache_set_stored_index(c, 1);
+    CHECK_EQ(put_kv(c, TOKS(1), 0), RLXKV_OK);
+    CHECK_EQ(put_kv(c, TOKS(2), 0), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_pin(c, TOKS(1)), RLXKV_OK);
+    rlxkv_cache_mark_clean(c, rlxkv_cache_get(c, TOKS(1)));
+    uint64_t g = rlxkv_cache_generation(c);
+    rlxkv_cache_clear(c);
+    CHECK(rlxkv_cache_generation(c) > g);
+    CHECK_EQ(stats(c).entries, 0);
+    CHECK_EQ(stats(c).stored_entries, 1);
+    CHECK(!has(c, TOKS(2)));
+    const rlxkv_entry *s = rlxkv_cache_next_stored(c, NULL);
+    CHECK(s && !rlxkv_entry_is_resident(s) && rlxkv_cache_is_pinned(c, s));
+    CHECK_EQ(rlxkv_cache_next_stored(c, s), NULL);
+    CHECK_EQ(rlxkv_cache_next(c, NULL), NULL);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
     RUN(no_match_returns_none);
@@ -1150,6 +1263,11 @@ int main(void) {
     RUN(f16_entries_count_two_bytes_and_keep_their_bits);
     RUN(lookup_outcomes_have_their_own_names);
     RUN(generation_counts_calls_that_free_entries);
+    RUN(stored_only_entries_are_found_by_match_not_lookup);
+    RUN(a_put_replaces_a_stored_only_entry_and_keeps_its_pin);
+    RUN(evicting_a_stored_entry_leaves_it_stored_only);
+    RUN(match_prefers_a_resident_hit_of_equal_length);
+    RUN(clear_with_the_stored_index_keeps_what_is_stored);
     RUN(iteration_is_pinned_first_then_most_recent);
     RUN(entries_are_dirty_until_marked_clean);
     RUN(stats_count_hits_misses_and_reuse);
