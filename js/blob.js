@@ -120,3 +120,46 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
   });
   return { fingerprint, pastLen: nTokens, tokens, k: blocks.slice(0, nLayers), v: blocks.slice(nLayers) };
 }
+
+const MAGIC_F16 = [82, 76, 88, 75, 86, 70, 49, 54]; // 'RLXKVF16'
+
+/**
+ * What the start of a blob says, for indexing it without reading its
+ * values: null when `head` (the first bytes of a blob of `size` bytes) is
+ * too short to tell, else { ok: false } for a blob that cannot be valid, or
+ * { ok: true, fingerprint, dtype, tokens, nLayers, nValues, rowMajor } where
+ * nValues follows from the size (exact if the blob is valid, which only a
+ * full decode shows) and rowMajor from the first block's length (a hint).
+ */
+export function blobHead(head, size) {
+  const len = head.length;
+  if (len < HEAD) return size < HEAD ? { ok: false } : null;
+  const f16 = MAGIC_F16.every((m, i) => head[i] === m);
+  if (!f16 && !MAGIC.every((m, i) => head[i] === m)) return { ok: false };
+  const dv = new DataView(head.buffer, head.byteOffset, len);
+  if (dv.getBigUint64(16, true) !== dv.getBigUint64(24, true)) return { ok: false };
+  const nTokens = getU64(dv, 24);
+  if (nTokens > (size - HEAD - 8) / 8) return { ok: false };
+  const afterTokens = HEAD + 8 * nTokens;
+  if (len < afterTokens + 16 && size >= afterTokens + 16) return null;
+  const tokens = new Uint32Array(nTokens);
+  for (let i = 0, at = HEAD; i < nTokens; i++, at += 8) {
+    if (dv.getUint32(at + 4, true)) return { ok: false };
+    tokens[i] = dv.getUint32(at, true);
+  }
+  if (size < afterTokens + 8) return { ok: false };
+  const nLayers = getU64(dv, afterTokens);
+  const valueBytes = size - afterTokens - 8 - 16 * nLayers;
+  const esize = f16 ? 2 : 4;
+  if (valueBytes < 0 || valueBytes % esize) return { ok: false };
+  const first = nLayers && len >= afterTokens + 16 ? getU64(dv, afterTokens + 8) : 0;
+  return {
+    ok: true,
+    fingerprint: blobFingerprint(head),
+    dtype: f16 ? 'f16' : 'f32',
+    tokens,
+    nLayers,
+    nValues: valueBytes / esize,
+    rowMajor: nTokens > 0 && first % nTokens === 0,
+  };
+}

@@ -3,8 +3,8 @@
 import { RlxkvError, STATUS } from '../web/errors.js';
 import { isNode } from '../web/core.js';
 import { NativeCache, DTYPE } from '../web/native-cache.js';
-import { BlobStore } from '../web/storage.js';
 import { serialQueue } from '../web/queue.js';
+import { TieredStore } from './tiers.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint } from './blob.js';
 
@@ -19,7 +19,7 @@ export class Cache {
   #native;
   #fp;
   #layout;
-  #storage = null;
+  #storage = null;      // TieredStore
   #storageCap = Infinity;
   /** Runs fn after the cache's earlier storage work settled. */
   #serialize = serialQueue();
@@ -37,13 +37,26 @@ export class Cache {
   }
 
   /** @internal */
-  async attach(kind, path, storageCapBytes) {
-    this.#storage = await BlobStore.open(this.#core, kind, path);
+  async attach(kind, path, storageCapBytes, preload) {
+    this.#native.setStoredIndex(true);
+    this.#storage = await TieredStore.open(this.#native, kind, path, { fingerprint: this.#fp, layout: this.#layout });
     this.#storageCap = storageCapBytes;
     leaks.unregister(this.#token);
     leaks.register(this, { native: this.#native.leakRecord, storage: this.#storage }, this.#token);
-    this.restoreReport = this.#storage.load(this.#native.ptr);
-    if (this.#storageCap !== Infinity) this.#pruneToCap();
+    this.restoreReport = { ...this.#storage.report, resident: 0 };
+    if (this.#storageCap !== Infinity) await this.#pruneToCap();
+    if (preload) this.restoreReport.resident = await this.#preload();
+  }
+
+  /** Loads stored entries, most recently used first, while they fit capBytes. */
+  async #preload() {
+    let n = 0;
+    const cap = this.#native.stats().capBytes;
+    for (const { tokens, bytes } of this.#native.entries().filter((e) => !e.resident)) {
+      if (this.#native.stats().bytes + bytes > cap) break;
+      if (await this.#storage.load(tokens)) n++;
+    }
+    return n;
   }
 
   #live() {
@@ -105,14 +118,39 @@ export class Cache {
   }
 
   /**
-   * Drops the entry with exactly these tokens, and its stored blob (made
-   * durable by the next flush); true if there was either. The blob goes
-   * first: if removing it fails, the call throws and changes nothing.
+   * The longest cached prefix of `tokens` in memory or in storage, as
+   * lookup() gives it: a hit on an entry that is only stored reads its blob
+   * first (evicting least recently used entries from memory, which stay
+   * stored). Options and result as lookup's.
+   * @returns {Promise<import('./index.js').Hit|null>}
+   */
+  async match(tokens, opts = {}) {
+    const native = this.#live();
+    const t = toTokens(tokens);
+    toOptions(opts);
+    const { view = false, partial = false } = opts;
+    let maxMatched = t.length;
+    if (opts.maxMatched !== undefined) maxMatched = Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
+    // Each round either returns or makes one stored-only entry resident
+    // (or drops it, if its blob is gone or bad): it ends.
+    for (;;) {
+      const hit = this.#live().match(t, { partial: !!partial, maxMatched, view: !!view });
+      if (!hit || !hit.stored) return hit;
+      if (!this.#storage) return null;
+      await this.#storage.load(hit.entryTokens);
+      if (native.closed) throw new TypeError('cache is closed');
+    }
+  }
+
+  /**
+   * Drops the entry with exactly these tokens from memory and storage; true
+   * if there was one. The blob is deleted by the next flush (until then a
+   * reopened cache would find it again).
    */
   remove(tokens) {
     const native = this.#live();
     const t = toTokens(tokens);
-    const stored = this.#storage ? native.withTokens(t, (p, n) => this.#storage.removeBlob(this.#fp, p, n)) : false;
+    const stored = !!this.#storage && this.#storage.forget(t);
     return native.remove(t) === STATUS.OK || stored;
   }
 
@@ -187,26 +225,20 @@ export class Cache {
     if (!this.#storage) return;
     return this.#serialize(async () => {
       if (this.#native.closed) return;
-      this.#storage.save(this.#native.ptr);
-      // Pruned before the sync, so that blobs the budget drops are never
-      // written to IndexedDB: one transaction with what stays.
-      try {
-        if (this.#storageCap !== Infinity) this.#pruneToCap();
-      } finally {
-        await this.#storage.sync();
-      }
+      await this.#storage.flush();
+      if (this.#storageCap !== Infinity) await this.#pruneToCap();
     });
   }
 
   /** storageCapBytes is a real budget: only pinned entries' blobs are safe. */
   #pruneToCap() {
-    return this.#storage.prune(this.#fp, { maxBytes: this.#storageCap, pinnedOnly: true }, this.#native.ptr);
+    return this.#storage.prune({ maxBytes: this.#storageCap, resident: true });
   }
 
   /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status }]. */
   listBlobs() {
     this.#live();
-    return this.#storage ? this.#storage.list(this.#fp) : [];
+    return this.#storage ? this.#storage.list() : [];
   }
 
   /**
@@ -218,11 +250,7 @@ export class Cache {
     this.#live();
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     if (!this.#storage) return { removed: 0, removedBytes: 0, kept: 0, keptBytes: 0 };
-    return this.#serialize(async () => {
-      const report = this.#storage.prune(this.#fp, { maxBytes, stale, dryRun }, this.#native.ptr);
-      if (!dryRun) await this.#storage.sync();
-      return report;
-    });
+    return this.#serialize(() => this.#storage.prune({ maxBytes, stale, dryRun }));
   }
 
   /**

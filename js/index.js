@@ -49,6 +49,18 @@ function toEntry(entry) {
   return { tokens, blocks: [...k, ...v] };
 }
 
+/**
+ * An IndexedDB mount path as IDBFS writes it: '/' and one or more
+ * non-empty segments, no trailing slash (a RangeError naming `path` otherwise).
+ */
+function idbPath(path) {
+  const p = path.startsWith('/') ? path : `/${path}`;
+  if (p === '/' || p.endsWith('/') || p.includes('//') || /\/\.\.?(\/|$)/.test(p)) {
+    throw new RangeError(`path must name a directory such as '/rlxkv' (not the root, no empty, '.' or '..' segments), got ${JSON.stringify(path)}`);
+  }
+  return p;
+}
+
 /** An instantiated rlxkv module. */
 class Rlxkv {
   #core;
@@ -63,8 +75,11 @@ class Rlxkv {
   }
 
   /**
-   * A cache restored from and flushed to storage: 'idb' (IndexedDB, mounted
-   * at `path`), 'fs' (Node, directory `path`), 'auto' or 'none'.
+   * A cache over storage: 'idb' (IndexedDB, the database of mount path
+   * `path`), 'fs' (Node, directory `path`), 'auto' or 'none'. Opening reads
+   * the store's index, not its KV: stored entries are found by
+   * `await cache.match()` and read on a hit; `preload: true` also loads
+   * them now, most recent first, while they fit capBytes.
    */
   async openCache(opts) {
     const base = cacheOptions(opts);
@@ -78,10 +93,13 @@ class Rlxkv {
     let path = opts.path;
     if (path === undefined) path = kind === 'fs' ? './rlxkv-cache' : '/rlxkv';
     if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
+    if (kind === 'idb') path = idbPath(path);
+    const preload = opts.preload === undefined ? false : opts.preload;
+    if (typeof preload !== 'boolean') throw new TypeError('preload must be a boolean');
     const cache = new Cache(this.#core, base);
     if (kind === 'none') return cache;
     try {
-      await cache.attach(kind, path, storageCap);
+      await cache.attach(kind, path, storageCap, preload);
     } catch (err) {
       await cache.close({ flush: false });
       throw err;

@@ -146,7 +146,7 @@ const isV4Cache = (c) => c && typeof c.get_seq_length === 'function';
  */
 export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   if (!model || typeof model.generate !== 'function') throw new TypeError('cachedGenerate: model must be a transformers.js model (with generate)');
-  if (!cache || typeof cache.lookup !== 'function') throw new TypeError('cachedGenerate: cache must be an rlxkv cache');
+  if (!cache || typeof cache.match !== 'function') throw new TypeError('cachedGenerate: cache must be an rlxkv cache');
   if (!generateOptions || typeof generateOptions !== 'object') throw new TypeError('cachedGenerate: generateOptions must be an object');
   const { input_ids: ids } = generateOptions;
   if (!ids || !Array.isArray(ids.dims) || !ids.data) throw new TypeError('cachedGenerate: generateOptions.input_ids must be a tensor');
@@ -161,7 +161,8 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const prompt = Uint32Array.from(ids.data, Number);
   const n = prompt.length;
   const modelDtype = kvDtypeOf(model);
-  const hit = n > 1 ? cache.lookup(prompt, { partial: true, maxMatched: n - 1 }) : null;
+  // Memory and storage alike: a stored-only hit reads its one blob.
+  const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1 }) : null;
   const reused = hit ? hit.matched : 0;
   const run = { ...generateOptions, return_dict_in_generate: true };
   if (hit) {

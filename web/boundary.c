@@ -22,10 +22,16 @@ enum {
     REC_TOKENS = 4,     /* address of the entry's tokens */
     REC_GENERATION = 5, /* low 32 bits of rlxkv_cache_generation */
     REC_DATA = 6,       /* a new entry's first value (rlxkv_web_entry_new) */
-    REC_HEAD = 8,
+    REC_FLAGS = 7,      /* REC_RESIDENT | REC_DIRTY | REC_PINNED */
+    REC_SERIAL = 8,     /* rlxkv_entry_serial */
+    REC_N_TOKENS = 9,   /* the entry's own token count (>= matched) */
+    REC_HEAD = 12,
     /* then per block b: address of its first run (bytes), run, stride and
      * count (values): rlxkv_span, with the block's address folded in. */
 };
+
+/* REC_FLAGS bits. */
+enum { REC_RESIDENT = 1, REC_DIRTY = 2, REC_PINNED = 4 };
 
 /* One cache as JS holds it. */
 typedef struct web_cache {
@@ -106,6 +112,11 @@ static int record(web_cache *w, const rlxkv_hit *h) {
     r[REC_LAYERS] = (uint32_t)rlxkv_entry_n_layers(e);
     r[REC_DTYPE] = (uint32_t)rlxkv_entry_dtype(e);
     r[REC_TOKENS] = (uint32_t)(uintptr_t)rlxkv_entry_tokens(e);
+    r[REC_FLAGS] = (rlxkv_entry_is_resident(e) ? REC_RESIDENT : 0) |
+                   (rlxkv_cache_is_dirty(w->cache, e) ? REC_DIRTY : 0) |
+                   (rlxkv_cache_is_pinned(w->cache, e) ? REC_PINNED : 0);
+    r[REC_SERIAL] = rlxkv_entry_serial(e);
+    r[REC_N_TOKENS] = (uint32_t)rlxkv_entry_n_tokens(e);
     for (size_t b = 0; b < blocks; b++) {
         rlxkv_span sp;
         uint32_t *s = r + REC_HEAD + 4 * b;
@@ -128,11 +139,43 @@ int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
     return record(w, &h);
 }
 
+/* rlxkv_cache_match over the n scratch tokens, into the record. */
+int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
+    rlxkv_hit h;
+    int st = rlxkv_cache_match(w->cache, w->tokens, n, max_match, partial ? RLXKV_MATCH_PARTIAL : 0, &h);
+    if (st < 0) return st;
+    return record(w, &h);
+}
+
 /* The entry with exactly the n scratch tokens, whole, into the record (no
  * LRU touch): RLXKV_HIT, RLXKV_MISS, or an error. */
 int rlxkv_web_get(web_cache *w, size_t n) {
     rlxkv_hit h = {rlxkv_cache_get(w->cache, w->tokens, n), n};
     return record(w, &h);
+}
+
+/* Entry e (from rlxkv_cache_next or _next_stored), whole, into the record. */
+int rlxkv_web_entry(web_cache *w, const rlxkv_entry *e) {
+    rlxkv_hit h = {e, e ? rlxkv_entry_n_tokens(e) : 0};
+    return record(w, &h);
+}
+
+/* A stored-only entry for the n scratch tokens (rlxkv_cache_put_stored);
+ * n_values arrives as a double (it may pass 2^32). */
+int rlxkv_web_put_stored(web_cache *w, size_t n, int dtype, double n_values, int row_major) {
+    if (!(n_values >= 0 && n_values <= (double)SIZE_MAX)) return RLXKV_ERR_INVALID;
+    return rlxkv_cache_put_stored(w->cache, w->tokens, n, dtype, (size_t)n_values, row_major);
+}
+
+/* Marks the resident entry of the n scratch tokens clean (how 1) or
+ * unstored (how 2), if it is still the one of this serial (not replaced
+ * since it was saved). 1 if marked, else 0. */
+int rlxkv_web_mark(web_cache *w, size_t n, uint32_t serial, int how) {
+    const rlxkv_entry *e = rlxkv_cache_get(w->cache, w->tokens, n);
+    if (!e || !rlxkv_entry_is_resident(e) || rlxkv_entry_serial(e) != serial) return 0;
+    if (how == 1) rlxkv_cache_mark_clean(w->cache, e);
+    else rlxkv_cache_mark_unstored(w->cache, e);
+    return 1;
 }
 
 /* A new entry of n_tokens tokens (copied from the scratch area, where the
@@ -164,11 +207,11 @@ int rlxkv_web_put(web_cache *w, rlxkv_entry *e) {
 uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache_generation(w->cache); }
 
 /* Stats as doubles, in this order: entries, bytes, cap_bytes,
- * pinned_entries, pinned_bytes, hits, misses, evictions, tokens_reused.
- * (Counters stay exact in a double up to 2^53.) */
-enum { STATS_FIELDS = 9 };
-_Static_assert(sizeof(rlxkv_stats) == 5 * sizeof(size_t) + 4 * sizeof(uint64_t) + 4,
-               "rlxkv_stats changed: update STATS_FIELDS and web/native-cache.js");
+ * pinned_entries, pinned_bytes, hits, misses, evictions, tokens_reused,
+ * stored_entries, stored_bytes. (Counters stay exact in a double up to 2^53.) */
+enum { STATS_FIELDS = 11 };
+_Static_assert(sizeof(rlxkv_stats) == 72 && offsetof(rlxkv_stats, stored_bytes) == 64,
+               "rlxkv_stats changed (wasm32 layout): update STATS_FIELDS and web/native-cache.js");
 void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     rlxkv_stats s;
     rlxkv_cache_stats(c, &s);
@@ -181,6 +224,8 @@ void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     out[6] = (double)s.misses;
     out[7] = (double)s.evictions;
     out[8] = (double)s.tokens_reused;
+    out[9] = (double)s.stored_entries;
+    out[10] = (double)s.stored_bytes;
 }
 
 /* web/core.js reads rlxkv_blob_info records at these offsets (wasm32). */

@@ -14,10 +14,10 @@
 import { RlxkvError } from './errors.js';
 import { serialQueue } from './queue.js';
 
-const STORE = 'FILE_DATA';
-const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
+export const STORE = 'FILE_DATA';
+export const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
 
-function idbError(err, what) {
+export function idbError(err, what) {
   const name = err && err.name;
   if (name === 'QuotaExceededError') {
     return new RlxkvError('QUOTA', `${what}: storage quota exceeded`, { cause: err });
@@ -26,7 +26,7 @@ function idbError(err, what) {
   return new RlxkvError('IO', `${what}: ${detail}`, { cause: err });
 }
 
-function request(req) {
+export function request(req) {
   return new Promise((resolve, reject) => {
     req.onsuccess = () => resolve(req.result);
     req.onerror = (ev) => { ev.preventDefault(); reject(req.error); };
@@ -34,12 +34,31 @@ function request(req) {
 }
 
 /** Resolves when tx commits; rejects on error or abort (quota included). */
-function committed(tx) {
+export function committed(tx) {
   return new Promise((resolve, reject) => {
     tx.oncomplete = () => resolve();
     tx.onerror = (ev) => ev.preventDefault();
     tx.onabort = () => reject(tx.error || new DOMException('transaction aborted', 'AbortError'));
   });
+}
+
+/** The IDBFS database of a mount path (created in IDBFS's layout if new). */
+export async function openIdbfs(factory, name) {
+  const req = factory.open(name, VERSION);
+  req.onupgradeneeded = () => {
+    const db = req.result;
+    const store = db.objectStoreNames.contains(STORE)
+      ? req.transaction.objectStore(STORE)
+      : db.createObjectStore(STORE);
+    if (!store.indexNames.contains('timestamp')) {
+      store.createIndex('timestamp', 'timestamp', { unique: false });
+    }
+  };
+  try {
+    return await request(req);
+  } catch (err) {
+    throw idbError(err, `opening IndexedDB "${name}"`);
+  }
 }
 
 export class IdbMirror {
@@ -63,21 +82,7 @@ export class IdbMirror {
 
   async openDb() {
     if (this.db) return this.db;
-    const req = this.factory.open(this.mountpoint, VERSION);
-    req.onupgradeneeded = () => {
-      const db = req.result;
-      const store = db.objectStoreNames.contains(STORE)
-        ? req.transaction.objectStore(STORE)
-        : db.createObjectStore(STORE);
-      if (!store.indexNames.contains('timestamp')) {
-        store.createIndex('timestamp', 'timestamp', { unique: false });
-      }
-    };
-    try {
-      this.db = await request(req);
-    } catch (err) {
-      throw idbError(err, `opening IndexedDB "${this.mountpoint}"`);
-    }
+    this.db = await openIdbfs(this.factory, this.mountpoint);
     // Another connection wants to upgrade or delete: let it.
     this.db.onversionchange = () => this.closeDb();
     return this.db;
@@ -191,7 +196,7 @@ function exactBytes(node) {
 }
 
 /** Runs fn under a cross-tab lock where the Web Locks API exists. */
-function withLock(name, fn) {
+export function withLock(name, fn) {
   const locks = typeof navigator === 'object' && navigator && navigator.locks;
   return locks ? locks.request(name, fn) : fn();
 }

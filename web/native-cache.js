@@ -5,14 +5,19 @@
 import { RlxkvError, STATUS } from './errors.js';
 
 // The result record (web/boundary.c, enum REC_*), in u32 words.
-export const REC = { MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, HEAD: 8 };
+export const REC = {
+  MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, FLAGS: 7, SERIAL: 8, N_TOKENS: 9, HEAD: 12,
+};
+/** REC.FLAGS bits (web/boundary.c) */
+export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
 /** rlxkv_dtype (src/rlxkv.h) */
 export const DTYPE = { f32: 0, f16: 1 };
 /** rlxkv_order (src/rlxkv.h) */
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
 /** rlxkv_web_stats' doubles, in order (web/boundary.c, STATS_FIELDS). */
-export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBytes', 'hits', 'misses', 'evictions', 'tokensReused'];
+export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBytes', 'hits', 'misses', 'evictions',
+  'tokensReused', 'storedEntries', 'storedBytes'];
 
 const HAS_F16 = typeof globalThis.Float16Array === 'function';
 
@@ -26,8 +31,11 @@ export class NativeCache {
    * @param core  web/core.js Core
    * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array'}} opts
    */
+  #fp;
+
   constructor(core, { capBytes, fingerprint, layout, f16As }) {
     this.#core = core;
+    this.#fp = fingerprint;
     const M = core.M;
     const l = layout || { order: 'any', heads: 0, headDim: 0, layers: 0 };
     const w = M._rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, core.cell) >>> 0;
@@ -126,13 +134,109 @@ export class NativeCache {
     return st === STATUS.HIT ? this.#readHit(view) : null;
   }
 
-  /** The entry with exactly these tokens, whole, as views (no LRU touch), or null. */
+  /**
+   * The longest cached prefix over memory and storage (rlxkv_cache_match):
+   * null on a miss, a hit as lookup gives for a resident entry, or, for a
+   * stored-only one, { stored: true, entryTokens } (load its blob, put it,
+   * and look up again).
+   */
+  match(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
+    const core = this.#core;
+    this.#scratch(tokens);
+    const st = core.M._rlxkv_web_match(this.#w, tokens.length, partial ? 1 : 0, maxMatched);
+    if (st < 0) throw core.fail(st, 'matching');
+    if (st !== STATUS.HIT) return null;
+    const u32 = core.u32, r = this.#rec();
+    if (u32[r + REC.FLAGS] & REC_FLAG.RESIDENT) return this.#readHit(view);
+    const at = u32[r + REC.TOKENS] >>> 2;
+    return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]) };
+  }
+
+  /** Records a stored-only entry (rlxkv_cache_put_stored): its C status. */
+  putStored(tokens, dtype, nValues, rowMajor) {
+    this.#scratch(tokens);
+    return this.#core.M._rlxkv_web_put_stored(this.#w, tokens.length, DTYPE[dtype], nValues, rowMajor ? 1 : 0);
+  }
+
+  /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */
+  setStoredIndex(on) { this.#core.M._rlxkv_cache_set_stored_index(this.ptr, on ? 1 : 0); }
+
+  /**
+   * Calls fn({ tokens, serial, dtype, k, v }) for every resident entry that
+   * is dirty (not yet stored): tokens a copy, k/v views of the heap valid
+   * only during the call (fn must not change the cache).
+   */
+  forEachDirty(fn) {
+    const core = this.#core, M = core.M, c = this.ptr;
+    for (let e = M._rlxkv_cache_next(c, 0) >>> 0; e; e = M._rlxkv_cache_next(c, e) >>> 0) {
+      if (!M._rlxkv_cache_is_dirty(c, e)) continue;
+      M._rlxkv_web_entry(this.#w, e);
+      const hit = this.#readHit(true);
+      fn({ tokens: hit.tokens.slice(), serial: core.u32[this.#rec() + REC.SERIAL], dtype: hit.dtype, k: hit.k, v: hit.v });
+    }
+  }
+
+  /** Tokens of every entry of one tier: 'resident' (pinned, then most recent first) or 'stored' (most recent first). */
+  tokensOf(tier) {
+    const core = this.#core, M = core.M, c = this.ptr;
+    const next = tier === 'stored' ? M._rlxkv_cache_next_stored : M._rlxkv_cache_next;
+    const out = [];
+    for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
+      const at = M._rlxkv_entry_tokens(e) >>> 2;
+      out.push(core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)));
+    }
+    return out;
+  }
+
+  /**
+   * Marks the resident entry of these tokens clean (stored) or unstored (its
+   * blob removed), if it is still the one of `serial`. Whether it was.
+   */
+  mark(tokens, serial, how) {
+    this.#scratch(tokens);
+    return this.#core.M._rlxkv_web_mark(this.#w, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
+  }
+
+  /** The store's file name of an entry of these tokens under this cache's fingerprint. */
+  blobName(tokens) {
+    const core = this.#core;
+    const p = this.#scratch(tokens, 8); // 32 bytes for the name after the tokens
+    const name = p + 4 * tokens.length;
+    core.M._rlxkv_blob_name(this.#fp, p, tokens.length, name);
+    return core.cstringAt(name);
+  }
+
+  /**
+   * The entry with exactly these tokens, whole, as views (no LRU touch), or
+   * null; with { serial, dirty, resident, pinned } (a stored-only entry has
+   * no k/v values: empty arrays).
+   */
   get(tokens) {
     const core = this.#core;
     this.#scratch(tokens);
     const st = core.M._rlxkv_web_get(this.#w, tokens.length);
     if (st < 0) throw core.fail(st, 'reading an entry');
-    return st === STATUS.HIT ? this.#readHit(true) : null;
+    if (st !== STATUS.HIT) return null;
+    const u32 = core.u32, r = this.#rec(), flags = u32[r + REC.FLAGS];
+    const hit = this.#readHit(true);
+    return Object.assign(hit, {
+      serial: u32[r + REC.SERIAL],
+      dirty: (flags & REC_FLAG.DIRTY) !== 0,
+      resident: (flags & REC_FLAG.RESIDENT) !== 0,
+      pinned: (flags & REC_FLAG.PINNED) !== 0,
+    });
+  }
+
+  /** Marks the entry of these tokens, just put from its blob, clean (stored). */
+  markLoaded(tokens) {
+    const e = this.get(tokens);
+    if (e && e.resident) this.mark(tokens, e.serial, 'clean');
+  }
+
+  /** Marks the resident entry of these tokens as having no blob any more. */
+  markUnstored(tokens) {
+    const e = this.get(tokens);
+    if (e && e.resident) this.mark(tokens, e.serial, 'unstored');
   }
 
   /** Reads the record of a hit: arrays of the values it covers. */
@@ -183,18 +287,24 @@ export class NativeCache {
   clear() { this.#core.M._rlxkv_cache_clear(this.ptr); }
   setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.ptr, Math.min(bytes, 0xffffffff)); }
 
-  /** Entries, pinned first then most recent first: { tokens, bytes, pinned, dtype }. */
+  /**
+   * Entries: resident ones (pinned first, then most recent first), then
+   * stored-only ones (most recent first): { tokens, bytes, pinned, dtype, resident }.
+   */
   entries() {
     const core = this.#core, M = core.M, c = this.ptr;
     const out = [];
-    for (let e = M._rlxkv_cache_next(c, 0) >>> 0; e; e = M._rlxkv_cache_next(c, e) >>> 0) {
-      const at = M._rlxkv_entry_tokens(e) >>> 2;
-      out.push({
-        tokens: core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)),
-        bytes: M._rlxkv_entry_kv_bytes(e) >>> 0,
-        pinned: M._rlxkv_cache_is_pinned(c, e) === 1,
-        dtype: M._rlxkv_entry_dtype(e) === DTYPE.f16 ? 'f16' : 'f32',
-      });
+    for (const [next, resident] of [[M._rlxkv_cache_next, true], [M._rlxkv_cache_next_stored, false]]) {
+      for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
+        const at = M._rlxkv_entry_tokens(e) >>> 2;
+        out.push({
+          tokens: core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)),
+          bytes: M._rlxkv_entry_kv_bytes(e) >>> 0,
+          pinned: M._rlxkv_cache_is_pinned(c, e) === 1,
+          dtype: M._rlxkv_entry_dtype(e) === DTYPE.f16 ? 'f16' : 'f32',
+          resident,
+        });
+      }
     }
     return out;
   }

@@ -30,12 +30,15 @@ test('entries flushed by one process are restored by another', () => {
   assert.equal(readdirSync(dir).filter((f) => f.endsWith('.rlxkv')).length, 2);
   const out = inChild(`
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 0xfeedn, storage: 'fs', path: ${JSON.stringify(dir)} });
-    const hit = cache.lookup([10, 11, 12, 13, 14, 15]);
-    console.log(JSON.stringify({ report: cache.restoreReport, matched: hit.matched, k: [...hit.k[0]].slice(0, 3), v: [...hit.v[0]].slice(0, 2) }));
+    const before = cache.lookup([10, 11, 12, 13, 14, 15]); // memory only: nothing read yet
+    const hit = await cache.match([10, 11, 12, 13, 14, 15]); // reads the one blob it needs
+    console.log(JSON.stringify({ report: cache.restoreReport, before, resident: cache.stats.entries, matched: hit.matched, k: [...hit.k[0]].slice(0, 3), v: [...hit.v[0]].slice(0, 2) }));
     await cache.close();
   `);
   const got = JSON.parse(out);
   assert.equal(got.report.loaded, 2);
+  assert.equal(got.before, null);
+  assert.equal(got.resident, 1);
   assert.equal(got.matched, 5);
   assert.deepEqual(got.k, [100, 101, 102]);
   assert.deepEqual(got.v, [-100, -101]);

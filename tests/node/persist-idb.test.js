@@ -23,12 +23,12 @@ function deleteDb(name) {
 test('a reload restores flushed entries byte-exact', async () => {
   const path = freshPath();
   const kv = kvFor(50, { layers: 3, width: 8 });
-  const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.equal(first.storage, 'idb');
   first.insert(range(0, 50), kv);
   await first.close();
 
-  const second = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'auto', path });
+  const second = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'auto', path, preload: true });
   assert.equal(second.restoreReport.loaded, 1);
   const hit = second.lookup(range(0, 60));
   assert.equal(hit.matched, 50);
@@ -51,7 +51,7 @@ test('two tabs flushing at once keep both sets of entries', async () => {
   tabA.insert(range(999, 3), kvFor(3));
   await Promise.all([tabA.close(), tabB.close()]);
 
-  const reload = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const reload = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.equal(reload.size, 11);
   assert.deepEqual(reload.lookup(range(150, 12)).k, kvFor(10, { seed: 11 }).k);
   await reload.close();
@@ -76,18 +76,18 @@ test('a quota error rejects flush with QUOTA; memory and earlier blobs survive',
   } finally {
     IDBObjectStore.prototype.put = put;
   }
-  const other = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const other = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.ok(other.lookup([1, 2, 3, 4]), 'the blob flushed before is intact');
   assert.equal(other.lookup([4, 5, 6, 7]), null);
   await other.close();
 
   await cache.flush(); // quota back: the failed entry is saved now
   await cache.close();
-  const last = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const last = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.equal(last.size, 2);
   assert.equal(last.remove([4, 5, 6]), true, 'remove() drops the entry and its blob');
   await last.close();
-  const after = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const after = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.equal(after.size, 1);
   await after.close();
 });
@@ -117,7 +117,7 @@ test('a transaction aborted by quota (no exception at put) is reported too', asy
 
 test('blobs of another fingerprint stay; corrupt records are skipped and reported', async () => {
   const path = freshPath();
-  const other = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'idb', path });
+  const other = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'idb', path, preload: true });
   other.insert([5, 5], kvFor(2));
   await other.close();
 
@@ -136,11 +136,11 @@ test('blobs of another fingerprint stay; corrupt records are skipped and reporte
     };
   });
 
-  const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   const r = again.restoreReport;
   assert.deepEqual([r.loaded, r.stale, r.corrupt], [1, 1, 1]);
   await again.close();
-  const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'idb', path });
+  const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'idb', path, preload: true });
   assert.ok(first.lookup([5, 5, 1]), 'the other fingerprint was left alone');
   await first.close();
 });
@@ -160,7 +160,7 @@ test('any other IndexedDB failure rejects flush with IO and loses nothing', asyn
   }
   assert.equal(cache.size, 2);
   await cache.close(); // the retry saves the second entry
-  const reload = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const reload = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   assert.equal(reload.size, 2);
   await reload.close();
 });

@@ -1,0 +1,424 @@
+// Storage as a tier below memory: a cache's blobs in a Node directory
+// (web/fs-blobs.js) or in IndexedDB (web/idb-blobs.js), known to the cache
+// as stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
+// hit.
+//
+//   open:  reads the index, never the KV: in Node each blob's first bytes
+//          (tokens and sizes); in IndexedDB one index record, checked
+//          against the keys, and the blobs it does not describe read once
+//          to repair it (a store written by 0.1.0 has no index at all).
+//   hit:   cache.match() finds a stored-only entry; load() reads that blob,
+//          validates it whole (js/blob.js) and puts it in memory, which may
+//          evict others: those that are stored stay known, stored-only.
+//   flush: each dirty entry encoded from the heap and written on its own
+//          (the directory: temporary file + rename; IndexedDB: batches of
+//          records and the index in one transaction), then marked clean
+//          if it is still the entry that was encoded.
+//   prune: least recently used first: stored-only entries before resident
+//          ones, pinned ones never; of other fingerprints, never unless asked.
+import { RlxkvError } from '../web/errors.js';
+import { DTYPE } from '../web/native-cache.js';
+import { FsBlobs } from '../web/fs-blobs.js';
+import { IdbBlobs } from '../web/idb-blobs.js';
+import { blobHead, decodeBlob, encodeBlob } from './blob.js';
+import { checkShape } from './args.js';
+
+const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
+const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
+const INDEX_MAGIC = 'RLXKVIX1';
+
+/**
+ * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
+ * status: 'ok' | 'stale' | 'corrupt', dtype?, tokens?, nValues?, rowMajor?, error? }.
+ */
+
+export class TieredStore {
+  /**
+   * @param native  web/native-cache.js NativeCache
+   * @param {'fs'|'idb'} kind
+   * @param {string} path
+   * @param {{fingerprint: bigint, layout: object|null}} opts
+   */
+  static async open(native, kind, path, opts) {
+    const blobs = kind === 'fs' ? await FsBlobs.open(path) : await IdbBlobs.open(path);
+    const store = new TieredStore(native, blobs, opts);
+    try {
+      await store.#index();
+    } catch (err) {
+      await blobs.close();
+      throw err;
+    }
+    return store;
+  }
+
+  #native;
+  #blobs;
+  #fp;
+  #layout;
+  /** name -> blob record (see above), every blob of the store. */
+  #known = new Map();
+  /** names whose lastUse changed since the index was last written (IndexedDB). */
+  #used = new Set();
+  /** name -> promise of a load under way. */
+  #loading = new Map();
+
+  constructor(native, blobs, { fingerprint, layout }) {
+    this.#native = native;
+    this.#blobs = blobs;
+    this.#fp = fingerprint;
+    this.#layout = layout;
+    this.kind = blobs.kind;
+    /** What opening found: { loaded, stale, corrupt, skipped, bytes }. */
+    this.report = null;
+  }
+
+  // ---- open ------------------------------------------------------------
+
+  async #index() {
+    const records = this.#blobs.kind === 'fs' ? await this.#scanDir() : await this.#readIndex();
+    // Oldest use first, so that the most recently used ends most recent.
+    records.sort((a, b) => a.lastUse - b.lastUse);
+    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0 };
+    for (const r of records) {
+      this.#known.set(r.name, r);
+      if (r.status === 'corrupt') { report.corrupt++; continue; }
+      if (r.fingerprint !== this.#fp) { r.status = 'stale'; report.stale++; continue; }
+      if (this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.skipped++; continue; }
+      const st = this.#native.putStored(r.tokens, r.dtype, r.nValues, r.rowMajor);
+      if (st < 0) { report.skipped++; continue; }
+      report.loaded++;
+      report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
+    }
+    this.report = report;
+  }
+
+  /** Node: every blob's first bytes. */
+  async #scanDir() {
+    const files = await this.#blobs.list();
+    return Promise.all(files.map(async ({ name, bytes, mtimeMs }) => {
+      const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
+      let info = blobHead(head, bytes);
+      if (!info) {
+        // More tokens than the first read holds: read up to the first block's length.
+        const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
+        info = blobHead(await this.#blobs.head(name, Math.min(bytes, 32 + 8 * nTokens + 16)), bytes);
+      }
+      return recordOf(name, bytes, mtimeMs, info);
+    }));
+  }
+
+  /** IndexedDB: the index record, repaired from the keys. */
+  async #readIndex() {
+    const { names, index } = await this.#blobs.list();
+    const stored = parseIndex(index);
+    const present = new Set(names);
+    const dropped = [...stored.keys()].filter((n) => !present.has(n));
+    const repaired = [];
+    const out = [];
+    for (const name of names) {
+      const r = stored.get(name);
+      if (r) { out.push(r); continue; }
+      const bytes = await this.#blobs.read(name);
+      if (!bytes) continue;
+      const r2 = recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length));
+      repaired.push(r2);
+      out.push(r2);
+    }
+    if (repaired.length || dropped.length) {
+      await this.#blobs.write([], [], (cur) => {
+        const merged = parseIndex(cur);
+        for (const n of dropped) merged.delete(n);
+        for (const r of repaired) merged.set(r.name, r);
+        return encodeIndex(merged);
+      });
+    }
+    return out;
+  }
+
+  // ---- hits ------------------------------------------------------------
+
+  /**
+   * Makes the stored-only entry of these tokens resident: reads and checks
+   * its blob and puts it. A blob that is gone, invalid, of other tokens or
+   * not of the cache's layout leaves the store as it is, but the entry goes
+   * from the index (so a lookup does not find it again). Resolves to
+   * whether it is resident now.
+   */
+  load(tokens) {
+    const name = this.#native.blobName(tokens);
+    let p = this.#loading.get(name);
+    if (!p) {
+      p = this.#load(name, tokens).finally(() => this.#loading.delete(name));
+      this.#loading.set(name, p);
+    }
+    return p;
+  }
+
+  async #load(name, tokens) {
+    const bytes = await this.#blobs.read(name);
+    const record = this.#known.get(name);
+    let entry = null;
+    try {
+      entry = bytes && decodeBlob(bytes, this.#fp, true);
+      if (entry && !sameTokens(entry.tokens, tokens)) entry = null;
+      if (entry) checkShape(entry.tokens.length, entry, this.#layout, 'blob');
+    } catch (err) {
+      if (record) {
+        record.status = err instanceof RlxkvError ? 'corrupt' : 'refused';
+        record.error = err.code || 'SHAPE';
+      }
+      entry = null;
+    }
+    if (!entry) {
+      if (!bytes) this.#known.delete(name);
+      this.#native.remove(tokens);
+      return false;
+    }
+    const blocks = [...entry.k, ...entry.v];
+    const dtype = entry.dtype ?? (blocks.length && !(blocks[0] instanceof Float32Array) ? 'f16' : 'f32');
+    const st = this.#native.put(entry.tokens, blocks, DTYPE[dtype]);
+    if (st < 0) throw new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
+    this.#native.markLoaded(entry.tokens);
+    const now = Date.now();
+    if (record) record.lastUse = now;
+    this.#used.add(name);
+    if (this.#blobs.kind === 'fs') await this.#blobs.touch(name);
+    return true;
+  }
+
+  // ---- flush -----------------------------------------------------------
+
+  /** Writes every dirty entry; see the header. Rejects with QUOTA / IO, nothing flushed before lost. */
+  async flush() {
+    await this.#removePending();
+    // Least recently used first, so that file times follow use.
+    const dirty = [];
+    this.#native.forEachDirty(({ tokens, serial }) => dirty.push({ tokens, serial }));
+    dirty.reverse();
+    let batch = [], batchBytes = 0;
+    const idb = this.#blobs.kind === 'idb';
+    for (const d of dirty) {
+      const item = this.#encode(d);
+      if (!item) continue; // replaced or gone since
+      if (!idb) {
+        await this.#blobs.write([item], () => this.#saved(item));
+        continue;
+      }
+      batch.push(item);
+      batchBytes += item.bytes;
+      if (batchBytes >= IDB_BATCH_BYTES) {
+        await this.#writeIdb(batch);
+        batch = [];
+        batchBytes = 0;
+      }
+    }
+    if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
+  }
+
+  /** The blob of the dirty entry { tokens, serial } if it is still that entry, else null. */
+  #encode({ tokens, serial }) {
+    const e = this.#native.get(tokens);
+    if (!e || !e.dirty || e.serial !== serial) return null;
+    // Encoded from views of the heap into JS memory: nothing here allocates
+    // in wasm, so the views hold.
+    const blocks = [...e.k, ...e.v];
+    const bytes = encodeBlob(tokens, blocks, this.#fp);
+    const name = this.#native.blobName(tokens);
+    return {
+      name, parts: [bytes], bytes: bytes.length, tokens, serial,
+      record: {
+        name, bytes: bytes.length, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens,
+        nValues: blocks.reduce((n, b) => n + b.length, 0),
+        rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
+      },
+    };
+  }
+
+  #saved(item) {
+    this.#known.set(item.name, item.record);
+    this.#native.mark(item.tokens, item.serial, 'clean');
+  }
+
+  async #writeIdb(items) {
+    const used = [...this.#used].map((n) => this.#known.get(n)).filter(Boolean);
+    await this.#blobs.write(items, [], (cur) => {
+      const merged = parseIndex(cur);
+      for (const r of used) if (merged.has(r.name)) merged.get(r.name).lastUse = r.lastUse;
+      for (const it of items) merged.set(it.name, it.record);
+      return encodeIndex(merged);
+    });
+    this.#used.clear();
+    for (const it of items) this.#saved(it);
+  }
+
+  // ---- prune, list -----------------------------------------------------
+
+  /**
+   * Removes blobs: corrupt ones, other fingerprints' when `stale`, then
+   * this fingerprint's least recently used until they total at most
+   * maxBytes. Blobs of pinned entries stay, and unless `stored` those of
+   * resident entries too. A removed stored-only entry leaves the cache; a
+   * resident one stays in memory, no longer stored. dryRun: report only.
+   */
+  async prune({ maxBytes = Infinity, stale = false, dryRun = false, resident = false } = {}) {
+    const native = this.#native;
+    const gone = [];
+    let kept = 0, keptBytes = 0;
+    const mine = [];
+    for (const r of this.#known.values()) {
+      if (r.status === 'corrupt' || (stale && r.status === 'stale')) gone.push(r);
+      else if (r.status === 'ok') mine.push(r);
+      else { kept++; keptBytes += r.bytes; }
+    }
+    // Least recently used first: stored-only entries (least recent first),
+    // then resident ones (least recent first). Pinned ones are kept.
+    const byName = new Map(mine.map((r) => [r.name, r]));
+    const order = [];
+    const pinned = new Set(native.entries().filter((e) => e.pinned).map((e) => native.blobName(e.tokens)));
+    for (const tokens of native.tokensOf('stored').reverse()) order.push([native.blobName(tokens), tokens, false]);
+    if (resident) for (const tokens of native.tokensOf('resident').reverse()) order.push([native.blobName(tokens), tokens, true]);
+    let total = mine.reduce((n, r) => n + r.bytes, 0);
+    const drop = [];
+    for (const [name, tokens, isResident] of order) {
+      if (total <= maxBytes) break;
+      const r = byName.get(name);
+      if (!r || pinned.has(name)) continue;
+      drop.push({ r, tokens, isResident });
+      byName.delete(name);
+      total -= r.bytes;
+    }
+    for (const r of byName.values()) { kept++; keptBytes += r.bytes; }
+    const removing = [...gone, ...drop.map((d) => d.r)];
+    const report = { removed: removing.length, removedBytes: removing.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
+    if (dryRun || !removing.length) return report;
+    const names = removing.map((r) => r.name);
+    if (this.#blobs.kind === 'fs') await this.#blobs.remove(names);
+    else await this.#blobs.write([], names, (cur) => {
+      const merged = parseIndex(cur);
+      for (const n of names) merged.delete(n);
+      return encodeIndex(merged);
+    });
+    for (const n of names) this.#known.delete(n);
+    for (const { tokens, isResident } of drop) {
+      if (isResident) native.markUnstored(tokens);
+      else native.remove(tokens);
+    }
+    return report;
+  }
+
+  /**
+   * Gives up the blob of these tokens: it is deleted at the next flush.
+   * Whether there was one not given up already.
+   */
+  forget(tokens) {
+    const r = this.#known.get(this.#native.blobName(tokens));
+    if (!r || r.status !== 'ok' || r.removing) return false;
+    r.removing = true;
+    return true;
+  }
+
+  async #removePending() {
+    const names = [...this.#known.values()].filter((r) => r.removing).map((r) => r.name);
+    if (!names.length) return;
+    if (this.#blobs.kind === 'fs') await this.#blobs.remove(names);
+    else await this.#blobs.write([], names, (cur) => {
+      const merged = parseIndex(cur);
+      for (const n of names) merged.delete(n);
+      return encodeIndex(merged);
+    });
+    for (const n of names) this.#known.delete(n);
+  }
+
+  /** Every blob as the API lists them (BlobInfo). */
+  list() {
+    return [...this.#known.values()].map((r) => ({
+      name: r.name,
+      tokens: r.tokens ? r.tokens.length : 0,
+      bytes: r.bytes,
+      mtime: new Date(r.lastUse),
+      fingerprint: r.fingerprint ?? 0n,
+      status: r.status === 'ok' || r.status === 'stale' || r.status === 'corrupt' ? r.status : 'stale',
+      error: r.status === 'corrupt' ? -3 : 0,
+    }));
+  }
+
+
+  async close() { await this.#blobs.close(); }
+}
+
+function sameTokens(a, b) {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/** A blob record from what blobHead said of it. */
+function recordOf(name, bytes, lastUse, info) {
+  if (!info || !info.ok) return { name, bytes, lastUse, fingerprint: null, status: 'corrupt' };
+  return {
+    name, bytes, lastUse, fingerprint: info.fingerprint, status: 'ok',
+    dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor,
+  };
+}
+
+// ---- the IndexedDB index record --------------------------------------
+// 'RLXKVIX1', u32 count, then per blob: u8 name length, name (ASCII), u8
+// status (0 ok/stale, 1 corrupt), u8 dtype (0 f32, 1 f16), u8 rowMajor,
+// u8 0, u64 fingerprint, f64 bytes, f64 nValues, f64 lastUse, u32 n, u32 tokens[n].
+
+function encodeIndex(map) {
+  let size = 12;
+  for (const r of map.values()) size += 1 + r.name.length + 4 + 8 + 24 + 4 + 4 * (r.tokens ? r.tokens.length : 0);
+  const out = new Uint8Array(size);
+  const dv = new DataView(out.buffer);
+  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
+  dv.setUint32(8, map.size, true);
+  let at = 12;
+  for (const r of map.values()) {
+    out[at++] = r.name.length;
+    for (let i = 0; i < r.name.length; i++) out[at++] = r.name.charCodeAt(i);
+    out[at++] = r.status === 'corrupt' ? 1 : 0;
+    out[at++] = r.dtype === 'f16' ? 1 : 0;
+    out[at++] = r.rowMajor ? 1 : 0;
+    out[at++] = 0;
+    dv.setBigUint64(at, r.fingerprint ?? 0n, true); at += 8;
+    dv.setFloat64(at, r.bytes, true); at += 8;
+    dv.setFloat64(at, r.nValues ?? 0, true); at += 8;
+    dv.setFloat64(at, r.lastUse, true); at += 8;
+    const n = r.tokens ? r.tokens.length : 0;
+    dv.setUint32(at, n, true); at += 4;
+    for (let i = 0; i < n; i++, at += 4) dv.setUint32(at, r.tokens[i], true);
+  }
+  return out;
+}
+
+/** The index record's blobs by name; an empty map for none or a damaged one (then rebuilt from the blobs). */
+function parseIndex(bytes) {
+  const map = new Map();
+  if (!bytes || bytes.length < 12) return map;
+  for (let i = 0; i < 8; i++) if (bytes[i] !== INDEX_MAGIC.charCodeAt(i)) return map;
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  try {
+    let at = 12;
+    for (let k = dv.getUint32(8, true); k > 0; k--) {
+      const len = bytes[at++];
+      let name = '';
+      for (let i = 0; i < len; i++) name += String.fromCharCode(bytes[at++]);
+      const corrupt = bytes[at++] === 1, f16 = bytes[at++] === 1, rowMajor = bytes[at++] === 1;
+      at++;
+      const fingerprint = dv.getBigUint64(at, true); at += 8;
+      const size = dv.getFloat64(at, true); at += 8;
+      const nValues = dv.getFloat64(at, true); at += 8;
+      const lastUse = dv.getFloat64(at, true); at += 8;
+      const n = dv.getUint32(at, true); at += 4;
+      if (at + 4 * n > bytes.length) return new Map();
+      const tokens = new Uint32Array(n);
+      for (let i = 0; i < n; i++, at += 4) tokens[i] = dv.getUint32(at, true);
+      map.set(name, corrupt ? { name, bytes: size, lastUse, fingerprint: null, status: 'corrupt' }
+        : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor });
+    }
+  } catch {
+    return new Map(); // a RangeError past the end: damaged
+  }
+  return map;
+}

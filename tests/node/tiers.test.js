@@ -1,0 +1,169 @@
+// Storage as a tier below memory, as an app with many stored prompts meets
+// it: opening reads the index, not the KV; a hit on a stored-only entry
+// reads that one blob; what memory cannot hold stays stored; an index that
+// disagrees with the blobs is repaired from them.
+import 'fake-indexeddb/auto';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, writeFileSync, unlinkSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import init from 'rlxkv';
+import { kvFor, range, tempDir } from './helpers.js';
+
+const page = () => init({ newInstance: true });
+let dbCount = 0;
+const freshPath = () => `/tiers-${++dbCount}`;
+const FP = 0x7135n;
+/** 8 tokens of 4 KiB of KV each: one layer, 64 floats a row. */
+const kv = (seed) => kvFor(8, { layers: 1, width: 64, seed });
+const ENTRY_BYTES = 2 * 8 * 64 * 4;
+
+async function storeOf(kind, n) {
+  const path = kind === 'fs' ? tempDir() : freshPath();
+  const cache = await (await page()).openCache({ capBytes: 1 << 24, fingerprint: FP, storage: kind, path });
+  for (let i = 0; i < n; i++) cache.insert(range(1000 * i, 8), kv(i));
+  await cache.close();
+  return path;
+}
+
+for (const kind of ['fs', 'idb']) {
+  test(`${kind}: opening reads the index; a hit reads one blob; eviction keeps it stored`, async () => {
+    const path = await storeOf(kind, 12);
+    const rlx = await page();
+    const cache = await rlx.openCache({ capBytes: 3 * ENTRY_BYTES, fingerprint: FP, storage: kind, path });
+    assert.deepEqual(cache.restoreReport, { loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0 });
+    let s = cache.stats;
+    assert.deepEqual([s.entries, s.bytes, s.storedEntries, s.storedBytes], [0, 0, 12, 12 * ENTRY_BYTES]);
+    assert.ok(cache.has(range(5000, 8)), 'known, stored-only');
+    assert.equal(cache.lookup(range(5000, 9)), null, 'the sync lookup sees memory only');
+
+    const hit = await cache.match([...range(5000, 8), 7]);
+    assert.equal(hit.matched, 8);
+    assert.deepEqual(hit.k, kv(5).k);
+    assert.equal(cache.lookup(range(5000, 9)).matched, 8, 'resident now');
+    // Four more hits: memory holds three; the evicted stay stored.
+    for (const i of [1, 2, 3, 4]) assert.equal((await cache.match(range(1000 * i, 8))).matched, 8);
+    s = cache.stats;
+    assert.deepEqual([s.entries, s.storedEntries], [3, 9]);
+    assert.equal((await cache.match(range(5000, 8))).matched, 8, 'an evicted entry is read again');
+    assert.deepEqual((await cache.match(range(5000, 8))).v, kv(5).v);
+    const resident = cache.entries().filter((e) => e.resident).map((e) => e.tokens[0]);
+    assert.deepEqual(resident, [5000, 4000, 3000]);
+    assert.equal(await cache.match(range(77777, 3)), null);
+    await cache.close();
+  });
+
+  test(`${kind}: partial hits reach stored-only entries, and a layout cuts them right`, async () => {
+    const path = kind === 'fs' ? tempDir() : freshPath();
+    const layout = { order: 'head-major', heads: 2, headDim: 2 };
+    const headMajor = Float32Array.from({ length: 16 }, (_, i) => i); // 2 heads x 4 tokens x 2
+    const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path, layout });
+    first.insert([1, 2, 3, 4], { k: [headMajor], v: [headMajor] });
+    await first.close();
+    const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path, layout });
+    const hit = await cache.match([1, 2, 9], { partial: true });
+    assert.equal(hit.matched, 2);
+    assert.deepEqual([...hit.k[0]], [0, 1, 2, 3, 8, 9, 10, 11]);
+    await cache.close();
+  });
+
+  test(`${kind}: preload brings back what fits, most recent first`, async () => {
+    const path = await storeOf(kind, 6);
+    const cache = await (await page()).openCache({ capBytes: 4 * ENTRY_BYTES, fingerprint: FP, storage: kind, path, preload: true });
+    assert.equal(cache.restoreReport.resident, 4);
+    assert.equal(cache.size, 4);
+    assert.equal(cache.lookup(range(5000, 8)).matched, 8);
+    await cache.close();
+  });
+
+  test(`${kind}: remove() drops the entry at once and its blob at the next flush`, async () => {
+    const path = await storeOf(kind, 3);
+    const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path });
+    assert.equal(cache.remove(range(1000, 8)), true, 'a stored-only entry');
+    assert.equal(cache.has(range(1000, 8)), false);
+    assert.equal(await cache.match(range(1000, 8)), null);
+    assert.equal(cache.remove(range(1000, 8)), false);
+    await cache.close();
+    const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path });
+    assert.deepEqual([again.restoreReport.loaded, again.has(range(0, 8)), again.has(range(1000, 8))], [2, true, false]);
+    await again.close();
+  });
+}
+
+test('fs: a blob that went bad or away after the index is skipped at the hit, and never deleted', async () => {
+  const dir = await storeOf('fs', 3);
+  const rlx = await page();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
+  const torn = await blobName(rlx, range(0, 8)), gone = await blobName(rlx, range(1000, 8));
+  writeFileSync(join(dir, torn), new Uint8Array([82, 76, 88, 75, 86])); // torn after the open
+  unlinkSync(join(dir, gone));
+  assert.equal(await cache.match(range(0, 8)), null);
+  assert.equal(await cache.match(range(1000, 8)), null);
+  assert.equal((await cache.match(range(2000, 8))).matched, 8);
+  assert.equal(cache.has(range(0, 8)), false, 'dropped from the index');
+  assert.ok(readdirSync(dir).includes(torn), 'the damaged blob is still there for prune to judge');
+  assert.deepEqual(cache.listBlobs().map((b) => b.status).sort(), ['corrupt', 'ok']);
+  await cache.close();
+});
+
+test('fs: fifos and directories named like blobs are skipped, never opened', async () => {
+  const dir = await storeOf('fs', 1);
+  execFileSync('mkfifo', [join(dir, '00000000000000ff.rlxkv')]);
+  execFileSync('mkdir', [join(dir, '00000000000000fe.rlxkv')]);
+  const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
+  assert.equal(cache.restoreReport.loaded, 1);
+  assert.equal((await cache.match(range(0, 8))).matched, 8);
+  await cache.close();
+});
+
+/** Runs fn(store) on the raw FILE_DATA store of an IDBFS database. */
+function rawIdb(path, fn) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(path, 21);
+    req.onupgradeneeded = () => req.result.createObjectStore('FILE_DATA');
+    req.onsuccess = () => {
+      const tx = req.result.transaction(['FILE_DATA'], 'readwrite');
+      fn(tx.objectStore('FILE_DATA'));
+      tx.oncomplete = () => { req.result.close(); resolve(); };
+      tx.onerror = () => reject(tx.error);
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
+
+test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and gets an index', async () => {
+  const rlx = await page();
+  const path = freshPath();
+  const blobs = [0, 1, 2].map((i) => ({ tokens: range(1000 * i, 8), bytes: rlx.encodeEntry({ tokens: range(1000 * i, 8), ...kv(i) }, FP) }));
+  for (const b of blobs) b.name = await blobName(rlx, b.tokens);
+  await rawIdb(path, (store) => {
+    store.put({ timestamp: new Date(), mode: 0o40777 }, path);
+    for (const b of blobs) store.put({ timestamp: new Date(), mode: 0o100644, contents: b.bytes }, `${path}/${b.name}`);
+  });
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.equal(cache.restoreReport.loaded, 3);
+  assert.deepEqual((await cache.match(range(2000, 9))).k, kv(2).k);
+  await cache.close();
+  // Behind the index's back: one blob deleted, one added by someone else.
+  const extra = { tokens: range(9000, 8), bytes: rlx.encodeEntry({ tokens: range(9000, 8), ...kv(9) }, FP) };
+  const extraName = await blobName(rlx, extra.tokens);
+  await rawIdb(path, (store) => {
+    store.delete(`${path}/${blobs[0].name}`);
+    store.put({ timestamp: new Date(), mode: 0o100644, contents: extra.bytes }, `${path}/${extraName}`);
+  });
+  const again = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.equal(again.restoreReport.loaded, 3);
+  assert.equal(again.has(blobs[0].tokens), false);
+  assert.deepEqual((await again.match(range(9000, 8))).v, kv(9).v);
+  await again.close();
+});
+
+/** The file name the store gives an entry of these tokens (the one file a flush writes). */
+async function blobName(rlx, tokens) {
+  const dir = tempDir();
+  const c = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
+  c.insert(tokens, kv(0));
+  await c.close();
+  return readdirSync(dir)[0];
+}

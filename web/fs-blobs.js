@@ -1,0 +1,178 @@
+// Blob files in a Node directory, with node:fs/promises: what the tiered
+// store (js/tiers.js) reads and writes in Node. Bytes only, no format: one
+// file per blob, named by its caller; saves are atomic (a temporary file in
+// the same directory, synced, then renamed over the name), so a blob is old
+// or new, never torn, and the directory is the one src/store.c and the CLI
+// read. All I/O is async, in chunks, so a large flush never blocks the
+// event loop for long.
+import { RlxkvError } from './errors.js';
+
+const CHUNK = 4 << 20; // bytes per read or write call: each is one await
+const SUFFIX = '.rlxkv';
+
+let fsp = null;
+let pathMod = null;
+async function nodeFs() {
+  if (!fsp) {
+    fsp = await import('node:fs/promises');
+    pathMod = await import('node:path');
+  }
+  return fsp;
+}
+
+/** An fs error as an RlxkvError: QUOTA when the disk is full, else IO. */
+export function fsError(err, what) {
+  const quota = err && (err.code === 'ENOSPC' || err.code === 'EDQUOT');
+  return new RlxkvError(quota ? 'QUOTA' : 'IO', `${what}: ${err && err.message}`, { cause: err });
+}
+
+let seq = 0;
+
+export class FsBlobs {
+  /** Opens (creating if missing) the directory `dir`. */
+  static async open(dir) {
+    const fs = await nodeFs();
+    const root = pathMod.resolve(dir);
+    try {
+      await fs.mkdir(root, { recursive: true });
+      if (!(await fs.stat(root)).isDirectory()) throw new Error('not a directory');
+    } catch (err) {
+      throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
+    }
+    return new FsBlobs(root);
+  }
+
+  constructor(root) {
+    this.kind = 'fs';
+    this.root = root;
+  }
+
+  #path(name) { return pathMod.join(this.root, name); }
+
+  /**
+   * The blobs: regular files named *.rlxkv, { name, bytes, mtimeMs } (a
+   * fifo, socket or directory of that name is no blob and is never opened).
+   */
+  async list() {
+    let names;
+    try {
+      names = await fsp.readdir(this.root);
+    } catch (err) {
+      throw fsError(err, `listing ${this.root}`);
+    }
+    const out = [];
+    await Promise.all(names.filter((n) => n.endsWith(SUFFIX)).map(async (name) => {
+      try {
+        const st = await fsp.lstat(this.#path(name));
+        if (st.isFile()) out.push({ name, bytes: st.size, mtimeMs: st.mtimeMs });
+      } catch { /* gone meanwhile */ }
+    }));
+    return out;
+  }
+
+  /** Up to n bytes from the start of blob `name`. */
+  async head(name, n) {
+    const fh = await this.#openRead(name);
+    try {
+      const buf = new Uint8Array(n);
+      const { bytesRead } = await fh.read(buf, 0, n, 0);
+      return buf.subarray(0, bytesRead);
+    } catch (err) {
+      throw fsError(err, `reading ${name}`);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  /** The whole blob, read in chunks into one buffer of the size it had when opened; null if it is gone. */
+  async read(name) {
+    let fh;
+    try {
+      fh = await this.#openRead(name);
+    } catch (err) {
+      if (err.cause?.code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      const { size } = await fh.stat();
+      const buf = new Uint8Array(size);
+      for (let at = 0; at < size;) {
+        const { bytesRead } = await fh.read(buf, at, Math.min(CHUNK, size - at), at);
+        if (!bytesRead) throw new Error(`file shrank to ${at} bytes while read`);
+        at += bytesRead;
+      }
+      return buf;
+    } catch (err) {
+      throw fsError(err, `reading ${name}`);
+    } finally {
+      await fh.close();
+    }
+  }
+
+  async #openRead(name) {
+    try {
+      // O_NONBLOCK: a fifo put there under a blob's name must not hang us.
+      const fh = await fsp.open(this.#path(name), fsp.constants.O_RDONLY | fsp.constants.O_NONBLOCK);
+      if (!(await fh.stat()).isFile()) {
+        await fh.close();
+        throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+      }
+      return fh;
+    } catch (err) {
+      throw fsError(err, `opening ${name}`);
+    }
+  }
+
+  /**
+   * Writes each { name, parts } (parts: Uint8Arrays written one after
+   * another) atomically, one after the other. Calls done(item) after each
+   * rename. Rejects with QUOTA or IO at the first failure, having removed
+   * its temporary file; blobs written before stay.
+   */
+  async write(items, done = () => {}) {
+    for (const item of items) {
+      const tmp = this.#path(`${item.name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
+      let fh = null;
+      try {
+        fh = await fsp.open(tmp, 'wx', 0o644);
+        for (const part of item.parts) {
+          for (let at = 0; at < part.length; at += CHUNK) {
+            const piece = part.subarray(at, Math.min(at + CHUNK, part.length));
+            for (let off = 0; off < piece.length;) off += (await fh.write(piece, off, piece.length - off)).bytesWritten;
+          }
+        }
+        await fh.sync();
+        await fh.close();
+        fh = null;
+        await fsp.rename(tmp, this.#path(item.name));
+      } catch (err) {
+        if (fh) await fh.close().catch(() => {});
+        await fsp.unlink(tmp).catch(() => {});
+        throw fsError(err, `saving ${item.name}`);
+      }
+      done(item);
+    }
+  }
+
+  /** Removes blobs; the names that were there. Rejects with IO (others stay as they were). */
+  async remove(names) {
+    const removed = [];
+    for (const name of names) {
+      try {
+        await fsp.unlink(this.#path(name));
+        removed.push(name);
+      } catch (err) {
+        if (err.code !== 'ENOENT') throw fsError(err, `removing ${name}`);
+      }
+    }
+    return removed;
+  }
+
+  /** Records a use of blob `name` in its mtime (what the store's budget prunes by). */
+  async touch(name) {
+    const now = new Date();
+    await fsp.utimes(this.#path(name), now, now).catch(() => {});
+  }
+
+  async close() {}
+}

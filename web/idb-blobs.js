@@ -1,0 +1,121 @@
+// Blob records in IndexedDB, in IDBFS's layout (one database named by the
+// mount path, store FILE_DATA, key = path + '/' + name, records
+// { timestamp, mode, contents }), read and written one record at a time:
+// what the tiered store (js/tiers.js) uses in browsers, workers and
+// fake-indexeddb. Unlike an IDBFS mount, nothing is mirrored in memory.
+//
+// A record's value can only be read whole, so the store also keeps one
+// index record (INDEX_NAME, an ordinary file to IDBFS) that the caller
+// fills: what it needs of every blob without reading it. Every write and
+// removal updates it in the same readwrite transaction, which IndexedDB
+// runs alone against other writers (other tabs included), so it is merged,
+// never lost. It is still only a hint: list() compares it with the keys
+// and reports the blobs it does not describe.
+import { RlxkvError } from './errors.js';
+import { STORE, openIdbfs, request, committed, idbError } from './idb-sync.js';
+
+export const INDEX_NAME = '.rlxkv-index';
+const FILE_MODE = 0o100644; // what IDBFS writes for a file
+const SUFFIX = '.rlxkv';
+
+export class IdbBlobs {
+  /** Opens (creating if missing) the IndexedDB store of mount path `path`. */
+  static async open(path) {
+    const factory = globalThis.indexedDB;
+    if (!factory) throw new RlxkvError('IO', "storage 'idb' needs IndexedDB, which this environment lacks");
+    const db = await openIdbfs(factory, path);
+    return new IdbBlobs(path, db);
+  }
+
+  constructor(path, db) {
+    this.kind = 'idb';
+    this.path = path;
+    this.db = db;
+    db.onversionchange = () => { db.close(); this.db = null; };
+  }
+
+  #key(name) { return `${this.path}/${name}`; }
+  #live() {
+    if (!this.db) throw new RlxkvError('IO', `IndexedDB "${this.path}" was closed by another connection`);
+    return this.db;
+  }
+
+  /**
+   * The blob names under the path and the index record's bytes (or null):
+   * { names: string[], index: Uint8Array|null }. Reads no blob.
+   */
+  async list() {
+    try {
+      const tx = this.#live().transaction([STORE], 'readonly');
+      const store = tx.objectStore(STORE);
+      const prefix = `${this.path}/`;
+      const range = IDBKeyRange.bound(prefix, `${prefix}\uffff`);
+      const [keys, index] = await Promise.all([request(store.getAllKeys(range)), request(store.get(this.#key(INDEX_NAME)))]);
+      const names = keys.map(String).map((k) => k.slice(prefix.length)).filter((n) => n.endsWith(SUFFIX) && !n.includes('/'));
+      return { names, index: index && index.contents ? new Uint8Array(index.contents) : null };
+    } catch (err) {
+      throw idbError(err, 'listing IndexedDB');
+    }
+  }
+
+  /** The bytes of blob `name`, or null if there is none (one get: the record is read whole). */
+  async read(name) {
+    let rec;
+    try {
+      const tx = this.#live().transaction([STORE], 'readonly');
+      rec = await request(tx.objectStore(STORE).get(this.#key(name)));
+    } catch (err) {
+      throw idbError(err, `reading ${name}`);
+    }
+    if (!rec || !rec.contents) return null;
+    const c = rec.contents;
+    return c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength);
+  }
+
+  /**
+   * In one transaction: puts each { name, parts } (the parts joined into the
+   * record's contents), deletes the names in `removes`, and replaces the
+   * index record with updateIndex(current index bytes or null) (no change if
+   * it returns undefined). All or nothing: rejects with QUOTA or IO, and
+   * then nothing was written.
+   */
+  async write(items, removes, updateIndex) {
+    const db = this.#live();
+    try {
+      const tx = db.transaction([STORE], 'readwrite');
+      const done = committed(tx);
+      const store = tx.objectStore(STORE);
+      const now = new Date();
+      for (const { name, parts } of items) store.put({ timestamp: now, mode: FILE_MODE, contents: joined(parts) }, this.#key(name));
+      for (const name of removes) store.delete(this.#key(name));
+      if (updateIndex) {
+        const req = store.get(this.#key(INDEX_NAME));
+        req.onsuccess = () => {
+          const cur = req.result && req.result.contents ? new Uint8Array(req.result.contents) : null;
+          const next = updateIndex(cur);
+          if (next) store.put({ timestamp: now, mode: FILE_MODE, contents: next }, this.#key(INDEX_NAME));
+        };
+      }
+      await done;
+    } catch (err) {
+      throw idbError(err, 'saving to IndexedDB');
+    }
+  }
+
+  async close() {
+    if (this.db) this.db.close();
+    this.db = null;
+  }
+}
+
+/** One Uint8Array of exactly the bytes: IndexedDB clones a view's whole buffer. */
+function joined(parts) {
+  if (parts.length === 1 && parts[0].byteOffset === 0 && parts[0].byteLength === parts[0].buffer.byteLength) return parts[0];
+  const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
+}
