@@ -191,9 +191,11 @@ async function doSend({ id, system, message }) {
   const tokens = concat(sysTokens, model.encode(userTurn(String(message)), { bos: false }));
 
   const tl = now();
-  // view: the hit's K/V are read straight from wasm memory (no copy); they
-  // stay valid until the cache changes, and prefill copies them first.
-  const hit = cache.lookup(tokens, { partial: true, maxMatched: tokens.length - 1, view: true });
+  // match: memory or IndexedDB (a stored prompt's one blob is read on its
+  // first hit after a reload). view: the hit's K/V are read straight from
+  // wasm memory (no copy); they stay valid until the cache frees an entry,
+  // and prefill copies them first.
+  const hit = await cache.match(tokens, { partial: true, maxMatched: tokens.length - 1, view: true });
   const lookupMs = now() - tl;
   const matched = hit ? hit.matched : 0;
   let source = 'computed';

@@ -29,8 +29,8 @@ for (const [lib, page0, module] of LIBS) {
     page = await session.open(page0);
     const reopened = await call(page, 'open', { path: '/restart' });
     assert.equal(reopened.storage, 'idb');
-    assert.deepEqual(reopened.restoreReport, { loaded: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024 });
-    assert.equal(reopened.size, IDS.length);
+    assert.deepEqual(reopened.restoreReport, { loaded: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024, resident: 0 });
+    assert.equal(reopened.known, IDS.length);
 
     const found = await call(page, 'verify', IDS, [1], SHAPE);
     for (const id of IDS) {

@@ -95,7 +95,9 @@ export function makeApi(rlx) {
       const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path };
       if (storageCapBytes !== undefined) opts.storageCapBytes = storageCapBytes;
       cache = await within(rlx.openCache(opts), 30000, 'openCache');
-      return { storage: cache.storage, size: cache.size, restoreReport: plainReport(cache.restoreReport) };
+      // Opening reads the index: entries are known (stored-only) until a hit reads them.
+      const { entries, storedEntries } = cache.stats;
+      return { storage: cache.storage, size: entries, known: entries + storedEntries, restoreReport: plainReport(cache.restoreReport) };
     },
 
     /** Inserts (id, version) for every id; returns the KV digests. */
@@ -140,7 +142,7 @@ export function makeApi(rlx) {
         const query = new Uint32Array(tokens.length + 3);
         query.set(tokens);
         query.set([1, 2, 3], tokens.length);
-        const hit = cache.lookup(query);
+        const hit = await cache.match(query); // memory or storage: a stored entry is read now
         if (!hit) { out[id] = { version: 'missing' }; continue; }
         if (hit.matched !== tokens.length || hit.tokens.some((tok, i) => tok !== tokens[i])) {
           out[id] = { version: 'torn', matched: hit.matched };
@@ -158,11 +160,11 @@ export function makeApi(rlx) {
     },
 
     /** A user's lookup: entry id's tokens plus `extra` new ones → { matched, hits, misses } or null. */
-    lookup(id, extra = 5, shape = DEFAULT_SHAPE) {
+    async lookup(id, extra = 5, shape = DEFAULT_SHAPE) {
       const tokens = tokensOf(id, shape);
       const query = new Uint32Array(tokens.length + extra);
       query.set(tokens);
-      const hit = cache.lookup(query);
+      const hit = await cache.match(query);
       const { hits, misses } = cache.stats;
       return hit ? { matched: hit.matched, layers: hit.k.length, hits, misses } : null;
     },

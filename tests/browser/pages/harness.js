@@ -15,12 +15,20 @@ let nextCall = 0;
 const T = {
   ready: null,
   error: null,
-  /** Counts IndexedDB put() calls (T.puts) and logs the first one to the console. */
+  /** Counts IndexedDB put() calls (T.puts), logs the first one to the console and holds its transaction open for 5 s. */
   watchPuts() {
     const put = IDBObjectStore.prototype.put;
     T.puts = 0;
     IDBObjectStore.prototype.put = function (...args) {
-      if (T.puts++ === 0) console.log('rlxkv-test: first IndexedDB put');
+      if (T.puts++ === 0) {
+        // Keeps the flush's transaction busy for a while (a chain of gets
+        // on its store), so that the test's interruption lands before it
+        // commits however fast this machine writes.
+        const until = performance.now() + 5000;
+        const spin = () => { if (performance.now() < until) this.get('rlxkv-test: nothing').onsuccess = spin; };
+        spin();
+        console.log('rlxkv-test: first IndexedDB put');
+      }
       return put.apply(this, args);
     };
   },
