@@ -94,6 +94,7 @@ export interface LookupOptions {
 }
 
 export interface CacheStats {
+  /** Entries in memory (resident) and their KV bytes: what capBytes bounds. */
   entries: number;
   bytes: number;
   capBytes: number;
@@ -103,19 +104,24 @@ export interface CacheStats {
   misses: number;
   evictions: number;
   tokensReused: number;
+  /** Entries known only in storage (stored-only), read on their first hit, and their KV bytes. */
+  storedEntries: number;
+  storedBytes: number;
 }
 
 export interface RestoreReport {
-  /** Entries restored into memory. */
+  /** Entries of this fingerprint found in storage: known to the cache, read on their first hit (match). */
   loaded: number;
   /** Blobs of other fingerprints, left untouched. */
   stale: number;
-  /** Invalid blobs, skipped. */
+  /** Invalid blobs, skipped (a hit never reads them; prune removes them). */
   corrupt: number;
-  /** Valid blobs left out because capBytes could not hold them (oldest first). */
+  /** Valid blobs the cache could not index (out of memory, or a blob under a name not its own), left untouched. */
   skipped: number;
-  /** KV bytes restored. */
+  /** KV bytes of the entries found. */
   bytes: number;
+  /** Entries read into memory at open (preload: true), else 0. */
+  resident: number;
 }
 
 export interface BlobInfo {
@@ -154,8 +160,16 @@ export interface OpenCacheOptions extends CacheOptions {
   storage?: 'auto' | 'idb' | 'fs' | 'none';
   /** IndexedDB mount path (default '/rlxkv') or directory (default './rlxkv-cache'). */
   path?: string;
-  /** Byte budget of this fingerprint's stored blobs: the oldest are pruned on open and flush (blobs of pinned entries are kept). */
+  /**
+   * Byte budget of this fingerprint's stored blobs, which may be far larger than capBytes: the least
+   * recently used are pruned on open and flush (blobs of pinned entries are kept).
+   */
   storageCapBytes?: number;
+  /**
+   * Also read stored entries into memory at open, most recently used first, while they fit capBytes.
+   * Default false: open reads only the index, and match() reads each entry on its first hit.
+   */
+  preload?: boolean;
 }
 
 export interface Cache {
@@ -178,17 +192,25 @@ export interface Cache {
   insert(tokens: Tokens, kv: KV): void;
   /** The longest cached prefix of `tokens`, or null. */
   lookup(tokens: Tokens, opts?: LookupOptions): Hit | null;
-  /** The entry with exactly these tokens is never evicted. Throws NOTFOUND if absent. */
+  /**
+   * The longest cached prefix in memory or in storage, as lookup() gives it (same options). A hit on
+   * an entry that is only stored reads its one blob into memory first (least recently used entries
+   * are evicted, and stay stored). Use this after a reload: opening reads only the index.
+   */
+  match(tokens: Tokens, opts?: LookupOptions): Promise<Hit | null>;
+  /** The entry with exactly these tokens is never evicted (a stored-only one: once read). Throws NOTFOUND if absent. */
   pin(tokens: Tokens): void;
   unpin(tokens: Tokens): void;
+  /** Whether an entry with exactly these tokens is known, in memory or stored-only. */
   has(tokens: Tokens): boolean;
   /** Whether the entry with exactly these tokens is cached and pinned. */
   isPinned(tokens: Tokens): boolean;
-  /** Drops the entry and its stored blob (durable at the next flush). If removing the blob fails it throws and changes nothing. */
+  /** Drops the entry from memory and the index at once; its blob is deleted by the next flush (which reports any error). */
   remove(tokens: Tokens): boolean;
+  /** Drops every entry from memory; stored ones stay known, stored-only. */
   clear(): void;
-  /** Pinned first, then most recent first. */
-  entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16' }[];
+  /** Resident entries (pinned first, then most recent first), then stored-only ones (most recent first). */
+  entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16'; resident: boolean }[];
 
   /** The RLXKV001 blob of the entry with exactly these tokens, or null. */
   exportBlob(tokens: Tokens): Uint8Array | null;
