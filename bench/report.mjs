@@ -246,7 +246,7 @@ const SIZE = 'Download size (what a browser loads)';
 if (sz) {
   const b = sz.bundle;
   if (b) {
-    rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv_core_web.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
+    rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv_core.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
     rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv.browser.js (minified, one file)', rlxkv: `${kb(b.js_gz)} gz`, reference: `${kb(b.files[1].raw)} raw`, speed: '—' });
     rows.push({ section: SIZE, workload: 'Browser bundle: .wasm + JS', rlxkv: `${kb(b.total_gz)} gz`, reference: 'budget 40 KB gz', speed: x(40000 / b.total_gz) });
   }
@@ -323,7 +323,7 @@ if (sz) {
   const b = sz.bundle;
   const fixFs = `For headroom: give the store a JS-implemented vtable for listing and stat, as rlxkv_io already is for file data, and build with -sFILESYSTEM=0: that removes Emscripten's FS, MEMFS, TTY and the syscall layer (~${kb(fsOf(b ? b.glue_breakdown : sz.glue_breakdown))} gz, see the breakdown below); --closure 1 minifies what is left of the glue.`;
   if (b) {
-    target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core_web.wasm, package export "browser")',
+    target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core.wasm, package export "browser")',
       b.total_gz <= 40000, `${kb(b.total_gz)} (wasm ${kb(b.wasm_gz)} + JS ${kb(b.js_gz)}; margin ${n0(40000 - b.total_gz)} B)`,
       `The bundle's glue (web/dist/rlxkv_core_web.mjs, minified into the bundle) carries Emscripten's virtual file system, ~${kb(fsOf(b.glue_breakdown))} gz, there because the C store does its I/O through stdio/POSIX.${wasmNote}`,
       fixFs);
@@ -495,7 +495,7 @@ md.push(`- **Store**: rlxkv_store_save (temporary file, write, fsync, rename, di
 md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus 8,008 bytes per entry (2,000 tokens and 2 floats). Peak RSS: a child process (fresh exec) loads a directory of 4 MiB blobs (16 or 64 of them); VmHWM minus VmRSS before loading, divided by the KV bytes loaded.`);
 md.push(`- **wasm under Node** (bench/bench_node.mjs): the same sets and entry through js/index.js (createCache, insert, lookup with view: true and with copies, encodeEntry, decodeEntry, openCache with storage 'fs' and flush). References: TypedArray.set into ready arrays and slice() (a fresh copy) of the same bytes; fs writeSync + fsyncSync, readFileSync and readSync into a ready Buffer. Lookup: the sets interleaved as natively, each timed pass after ${nod && nod.set_10000.lookup_warm_passes ? `${nod.set_10000.lookup_warm_passes} untimed` : 'untimed'} warm-up passes (no first pass timed apart). Run with --expose-gc, collecting before each large timed operation. The "native rlxkv" column is from the native run of the same \`npm run bench\` (another process, minutes apart: indicative).`);
 md.push(`- **Chromium + IndexedDB** (bench/bench_browser.mjs, bench/browser_page.js): headless Chromium through playwright-core, pages served by scripts/serve.mjs. For 1, 10 and 50 entries of 1 MiB KV (pseudo-random floats): flush of the cache (openCache storage 'idb') vs one readwrite transaction putting the same blobs (exportBlob) into a separate database, one record per entry, alternating which goes first; then, on fresh page loads, restore (openCache timed from call to resolve, after init) vs opening the raw database and, in one readonly transaction, listing its keys (getAllKeys) and getting every record (a page that reloads does not know which keys its database holds: this is the least a restore must do, and what the mirror does), with getAllKeys + getAll and gets by keys known beforehand as diagnostics, the order rotated per load. The ratio is the median of each load's own ratio. IndexedDB is the noisiest part on this shared two-core machine: over the development runs of this benchmark the restore/get ratio moved between about 1.2× and 2.2× from one run to the next, so one run's met or missed on the 1.5× target is not conclusive; the getAll diagnostic and the wasm-side remainder are the stable part of the explanation.`);
-md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core_web.wasm. Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
+md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core.wasm (the one wasm). Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
 md.push('');
 md.push('Raw figures: build/bench/*.json after a run.');
 md.push('');

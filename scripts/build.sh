@@ -11,7 +11,7 @@ jobs=$(nproc 2>/dev/null || echo 2)
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=MinSizeRel >/dev/null
 cmake --build build/wasm -j"$jobs"
 node web/bundle.mjs
-echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
+echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js for browsers, loading the same rlxkv_core.wasm)"
 
 # The demo's shipped asset: the default system prompt's KV, computed in Node
 # by the same model the page runs (needs the wasm just built).

@@ -1,6 +1,8 @@
 // Bundles the package for browsers into web/dist/rlxkv.browser.js: one
 // minified ES module (the API, the boundary and the browser-only glue),
-// with rlxkv_core_web.wasm found next to it through import.meta.url.
+// with rlxkv_core.wasm found next to it through import.meta.url. The
+// bundle carries no node: import (bundlers warn of those in browser
+// builds): the Node-only paths get a module that says so if ever reached.
 import { build } from 'esbuild';
 import { fileURLToPath } from 'node:url';
 
@@ -15,6 +17,16 @@ const browserGlue = {
   },
 };
 
+const noNode = {
+  name: 'no-node',
+  setup(b) {
+    b.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: 'no-node' }));
+    b.onLoad({ filter: /.*/, namespace: 'no-node' }, (args) => ({
+      contents: `throw new Error(${JSON.stringify(`rlxkv: ${args.path} is not available in the browser bundle`)});`,
+    }));
+  },
+};
+
 await build({
   entryPoints: [here('../js/index.js')],
   outfile: here('./dist/rlxkv.browser.js'),
@@ -23,8 +35,7 @@ await build({
   minify: true,
   platform: 'neutral',
   target: 'es2022',
-  external: ['node:*'],
-  plugins: [browserGlue],
+  plugins: [browserGlue, noNode],
   legalComments: 'none',
   banner: { js: '// rlxkv (GPL-3.0-only): browser bundle. Source: js/ and web/.' },
   logLevel: 'warning',

@@ -7,13 +7,18 @@
 //     an ES module lacks (fixed upstream in 3.1.27). We define both from
 //     import.meta.url, only when running under Node, so browsers and workers
 //     never touch node: modules.
+// And with --wasm NAME, the glue loads NAME instead of the .wasm it was
+// linked with: both glues share one wasm (the C is the same; only the JS
+// environments differ), so the package ships it once.
 import { readFileSync, writeFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const node = args.includes('--node');
-const [from, to] = args.filter((a) => a !== '--node');
-if (!from || !to) {
-  console.error('usage: node web/patch-glue.mjs [--node] GLUE_IN GLUE_OUT');
+const wasmAt = args.indexOf('--wasm');
+const wasm = wasmAt >= 0 ? args[wasmAt + 1] : null;
+const [from, to] = args.filter((a, i) => a !== '--node' && i !== wasmAt && i !== wasmAt + 1);
+if (!from || !to || (wasmAt >= 0 && !wasm)) {
+  console.error('usage: node web/patch-glue.mjs [--node] [--wasm NAME] GLUE_IN GLUE_OUT');
   process.exit(2);
 }
 
@@ -38,5 +43,11 @@ const require = (typeof process === 'object' && process.versions && process.vers
   ? (await import('node:module')).createRequire(import.meta.url) : undefined;
 const __dirname = require ? require('node:path').dirname(require('node:url').fileURLToPath(import.meta.url)) : '';
 ` + glue;
+}
+if (wasm) {
+  // Named twice: for locateFile, and as a URL next to the glue.
+  const own = `"${from.split('/').pop().replace(/\.mjs$/, '.wasm')}"`;
+  if (glue.split(own).length !== 3) fail(`exactly two ${own}`);
+  glue = glue.split(own).join(JSON.stringify(wasm));
 }
 writeFileSync(to, glue);

@@ -1,8 +1,10 @@
 # The WebAssembly builds (emcmake cmake), copied to web/dist/:
 #   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
 #                             glue patched to load as ESM under Node
-#   rlxkv_core_web.mjs/.wasm  browsers and workers only (MEMFS), for the
-#                             minified browser bundle (web/bundle.mjs)
+#   rlxkv_core_web.mjs        browsers and workers only (MEMFS), for the
+#                             minified browser bundle (web/bundle.mjs); it
+#                             loads rlxkv_core.wasm too: the two links make
+#                             the same wasm, checked here, shipped once
 # Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB is reached
 # by web/idb-sync.js over a MEMFS mount, not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
@@ -39,9 +41,12 @@ add_custom_command(TARGET rlxkv_core POST_BUILD
           $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.mjs ${RLXKV_DIST}/rlxkv_core.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm ${RLXKV_DIST}/
   VERBATIM)
+add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs
+  COMMAND ${CMAKE_COMMAND} -E compare_files $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm
+          $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --wasm rlxkv_core.wasm
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
-  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
+  COMMAND ${CMAKE_COMMAND} -E rm -f ${RLXKV_DIST}/rlxkv_core_web.wasm
   VERBATIM)
