@@ -43,8 +43,9 @@ export class Cache {
     this.#storageCap = storageCapBytes;
     leaks.unregister(this.#token);
     leaks.register(this, { native: this.#native.leakRecord, storage: this.#storage }, this.#token);
-    this.restoreReport = { ...this.#storage.report, resident: 0 };
-    if (this.#storageCap !== Infinity) await this.#pruneToCap();
+    this.restoreReport = { ...this.#storage.report, resident: 0, readOnly: this.#storage.readOnly };
+    // A read-only store opens all the same: its budget is kept by others.
+    if (this.#storageCap !== Infinity && !this.#storage.readOnly) await this.#pruneToCap();
     if (preload) this.restoreReport.resident = await this.#preload();
   }
 

@@ -122,6 +122,13 @@ export interface RestoreReport {
   bytes: number;
   /** Entries read into memory at open (preload: true), else 0. */
   resident: number;
+  /** The store can be read but not written (a read-only directory): flush and prune reject with IO. */
+  readOnly: boolean;
+  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. */
+  temporaries: number;
+  temporaryBytes: number;
+  /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. */
+  swept: number;
 }
 
 export interface BlobInfo {

@@ -61,6 +61,8 @@ export class TieredStore {
   #used = new Set();
   /** name -> promise of a load under way. */
   #loading = new Map();
+  /** What the open found of saves' temporary files (Node). */
+  #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
 
   constructor(native, blobs, { fingerprint, layout }) {
     this.#native = native;
@@ -76,9 +78,11 @@ export class TieredStore {
 
   async #index() {
     const records = this.#blobs.kind === 'fs' ? await this.#scanDir() : await this.#readIndex();
+    /** Whether the store can be read but not written (a read-only directory). */
+    this.readOnly = !!this.#blobs.readOnly;
     // Oldest use first, so that the most recently used ends most recent.
     records.sort((a, b) => a.lastUse - b.lastUse);
-    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0 };
+    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, ...this.#temporaries };
     for (const r of records) {
       this.#known.set(r.name, r);
       if (r.status === 'corrupt') { report.corrupt++; continue; }
@@ -92,9 +96,12 @@ export class TieredStore {
     this.report = report;
   }
 
-  /** Node: every blob's first bytes. */
+  /** Node: every blob's first bytes; temporary files of dead writers swept. */
   async #scanDir() {
-    const files = await this.#blobs.list();
+    const { blobs: files, temporaries } = await this.#blobs.list();
+    const swept = await this.#blobs.sweep(temporaries);
+    const left = temporaries.filter((t) => !swept.includes(t.name));
+    this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
     return Promise.all(files.map(async ({ name, bytes, mtimeMs }) => {
       const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
       let info = blobHead(head, bytes);

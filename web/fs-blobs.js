@@ -9,6 +9,20 @@ import { RlxkvError } from './errors.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
 const SUFFIX = '.rlxkv';
+/** A save's temporary file: <16 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
+const TEMP = /^[0-9a-f]{16}\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
+const ABANDONED_MS = 3600e3;
+
+/** Whether process pid runs here (signal 0 probes; EPERM: it runs, as another user). */
+function alive(pid) {
+  if (!pid || pid === process.pid) return pid === process.pid;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return err.code === 'EPERM';
+  }
+}
 
 let fsp = null;
 let pathMod = null;
@@ -39,19 +53,24 @@ export class FsBlobs {
     } catch (err) {
       throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
     }
-    return new FsBlobs(root);
+    const readOnly = await fs.access(root, fs.constants.W_OK).then(() => false, () => true);
+    return new FsBlobs(root, readOnly);
   }
 
-  constructor(root) {
+  constructor(root, readOnly) {
     this.kind = 'fs';
     this.root = root;
+    /** The directory cannot be written: blobs can be read, never saved or removed. */
+    this.readOnly = readOnly;
   }
 
   #path(name) { return pathMod.join(this.root, name); }
 
   /**
    * The blobs: regular files named *.rlxkv, { name, bytes, mtimeMs } (a
-   * fifo, socket or directory of that name is no blob and is never opened).
+   * fifo, socket or directory of that name is no blob and is never opened;
+   * a symlink is not followed). And the temporary files of saves:
+   * { name, bytes, mtimeMs, pid } (pid: the writer's process id).
    */
   async list() {
     let names;
@@ -60,14 +79,29 @@ export class FsBlobs {
     } catch (err) {
       throw fsError(err, `listing ${this.root}`);
     }
-    const out = [];
-    await Promise.all(names.filter((n) => n.endsWith(SUFFIX)).map(async (name) => {
+    const blobs = [], temporaries = [];
+    await Promise.all(names.map(async (name) => {
+      const temp = TEMP.exec(name);
+      if (!temp && !name.endsWith(SUFFIX)) return;
       try {
         const st = await fsp.lstat(this.#path(name));
-        if (st.isFile()) out.push({ name, bytes: st.size, mtimeMs: st.mtimeMs });
+        if (!st.isFile()) return;
+        if (temp) temporaries.push({ name, bytes: st.size, mtimeMs: st.mtimeMs, pid: parseInt(temp[1], 16) });
+        else blobs.push({ name, bytes: st.size, mtimeMs: st.mtimeMs });
       } catch { /* gone meanwhile */ }
     }));
-    return out;
+    return { blobs, temporaries };
+  }
+
+  /**
+   * Deletes the temporary files no live writer can own: those of processes
+   * of this machine that are gone, and (whoever wrote them) those untouched
+   * for an hour. The names deleted.
+   */
+  async sweep(temporaries) {
+    if (this.readOnly) return [];
+    const dead = temporaries.filter(({ pid, mtimeMs }) => Date.now() - mtimeMs > ABANDONED_MS || !alive(pid));
+    return this.remove(dead.map((t) => t.name));
   }
 
   /** Up to n bytes from the start of blob `name`. */
@@ -130,6 +164,7 @@ export class FsBlobs {
    * its temporary file; blobs written before stay.
    */
   async write(items, done = () => {}) {
+    if (this.readOnly && items.length) throw new RlxkvError('IO', `saving ${items[0].name}: the store ${this.root} is read-only`);
     for (const item of items) {
       const tmp = this.#path(`${item.name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
       let fh = null;
@@ -156,6 +191,7 @@ export class FsBlobs {
 
   /** Removes blobs; the names that were there. Rejects with IO (others stay as they were). */
   async remove(names) {
+    if (this.readOnly && names.length) throw new RlxkvError('IO', `removing ${names[0]}: the store ${this.root} is read-only`);
     const removed = [];
     for (const name of names) {
       try {

@@ -32,7 +32,9 @@ for (const kind of ['fs', 'idb']) {
     const path = await storeOf(kind, 12);
     const rlx = await page();
     const cache = await rlx.openCache({ capBytes: 3 * ENTRY_BYTES, fingerprint: FP, storage: kind, path });
-    assert.deepEqual(cache.restoreReport, { loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0 });
+    assert.deepEqual(cache.restoreReport, {
+      loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
+    });
     let s = cache.stats;
     assert.deepEqual([s.entries, s.bytes, s.storedEntries, s.storedBytes], [0, 0, 12, 12 * ENTRY_BYTES]);
     assert.ok(cache.has(range(5000, 8)), 'known, stored-only');
@@ -167,3 +169,44 @@ async function blobName(rlx, tokens) {
   await c.close();
   return readdirSync(dir)[0];
 }
+
+test("fs: a killed save's temporary file is swept at open when its writer is gone; a live writer's stays", async () => {
+  const dir = await storeOf('fs', 1);
+  const [blob] = readdirSync(dir);
+  const bytes = 5000;
+  // A process that is surely gone, and this one (alive).
+  const dead = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
+  writeFileSync(join(dir, `${blob}.${Number(dead).toString(16)}-1-0.tmp`), new Uint8Array(bytes));
+  writeFileSync(join(dir, `${blob}.${process.pid.toString(16)}-2-0.tmp`), new Uint8Array(bytes));
+  const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
+  const r = cache.restoreReport;
+  assert.deepEqual([r.swept, r.temporaries, r.temporaryBytes, r.loaded], [1, 1, bytes, 1]);
+  assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')).length, 1);
+  await cache.close();
+});
+
+/** Makes dir read-only even for root (chattr +i), or for its owner (chmod); returns the undo. */
+function readOnly(dir) {
+  if (process.getuid?.() === 0) {
+    execFileSync('chattr', ['+i', dir]);
+    return () => execFileSync('chattr', ['-i', dir]);
+  }
+  execFileSync('chmod', ['a-w', dir]);
+  return () => execFileSync('chmod', ['u+w', dir]);
+}
+
+test('fs: a read-only store opens, says so, answers hits, and refuses to flush with IO', async () => {
+  const dir = await storeOf('fs', 2);
+  const undo = readOnly(dir);
+  try {
+    const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir, storageCapBytes: 1 });
+    assert.equal(cache.restoreReport.readOnly, true);
+    assert.equal((await cache.match(range(1000, 8))).matched, 8);
+    cache.insert([1, 2, 3], kvFor(3));
+    await assert.rejects(cache.flush(), { code: 'IO', message: /read-only/ });
+    await cache.close({ flush: false });
+  } finally {
+    undo();
+  }
+  assert.equal(readdirSync(dir).length, 2, 'nothing was pruned or written');
+});
