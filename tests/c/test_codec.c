@@ -479,7 +479,7 @@ static void test_many_layers(void) {
     rlxkv_entry_tokens_mut(e)[0] = 5;
     rlxkv_entry_tokens_mut(e)[1] = 6;
     for (size_t i = 0; i < rlxkv_entry_n_values(e); i++)
-        e->kv[i] = (float)i;
+        ((float *)e->kv)[i] = (float)i;
     size_t size = rlxkv_encoded_size(e);
     uint8_t *buf = malloc(size), *again = malloc(size);
     CHECK_EQ(rlxkv_encode(e, 1, buf, size, NULL), RLXKV_OK);
