@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every suite: native C (ctest), the same under ASan+UBSan, the wasm build,
-# the Node suite, the browser suite (Chromium) and a short fuzz run.
+# Every suite: native C (ctest), the same under valgrind's memcheck and
+# under ASan+UBSan, the wasm build, the Node suite, the browser suite
+# (Chromium) and a short fuzz run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -10,6 +11,11 @@ echo "== C: native build and ctest"
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/native -j"$jobs"
 ctest --test-dir build/native --output-on-failure
+
+echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks)"
+for t in cache codec store; do
+  valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null
+done
 
 echo "== C: ASan + UBSan"
 CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRLXKV_SANITIZE=ON >/dev/null
