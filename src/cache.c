@@ -53,6 +53,7 @@ typedef struct node node;
 /* A slot of a wide node's hash index: kid NULL when empty. */
 struct kid_hash {
     uint32_t key;
+    uint32_t at;              /* the kid's place in kids[] and keys[] */
     node *kid;
 };
 
@@ -266,9 +267,12 @@ static void prefetch_span(const uint32_t *t, size_t n) {
 /* Wide nodes (the fork after a shared system prompt may have thousands of
  * children) also index their children in an open-addressing hash, so that
  * finding one costs one cache miss, not the ten-odd dependent ones of a
- * binary search over cold keys. The sorted arrays stay: they give order
- * for checks and a child to rebase onto. The hash is seeded by the node's
- * address, so no fixed set of token ids collides in every process. */
+ * binary search over cold keys. Their arrays are then in no order: a child
+ * is added at the end and a removed one's place taken by the last (each
+ * hash slot knows its kid's place), so neither shifts 200,000 siblings.
+ * Narrow nodes keep them sorted for the binary search. The hash is seeded
+ * by the node's address, so no fixed set of token ids collides in every
+ * process. */
 #define HASH_MIN_KIDS 64
 
 /* The hash has 2 * kids_cap slots, a power of two. */
@@ -284,19 +288,21 @@ static size_t hash_home(const node *x, uint32_t t) {
     return h & hash_mask(x);
 }
 
-static node *hash_find(const node *x, uint32_t t) {
-    for (size_t i = hash_home(x, t);; i = (i + 1) & hash_mask(x)) {
-        const struct kid_hash *h = &x->hash[i];
-        if (!h->kid || h->key == t) return h->kid;
-    }
-}
-
-/* Sets the kid for key t, adding it if new. */
-static void hash_put(node *x, uint32_t t, node *k) {
+/* The slot of key t, or the empty slot where it would go. */
+static struct kid_hash *hash_slot(const node *x, uint32_t t) {
     size_t i = hash_home(x, t);
     while (x->hash[i].kid && x->hash[i].key != t) i = (i + 1) & hash_mask(x);
-    x->hash[i].key = t;
-    x->hash[i].kid = k;
+    return &x->hash[i];
+}
+
+static node *hash_find(const node *x, uint32_t t) { return hash_slot(x, t)->kid; }
+
+/* Sets the kid for key t and its place, adding it if new. */
+static void hash_put(node *x, uint32_t t, node *k, size_t at) {
+    struct kid_hash *h = hash_slot(x, t);
+    h->key = t;
+    h->at = (uint32_t)at;
+    h->kid = k;
 }
 
 /* Removes key t, shifting later slots of its probe run back into the gap
@@ -322,12 +328,34 @@ static node *kid_find(const node *x, uint32_t t) {
     return i < x->nkids && x->keys[i] == t ? x->kids[i] : NULL;
 }
 
+/* The place in kids[] of the child starting with t, which x has. */
+static size_t kid_place(const node *x, uint32_t t) {
+    return x->hash ? hash_slot(x, t)->at : kid_index(x, t);
+}
+
+/* Sorts kids[] and keys[] by key: a wide node's arrays on becoming narrow
+ * (at most HASH_MIN_KIDS / 2 of them, so insertion sort). */
+static void kids_sort(node *x) {
+    for (size_t i = 1; i < x->nkids; i++) {
+        uint32_t key = x->keys[i];
+        node *kid = x->kids[i];
+        size_t j = i;
+        for (; j > 0 && x->keys[j - 1] > key; j--) {
+            x->keys[j] = x->keys[j - 1];
+            x->kids[j] = x->kids[j - 1];
+        }
+        x->keys[j] = key;
+        x->kids[j] = kid;
+    }
+}
+
 /* One allocation: kids, then the hash (wide nodes: twice cap slots, so at
  * most half full), then keys. */
 static int kids_resize(node *x, size_t cap) {
     size_t nhash = cap >= HASH_MIN_KIDS ? 2 * cap : 0;
     size_t unit = sizeof(node *) + sizeof(uint32_t) + 2 * sizeof(struct kid_hash);
-    if (cap > SIZE_MAX / unit) return 0;
+    if (cap > SIZE_MAX / unit || cap > UINT32_MAX) return 0;
+    int was_wide = x->hash != NULL;
     node **kids = malloc(cap * sizeof *kids + nhash * sizeof(struct kid_hash) + cap * sizeof(uint32_t));
     if (!kids) return 0;
     struct kid_hash *hash = (struct kid_hash *)(kids + cap);
@@ -343,7 +371,9 @@ static int kids_resize(node *x, size_t cap) {
     x->hash = nhash ? hash : NULL;
     if (nhash) {
         memset(hash, 0, nhash * sizeof *hash);
-        for (size_t i = 0; i < x->nkids; i++) hash_put(x, keys[i], kids[i]);
+        for (size_t i = 0; i < x->nkids; i++) hash_put(x, keys[i], kids[i], i);
+    } else if (was_wide) {
+        kids_sort(x);
     }
     return 1;
 }
@@ -359,23 +389,32 @@ static int kids_reserve(node *x, size_t extra) {
 
 /* Hangs k below x (room reserved). */
 static void kid_add(node *x, node *k) {
-    size_t i = kid_index(x, k->label[0]), tail = x->nkids - i;
+    size_t i = x->hash ? x->nkids : kid_index(x, k->label[0]), tail = x->nkids - i;
     memmove(x->kids + i + 1, x->kids + i, tail * sizeof *x->kids);
     memmove(x->keys + i + 1, x->keys + i, tail * sizeof *x->keys);
     x->kids[i] = k;
     x->keys[i] = k->label[0];
     x->nkids++;
-    if (x->hash) hash_put(x, k->label[0], k);
+    if (x->hash) hash_put(x, k->label[0], k, i);
     k->parent = x;
     k->depth = x->depth + k->nlabel;
 }
 
 static void kid_del(node *x, uint32_t key) {
-    size_t i = kid_index(x, key), tail = x->nkids - i - 1;
-    memmove(x->kids + i, x->kids + i + 1, tail * sizeof *x->kids);
-    memmove(x->keys + i, x->keys + i + 1, tail * sizeof *x->keys);
+    size_t i = kid_place(x, key);
+    if (x->hash) {
+        /* The last child takes the gap. */
+        size_t last = x->nkids - 1;
+        x->kids[i] = x->kids[last];
+        x->keys[i] = x->keys[last];
+        if (i != last) hash_slot(x, x->keys[i])->at = (uint32_t)i;
+        hash_del(x, key);
+    } else {
+        size_t tail = x->nkids - i - 1;
+        memmove(x->kids + i, x->kids + i + 1, tail * sizeof *x->kids);
+        memmove(x->keys + i, x->keys + i + 1, tail * sizeof *x->keys);
+    }
     x->nkids--;
-    if (x->hash) hash_del(x, key);
     /* Give back what a once-wide node no longer needs; failing to is
      * harmless. */
     if (x->kids_cap > 8 && x->nkids <= x->kids_cap / 4) kids_resize(x, x->kids_cap / 2);
@@ -383,8 +422,9 @@ static void kid_del(node *x, uint32_t key) {
 
 /* k takes the place of the child starting with `key`. */
 static void kid_swap(node *x, uint32_t key, node *k) {
-    x->kids[kid_index(x, key)] = k;
-    if (x->hash) hash_put(x, key, k);
+    size_t i = kid_place(x, key);
+    x->kids[i] = k;
+    if (x->hash) hash_put(x, key, k, i);
     k->parent = x;
 }
 
@@ -1133,7 +1173,7 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
         size_t i;
         int from_kid = 0;
         if (!p || !x->nlabel || !x->label || x->depth != p->depth + x->nlabel) return 0;
-        i = kid_index(p, x->label[0]);
+        i = kid_place(p, x->label[0]);
         if (i >= p->nkids || p->kids[i] != x) return 0;
         if (!x->entry && x->nkids < 2) return 0; /* should have been tidied */
         /* The label borrows from its own entry, else from a child's base:
@@ -1152,8 +1192,8 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
     for (size_t i = 0; i < x->nkids; i++) {
         const node *k = x->kids[i];
         if (k->parent != x || x->keys[i] != k->label[0]) return 0;
-        if (x->hash && hash_find(x, x->keys[i]) != k) return 0;
-        if (i && x->keys[i - 1] >= x->keys[i]) return 0;
+        if (x->hash && (hash_find(x, x->keys[i]) != k || hash_slot(x, x->keys[i])->at != i)) return 0;
+        if (!x->hash && i && x->keys[i - 1] >= x->keys[i]) return 0;
         for (int tr = RESIDENT; tr <= ANY_TIER; tr++) {
             n_trim[tr] += k->trim[tr].n;
             linked[tr] += k->trim[tr].n != 0;
@@ -1232,12 +1272,12 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
         }
         while (x != c->root) {
             const node *p = x->parent;
-            size_t i = kid_index(p, x->label[0]);
+            size_t i = kid_place(p, x->label[0]);
             if (i + 1 < p->nkids) break;
             x = p;
         }
         if (x == c->root) break;
-        x = x->parent->kids[kid_index(x->parent, x->label[0]) + 1];
+        x = x->parent->kids[kid_place(x->parent, x->label[0]) + 1];
     }
     if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
     if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
@@ -1265,11 +1305,11 @@ size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
         }
         while (x != c->root) {
             const node *p = x->parent;
-            if (kid_index(p, x->label[0]) + 1 < p->nkids) break;
+            if (kid_place(p, x->label[0]) + 1 < p->nkids) break;
             x = p;
         }
         if (x == c->root) break;
-        x = x->parent->kids[kid_index(x->parent, x->label[0]) + 1];
+        x = x->parent->kids[kid_place(x->parent, x->label[0]) + 1];
     }
     return bytes;
 }
