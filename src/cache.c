@@ -24,10 +24,13 @@
  * Partial reuse. An entry is trimmable when a partial hit may cut it to
  * fewer tokens: with a layout, every entry with tokens; without, those whose
  * blocks are multiples of n_tokens (read as token-major rows).
- * node->trim[k].n counts the trimmable entries of class k in the node's
- * subtree, and the children whose count is not zero are linked in a list
- * (head, prev/next). Finding a trimmable entry below a point then means
- * following that list down: O(depth), never a scan of entries.
+ * For each class k, node->trim[k].n counts the sources of trimmable entries
+ * of that class at the node: its own entry, and each child whose own count
+ * is not zero; those children are linked in a list (head, prev/next). So
+ * n > 0 exactly when the subtree holds one, and finding it means following
+ * the list down: O(depth), never a scan of entries. A change moves up only
+ * while a count crosses zero, so a long chain of prompts one token apart
+ * costs O(1) per insert here, not O(depth).
  *
  * Lists. Unpinned entries form an LRU list, pinned ones a list of their
  * own, both most recent first, linked through slots (see Recency below).
@@ -461,17 +464,17 @@ static int counts_in(const rlxkv_entry *e, int t) {
     return (e->flags & RLXKV_ENTRY_TRIMMABLE) && (t == ANY_TIER || !is_stub(e));
 }
 
-/* n's entry joins (delta 1) or leaves (-1) the counts of n and its ancestors. */
+/* n's entry joins (delta 1) or leaves (-1) the counts: n's, then each
+ * ancestor's for as long as the count below it crosses zero. */
 static void trim_count(node *n, const rlxkv_entry *e, int delta) {
     for (int t = RESIDENT; t <= ANY_TIER; t++) {
         if (!counts_in(e, t)) continue;
         for (node *x = n; x; x = x->parent) {
             size_t was = x->trim[t].n;
             x->trim[t].n += (size_t)delta;
-            if (x->parent && (was == 0) != (x->trim[t].n == 0)) {
-                if (was == 0) trim_link(x->parent, x, t);
-                else trim_unlink(x->parent, x, t);
-            }
+            if (!x->parent || (was == 0) == (x->trim[t].n == 0)) break;
+            if (was == 0) trim_link(x->parent, x, t);
+            else trim_unlink(x->parent, x, t);
         }
     }
 }
@@ -570,7 +573,7 @@ static node *split(node *y, size_t k, size_t room) {
     }
     kid_swap(p, y->label[0], m);
     m->depth = y->depth - (y->nlabel - k);
-    for (int t = RESIDENT; t <= ANY_TIER; t++) m->trim[t].n = y->trim[t].n;
+    for (int t = RESIDENT; t <= ANY_TIER; t++) m->trim[t].n = y->trim[t].n != 0; /* y, its one source */
     trim_swap(p, y, m);
     y->label += k;
     y->nlabel -= k;
@@ -1195,7 +1198,7 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
         if (x->hash && (hash_find(x, x->keys[i]) != k || hash_slot(x, x->keys[i])->at != i)) return 0;
         if (!x->hash && i && x->keys[i - 1] >= x->keys[i]) return 0;
         for (int tr = RESIDENT; tr <= ANY_TIER; tr++) {
-            n_trim[tr] += k->trim[tr].n;
+            n_trim[tr] += k->trim[tr].n != 0;
             linked[tr] += k->trim[tr].n != 0;
         }
     }
