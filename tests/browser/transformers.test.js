@@ -7,7 +7,7 @@
 // and a second user turn reuses the whole first turn. Every request to
 // another origin is refused and fails the test.
 import assert from 'node:assert/strict';
-import { browserTest, call } from './helpers.js';
+import { browserTest, call, localOnly } from './helpers.js';
 
 const PAGE = '/tests/browser/pages/transformers.html';
 const MODELS = [['rlxkv-demo', 'f32'], ['rlxkv-demo-f16kv', 'f16']];
@@ -15,16 +15,6 @@ const VERSIONS = [
   { v: '4', major: '4.3.', again: 'reload' },
   { v: '3', major: '3.8.', again: 'restart' },
 ];
-
-/** Refuses (and records) every request that leaves the test server. */
-async function localOnly(session, outside) {
-  await session.context.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith(`${session.url}/`) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
-    outside.push(url);
-    return route.abort();
-  });
-}
 
 /** T[fn](id) in the page, its failure kept as { error } so the other cases still run. */
 const attempt = (page, fn, id) => call(page, fn, id).catch((err) => ({ error: String(err.message).split('\n')[0] }));
