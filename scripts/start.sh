@@ -6,6 +6,6 @@
 # (MODEL_DTYPE=q4 etc. picks its onnx/model_*.onnx); the address is printed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+bash scripts/setup.sh build   # not the test tools (chromium, clang, valgrind, libFuzzer)
 bash scripts/build.sh
 exec node scripts/serve.mjs "${PORT:-8080}"
