@@ -37,6 +37,9 @@ export async function measure(env, { id, store = 'auto', coldReps, warmReps }) {
       if (p === 'lookup') {
         return (...a) => { marks.lookupStart = now(); const hit = t.lookup(...a); marks.lookupEnd = now(); return hit; };
       }
+      if (p === 'match' && typeof t.match === 'function') { // the tiered cache's lookup over memory and storage
+        return async (...a) => { marks.lookupStart = now(); const hit = await t.match(...a); marks.lookupEnd = now(); return hit; };
+      }
       if (p === 'insert') {
         return (...a) => { marks.insertStart = now(); return t.insert(...a); };
       }

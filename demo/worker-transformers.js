@@ -72,7 +72,8 @@ function folderOf(path) {
 
 /**
  * The cache and the model as cachedGenerate sees them, timing what happens
- * before the first token: the lookup (cache.lookup), the restore (from the
+ * before the first token: the lookup (cache.lookup, or cache.match where the
+ * cache has it: main's cachedGenerate uses it), the restore (from the
  * lookup's end until generate starts: the hit's tensors made by the adapter)
  * and generate's start.
  */
@@ -84,18 +85,26 @@ function timed(marks) {
     marks.lookupEnd = now();
     return hit;
   };
+  // The tiered cache's lookup over memory and storage, where cachedGenerate uses it.
+  const match = async function (...args) {
+    const t0 = now();
+    const hit = await cache.match(...args);
+    marks.lookupMs = now() - t0;
+    marks.lookupEnd = now();
+    return hit;
+  };
   const generate = function (...args) {
     marks.generateStart = now();
     return model.generate(...args);
   };
-  const forward = (target, name, fn) => new Proxy(target, {
+  const forward = (target, fns) => new Proxy(target, {
     get: (t, p) => {
-      if (p === name) return fn;
+      if (Object.hasOwn(fns, p) && typeof t[p] === 'function') return fns[p];
       const v = Reflect.get(t, p);
       return typeof v === 'function' ? v.bind(t) : v;
     },
   });
-  return { cache: forward(cache, 'lookup', lookup), model: forward(model, 'generate', generate) };
+  return { cache: forward(cache, { lookup, match }), model: forward(model, { generate }) };
 }
 
 const info = () => cacheInfo(rlx, cache, origins, {
