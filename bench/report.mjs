@@ -19,6 +19,8 @@ const nat = load('native.json');
 const nod = load('node.json');
 const br = load('browser.json');
 const sz = load('size.json');
+const tjs = [['Node, onnxruntime-node', load('transformers-node.json')], ['Chromium, onnxruntime-web wasm', load('transformers-browser.json')]]
+  .filter(([, r]) => r);
 if (!nat) throw new Error(`no ${join(dir, 'native.json')}: run scripts/bench.sh`);
 
 // ---- formatting --------------------------------------------------------------
@@ -242,6 +244,35 @@ if (br) {
   rows.push({ section: BR, workload: 'init() on page load', rlxkv: ms(br.idb_1.init_ms), reference: '—', speed: '—' });
 }
 
+const TJS = 'transformers.js through rlxkv/transformers (~1,100-token prompt, the demo transformer as ONNX)';
+const pct = (f) => `${sig(f * 100, 2)}%`;
+for (const [where, r] of tjs) {
+  for (const w of r.rows) {
+    const what = `${where}, ${w.label}`;
+    row(TJS, `Time to first token, warm (${n0(w.restored_tokens)} of ${n0(w.prompt_tokens)} tokens restored) vs cold: ${what}`,
+      ms(w.warm_ttft_ms), `cold ${ms(w.cold_ttft_ms)}`, w.cold_over_warm, null);
+    row(TJS, `Warm restore (lookup + copy + tensorsFromHit${w.store === 'auto' ? '' : ' with a dtype change'}) vs a bare lookup + copy of the same ${mib(w.kv_bytes)}: ${what}`,
+      ms(w.loop_restore_ms), `bare ${ms(w.loop_bare_lookup_ms)}`, 1 / w.loop_restore_over_bare, w.store === 'auto' ? 'rlxkv/transformers: warm restore vs a bare lookup + copy' : null,
+      { label: `${where.split(',')[0]} ${w.label}: adapter restore vs bare lookup + copy`, goal: 1 / 1.2 });
+    rows.push({
+      section: TJS, workload: `The adapter's conversion, share of the restore (its own lookup + copy ${ms(w.loop_lookup_ms)}): ${what}`,
+      rlxkv: ms(w.convert_only_ms), reference: `restore ${ms(w.loop_restore_ms)}`, speed: `${pct(w.loop_convert_share)} of it`,
+    });
+    rows.push({
+      section: TJS, workload: `Inside cachedGenerate, warm: restore before generate, share of the TTFT: ${what}`,
+      rlxkv: ms(w.restore_ms), reference: `lookup ${ms(w.lookup_ms)} + conversion ${ms(w.convert_ms)}`, speed: `${pct(w.restore_share_of_ttft)} of TTFT; ${x(w.restore_over_bare)} a bare lookup`,
+    });
+    rows.push({
+      section: TJS, workload: `After generate: kvFromTensors${w.store === 'auto' ? '' : ' + dtype change'}, then insert: ${what}`,
+      rlxkv: ms(w.from_tensors_ms), reference: `insert ${ms(w.insert_ms)}`, speed: '—',
+    });
+    rows.push({
+      section: TJS, workload: `Restore at open after a restart (${where.startsWith('Node') ? "storage 'fs'" : "storage 'idb'"}): ${what}`,
+      rlxkv: w.restore_at_open_ms === null ? 'failed' : ms(w.restore_at_open_ms), reference: w.restore_at_open_error || '—', speed: '—',
+    });
+  }
+}
+
 const SIZE = 'Download size (what a browser loads)';
 if (sz) {
   const b = sz.bundle;
@@ -312,6 +343,16 @@ if (br) {
   }
 } else {
   targets.push({ name: 'IndexedDB restore within 1.5× of the raw IndexedDB get', met: null, measured: 'not measured (the browser benchmark failed)' });
+}
+if (tjs.length) {
+  const same = tjs.flatMap(([where, r]) => r.rows.filter((w) => w.store === 'auto').map((w) => ({ where, w })));
+  const worst = Math.max(...same.map(({ w }) => w.loop_restore_over_bare));
+  target('A warm start through rlxkv/transformers ≤ 1.2× a bare lookup + copy of the same KV (the model\'s own KV dtype)', worst <= 1.2,
+    same.map(({ where, w }) => `${where.split(',')[0]} ${w.label}: ${x(w.loop_restore_over_bare)}`).join('; '),
+    'The conversion itself is wrapping the hit\'s arrays in tensors (no copy when the dtypes agree); what is left is run-to-run noise of two ~MiB copies into fresh memory.',
+    'Look up with { view: true } where the hit is contiguous and let ONNX Runtime read the views (the adapter copies a head-major partial hit anyway).');
+} else {
+  targets.push({ name: 'A warm start through rlxkv/transformers ≤ 1.2× a bare lookup + copy of the same KV', met: null, measured: 'not measured' });
 }
 if (sz) {
   const glue = sz.files.find((f) => f.path.endsWith('rlxkv_core.mjs'));
@@ -495,6 +536,11 @@ md.push(`- **Store**: rlxkv_store_save (temporary file, write, fsync, rename, di
 md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus 8,008 bytes per entry (2,000 tokens and 2 floats). Peak RSS: a child process (fresh exec) loads a directory of 4 MiB blobs (16 or 64 of them); VmHWM minus VmRSS before loading, divided by the KV bytes loaded.`);
 md.push(`- **wasm under Node** (bench/bench_node.mjs): the same sets and entry through js/index.js (createCache, insert, lookup with view: true and with copies, encodeEntry, decodeEntry, openCache with storage 'fs' and flush). References: TypedArray.set into ready arrays and slice() (a fresh copy) of the same bytes; fs writeSync + fsyncSync, readFileSync and readSync into a ready Buffer. Lookup: the sets interleaved as natively, each timed pass after ${nod && nod.set_10000.lookup_warm_passes ? `${nod.set_10000.lookup_warm_passes} untimed` : 'untimed'} warm-up passes (no first pass timed apart). Run with --expose-gc, collecting before each large timed operation. The "native rlxkv" column is from the native run of the same \`npm run bench\` (another process, minutes apart: indicative).`);
 md.push(`- **Chromium + IndexedDB** (bench/bench_browser.mjs, bench/browser_page.js): headless Chromium through playwright-core, pages served by scripts/serve.mjs. For 1, 10 and 50 entries of 1 MiB KV (pseudo-random floats): flush of the cache (openCache storage 'idb') vs one readwrite transaction putting the same blobs (exportBlob) into a separate database, one record per entry, alternating which goes first; then, on fresh page loads, restore (openCache timed from call to resolve, after init) vs opening the raw database and, in one readonly transaction, listing its keys (getAllKeys) and getting every record (a page that reloads does not know which keys its database holds: this is the least a restore must do, and what the mirror does), with getAllKeys + getAll and gets by keys known beforehand as diagnostics, the order rotated per load. The ratio is the median of each load's own ratio. IndexedDB is the noisiest part on this shared two-core machine: over the development runs of this benchmark the restore/get ratio moved between about 1.2× and 2.2× from one run to the next, so one run's met or missed on the 1.5× target is not conclusive; the getAll diagnostic and the wasm-side remainder are the stable part of the explanation.`);
+if (tjs.length) {
+  const cfg = tjs.map(([where, r]) => `${where}: transformers.js ${r.config.transformers}`).join('; ');
+  const w0 = tjs[0][1].rows[0];
+  md.push(`- **transformers.js** (bench/bench_transformers.mjs in Node, bench/bench_transformers_browser.mjs with bench/transformers_page.js in headless Chromium; both run bench/transformers_workload.js; ${cfg}): the demo transformer exported to ONNX (build/models/rlxkv-demo, f32 KV; rlxkv-demo-f16kv, f16 KV), the demo's default system prompt and one user turn (${n0(w0.prompt_tokens)} byte-level tokens), greedy, one new token. Cold: cachedGenerate into an emptied cache (${w0.cold_reps} times); warm: the same prompt with all but its last token cached (${w0.warm_reps} times), each next to a bare cache.lookup of the same tokens (partial, maxMatched = n − 1: the adapter's own lookup, which copies the KV out of wasm memory), the order alternating. TTFT: from the call to the streamer's first generated token. Inside cachedGenerate the cache's lookup and the model's generate are wrapped (Proxies) to split the time before generate into the lookup and the conversion (tensorsFromHit + DynamicCache). The restore rows repeat lookup + conversion outside generate ${w0.loop_reps} times, each beside a bare lookup + copy, the order alternating; ratios are medians of each pair's ratio. "Stored as f32": the f16 model's KV kept as f32 entries (opts.store 'f32'), so each restore narrows to float16. Restore at open: the entry flushed, then a new cache opened on that store, timed from call to resolve. Chromium's performance.now() is coarsened to 0.1 ms (the page is not cross-origin isolated) and onnxruntime-web runs one thread there; Node runs with --expose-gc, collecting before each timed generate and bare lookup.`);
+}
 md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core.wasm (the one wasm). Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
 md.push('');
 md.push('Raw figures: build/bench/*.json after a run.');

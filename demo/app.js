@@ -1,8 +1,15 @@
-// The demo page: UI only. The model and the rlxkv cache live in worker.js.
+// The demo page: UI only. The model and the rlxkv cache live in a worker:
+// worker.js (the built-in transformer) or worker-transformers.js
+// (transformers.js on a model folder), as the engine switch says.
 import { DEFAULT_SYSTEM_PROMPT } from './system-prompt.js';
 
 const RUNS_KEY = 'rlxkv-demo:runs';
 const ASSET_KEY = 'rlxkv-demo:use-asset';
+const ENGINE_KEY = 'rlxkv-demo:engine';
+const MODEL_KEY = 'rlxkv-demo:model';
+const DTYPE_KEY = 'rlxkv-demo:dtype';
+const ENGINES = { builtin: './worker.js', 'transformers.js': './worker-transformers.js' };
+const DEFAULT_MODEL = '/build/models/rlxkv-demo/';
 const MAX_RUNS = 40;
 
 const $ = (id) => document.getElementById(id);
@@ -16,6 +23,8 @@ const el = {
   cEntries: $('c-entries'), cTokens: $('c-tokens'), cBytes: $('c-bytes'), cBlobs: $('c-blobs'),
   cFp: $('c-fp'), cStorage: $('c-storage'), cOpen: $('c-open'), cList: $('c-list'),
   useAsset: $('use-asset'), clear: $('clear'), reload: $('reload'), verify: $('verify'), verifyResult: $('verify-result'),
+  engineForm: $('engine-form'), engine: $('engine'), tjsSettings: $('tjs-settings'), modelDir: $('model-dir'),
+  modelDtype: $('model-dtype'), engineName: $('engine-name'), ledeBuiltin: $('lede-builtin'), ledeTjs: $('lede-tjs'),
 };
 
 /* ---------------- formatting ---------------- */
@@ -36,11 +45,37 @@ function fmtBytes(n) {
   return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[u]}`;
 }
 const fmtInt = (n) => (n == null ? '–' : nf.format(n));
-const tokenCount = (text) => new TextEncoder().encode(text).length + 1; // bytes + BOS
+const byteTokens = (text) => new TextEncoder().encode(text).length + 1; // bytes + BOS
+
+/* ---------------- settings ---------------- */
+
+function stored(key) {
+  try { return localStorage.getItem(key); } catch { return null; /* disabled */ }
+}
+function store(key, value) {
+  try { localStorage.setItem(key, value); } catch { /* full or disabled */ }
+}
+
+/**
+ * The engine and its model folder: ?engine=, ?model=, ?dtype= in the address
+ * (saved, so they stay after a reload without them), else the saved choice.
+ */
+function engineSetting() {
+  const q = new URLSearchParams(location.search);
+  for (const [param, key] of [['engine', ENGINE_KEY], ['model', MODEL_KEY], ['dtype', DTYPE_KEY]]) {
+    if (q.get(param)) store(key, q.get(param));
+  }
+  const engine = ENGINES[stored(ENGINE_KEY)] ? stored(ENGINE_KEY) : 'builtin';
+  return { engine, model: stored(MODEL_KEY) || DEFAULT_MODEL, dtype: stored(DTYPE_KEY) || 'fp32' };
+}
+const setting = engineSetting();
+/** Runs are charted per engine and model. */
+const runKey = setting.engine === 'builtin' ? 'builtin' : `transformers.js ${setting.model} ${setting.dtype}`;
+const runLabel = (key) => (key === 'builtin' ? 'built-in' : key.replace(/^transformers\.js /, 'transformers.js: '));
 
 /* ---------------- worker ---------------- */
 
-const worker = new Worker(new URL('./worker.js', import.meta.url), { type: 'module' });
+const worker = new Worker(new URL(ENGINES[setting.engine], import.meta.url), { type: 'module' });
 const pending = new Map();
 let nextId = 1;
 let onToken = null;
@@ -80,7 +115,7 @@ function setState(state) {
   busy = state !== 'ready';
   el.send.disabled = busy;
   el.clear.disabled = busy;
-  el.verify.disabled = busy;
+  el.verify.disabled = busy || !(startup && startup.canVerify);
 }
 
 function setStatus(text, tone = '') {
@@ -95,16 +130,21 @@ function fail(message) {
   pending.clear();
 }
 
-function loadRuns() {
+/** Every engine's runs (`engine` missing: the built-in's, from before the switch existed). */
+function loadAllRuns() {
   try {
     const runs = JSON.parse(localStorage.getItem(RUNS_KEY) || '[]');
-    return Array.isArray(runs) ? runs.filter((r) => r && typeof r.ttft === 'number') : [];
+    return Array.isArray(runs) ? runs.filter((r) => r && typeof r.ttft === 'number').map((r) => ({ engine: 'builtin', ...r })) : [];
   } catch {
     return [];
   }
 }
+/** This engine's runs. */
+const loadRuns = () => loadAllRuns().filter((r) => r.engine === runKey);
+/** Replaces this engine's runs, keeping the others'. */
 function saveRuns(runs) {
-  try { localStorage.setItem(RUNS_KEY, JSON.stringify(runs.slice(-MAX_RUNS))); } catch { /* full or disabled */ }
+  const others = loadAllRuns().filter((r) => r.engine !== runKey);
+  store(RUNS_KEY, JSON.stringify([...others.slice(-MAX_RUNS), ...runs.slice(-MAX_RUNS)]));
 }
 
 /** ?asset=0|1 wins; else the checkbox's saved value (default on). */
@@ -138,7 +178,7 @@ function renderInfo(info) {
     const li = document.createElement('li');
     const head = document.createElement('div');
     head.className = 'entry-head';
-    head.textContent = `${fmtInt(e.tokens)} tokens · ${fmtBytes(e.bytes)}${e.pinned ? ' · pinned' : ''} · ${BORN[e.born] || e.born}${e.isDefault ? ' · default prompt' : ''}`;
+    head.textContent = `${fmtInt(e.tokens)} tokens · ${fmtBytes(e.bytes)}${e.dtype === 'f16' ? ' f16' : ''}${e.pinned ? ' · pinned' : ''} · ${BORN[e.born] || e.born}${e.isDefault ? ' · default prompt' : ''}`;
     const pre = document.createElement('div');
     pre.className = 'entry-preview';
     pre.textContent = e.preview.replace(/\s+/g, ' ') + '…';
@@ -162,6 +202,11 @@ function renderStartup(s) {
 
 function readyStatus(s) {
   const n = fmtInt(s.defaultTokens);
+  if (s.engine === 'transformers.js') {
+    const loaded = `Ready: ${s.model} loaded in ${fmtMs(s.modelMs)}.`;
+    if (s.defaultCached) return `${loaded} The default prompt's KV (${n} tokens) was restored from IndexedDB in ${fmtMs(s.openMs)}: the prefill will be skipped.`;
+    return `${loaded} The cache holds nothing for the default prompt: the first reply prefills all ${n} tokens of it.`;
+  }
   if (s.asset.status === 'cached') {
     return `Ready. The default prompt's KV (${n} tokens) was restored from IndexedDB in ${fmtMs(s.openMs)}: the prefill will be skipped.`;
   }
@@ -197,6 +242,8 @@ function renderResult(r) {
   el.prefilled.textContent = fmtInt(r.prefilled);
   el.lookupMs.textContent = fmtMs(r.lookupMs);
   el.prefillMs.textContent = fmtMs(r.prefillMs);
+  if (r.convertMs) el.prefillMs.title = `restore into transformers.js tensors: ${fmtMs(r.convertMs)}`;
+  if (r.systemTokens) el.systemTokens.textContent = `${fmtInt(r.systemTokens)} tokens`;
   el.flushMs.textContent = r.flushError ? 'failed' : fmtMs(r.flushMs);
   setStatus(resultStatus(r), r.kind === 'warm' ? 'good' : 'warn');
 }
@@ -253,7 +300,7 @@ function renderChart() {
     const cx = m.l + slot * i + slot / 2;
     const h = Math.max(2, (r.ttft / top) * ih);
     const g = svg('g', { class: `bar ${r.kind}`, 'data-kind': r.kind });
-    g.append(svg('title', {}, `#${first + i + 1} ${r.kind}, prefix from ${r.source}: ${fmtMs(r.ttft)} to first token (${r.matched} tokens reused, ${r.prefilled} prefilled)`));
+    g.append(svg('title', {}, `#${first + i + 1} ${runLabel(r.engine)} ${r.kind}, prefix from ${r.source}: ${fmtMs(r.ttft)} to first token (${r.matched} tokens reused, ${r.prefilled} prefilled)`));
     g.append(svg('rect', { x: cx - bw / 2, y: m.t + ih - h, width: bw, height: h, rx: 2 }));
     if (slot >= 30) {
       const label = r.ttft >= 1000 ? `${(r.ttft / 1000).toFixed(1)}s` : `${Math.round(r.ttft)}`;
@@ -271,7 +318,13 @@ function renderChart() {
   if (cold != null) parts.push(`median cold ${fmtMs(cold)} (${nCold})`);
   if (warm != null) parts.push(`median warm ${fmtMs(warm)} (${nWarm})`);
   if (cold != null && warm != null && warm > 0) parts.push(`${(cold / warm).toFixed(cold / warm >= 10 ? 0 : 1)}× faster warm`);
-  el.chartSummary.textContent = parts.join(' · ');
+  const others = [...new Set(loadAllRuns().map((r) => r.engine))].filter((k) => k !== runKey).map((k) => {
+    const rs = loadAllRuns().filter((r) => r.engine === k);
+    const c = median(rs.filter((r) => r.kind === 'cold').map((r) => r.ttft));
+    const w = median(rs.filter((r) => r.kind === 'warm').map((r) => r.ttft));
+    return `${runLabel(k)}: cold ${fmtMs(c)}, warm ${fmtMs(w)}`;
+  });
+  el.chartSummary.textContent = parts.join(' · ') + (others.length ? ` (other engines: ${others.join('; ')})` : '');
 }
 
 /* ---------------- actions ---------------- */
@@ -292,8 +345,8 @@ async function send(ev) {
   el.output.classList.add('typing');
   el.ttft.textContent = '…';
   el.source.textContent = '…';
-  const sysTokens = tokenCount(el.system.value);
-  setStatus(`Looking up ${fmtInt(sysTokens)}+ prompt tokens in the cache, then prefilling what is missing…`);
+  const sysTokens = setting.engine === 'builtin' ? fmtInt(byteTokens(el.system.value)) : 'the';
+  setStatus(`Looking up ${sysTokens}+ prompt tokens in the cache, then prefilling what is missing…`);
   onToken = (t) => {
     el.output.textContent += t.text;
     if (t.ttftMs !== undefined) el.ttft.textContent = fmtMs(t.ttftMs);
@@ -303,7 +356,7 @@ async function send(ev) {
     renderResult(r);
     renderInfo(r.info);
     const runs = loadRuns();
-    runs.push({ t: Date.now(), kind: r.kind, ttft: r.ttftMs, source: r.source, matched: r.matched, prefilled: r.prefilled, prefillMs: r.prefillMs });
+    runs.push({ t: Date.now(), engine: runKey, kind: r.kind, ttft: r.ttftMs, source: r.source, matched: r.matched, prefilled: r.prefilled, prefillMs: r.prefillMs });
     saveRuns(runs);
     renderChart();
     setState('ready');
@@ -353,14 +406,43 @@ async function verify() {
 }
 
 function updateSystemTokens() {
-  const n = tokenCount(el.system.value);
-  el.systemTokens.textContent = `${fmtInt(n)} tokens`;
+  // The built-in engine's tokens are bytes; a tokenizer's count comes with the next reply.
+  el.systemTokens.textContent = setting.engine === 'builtin' ? `${fmtInt(byteTokens(el.system.value))} tokens` : `${fmtInt(el.system.value.length)} chars`;
   el.resetSystem.disabled = el.system.value === DEFAULT_SYSTEM_PROMPT;
 }
 
 /* ---------------- start ---------------- */
 
+/** Saves the chosen engine (and model folder) and reloads the page with it. */
+function switchEngine(ev) {
+  if (ev) ev.preventDefault();
+  store(ENGINE_KEY, el.engine.value);
+  if (el.engine.value === 'transformers.js') {
+    store(MODEL_KEY, el.modelDir.value.trim() || DEFAULT_MODEL);
+    store(DTYPE_KEY, el.modelDtype.value);
+  }
+  // Drop ?engine=/model=/dtype=: they would override the new choice.
+  const url = new URL(location.href);
+  for (const p of ['engine', 'model', 'dtype']) url.searchParams.delete(p);
+  location.replace(url.href);
+}
+
+function renderEngine() {
+  const tjs = setting.engine === 'transformers.js';
+  el.engine.value = setting.engine;
+  el.modelDir.value = setting.model;
+  el.modelDtype.value = setting.dtype;
+  el.tjsSettings.hidden = !tjs;
+  el.ledeBuiltin.hidden = tjs;
+  el.ledeTjs.hidden = !tjs;
+  el.useAsset.disabled = tjs;
+  document.body.dataset.engine = setting.engine;
+}
+
 async function start() {
+  renderEngine();
+  el.engine.addEventListener('change', () => switchEngine());
+  el.engineForm.addEventListener('submit', switchEngine);
   el.system.value = DEFAULT_SYSTEM_PROMPT;
   updateSystemTokens();
   const asset = useAssetSetting();
@@ -382,10 +464,16 @@ async function start() {
   window.addEventListener('resize', () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(renderChart, 100); });
 
   try {
-    startup = await request('init', { useAsset: asset.value });
+    const payload = setting.engine === 'builtin' ? { useAsset: asset.value } : { model: setting.model, dtype: setting.dtype };
+    setStatus(setting.engine === 'builtin' ? 'Loading the model and opening the cache…'
+      : `Loading transformers.js and ${setting.model} (dtype ${setting.dtype})…`);
+    startup = await request('init', payload);
+    el.engineName.textContent = startup.modelName;
+    el.engineName.dataset.engine = startup.engine;
     renderStartup(startup);
     renderInfo(startup.info);
-    setStatus(readyStatus(startup), startup.asset.status === 'cached' || startup.asset.status === 'imported' ? 'good' : '');
+    const primed = startup.defaultCached || startup.asset.status === 'cached' || startup.asset.status === 'imported';
+    setStatus(readyStatus(startup), primed ? 'good' : '');
     setState('ready');
     el.message.focus({ preventScroll: true });
   } catch (err) {

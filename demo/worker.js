@@ -1,6 +1,7 @@
-// The demo's module worker: owns the model (demo/model.js) and an rlxkv
-// cache persisted in IndexedDB, so the page stays responsive while it
-// prefills.
+// The demo's built-in engine, a module worker: owns the model
+// (demo/model.js) and an rlxkv cache persisted in IndexedDB, so the page
+// stays responsive while it prefills. worker-transformers.js is the other
+// engine, with the same protocol.
 //
 // Protocol (postMessage). In: { type, id?, ... }
 //   init   { useAsset }           open the cache; import the shipped KV of the
@@ -15,6 +16,7 @@
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { createModel, kvHash } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
+import { Origins, cacheInfo, clearCache, keyOf, now, openCache, round, serveRequests } from './worker-common.js';
 
 const CAP_BYTES = 256 * 1024 * 1024;
 /** Stored blobs beyond this (oldest first, not the pinned prompts) are pruned on flush. */
@@ -30,18 +32,8 @@ let cache = null;
 let fingerprint = 0n;
 let defaultTokens = null;
 let startup = null;          // what init measured, repeated in 'ready'
-/**
- * Cached entries by their tokens: `born` is where the entry came from
- * ('IndexedDB', 'shipped asset', 'computed'), `origin` what the next hit on it
- * reports: the same until its first use, then 'memory'.
- */
-const origins = new Map();
+const origins = new Origins();
 let currentCustom = null;    // tokens of the pinned non-default system prompt, if any
-
-const now = () => performance.now();
-const round = (ms) => Math.round(ms * 10) / 10;
-const keyOf = (tokens) => tokens.join(',');
-const hex = (fp) => '0x' + fp.toString(16).padStart(16, '0');
 
 function concat(a, b) {
   const out = new Uint32Array(a.length + b.length);
@@ -50,80 +42,12 @@ function concat(a, b) {
   return out;
 }
 
-/** The origin of the entry a hit came from: the recorded entry its tokens begin. */
-function originOf(hit) {
-  let best = null;
-  for (const { tokens, origin } of origins.values()) {
-    if (tokens.length < hit.matched) continue;
-    let same = true;
-    for (let i = 0; i < hit.matched && same; i++) same = tokens[i] === hit.tokens[i];
-    if (same && (!best || tokens.length < best.tokens.length)) best = { tokens, origin };
-  }
-  return best;
-}
-
-function remember(tokens, origin, born = origin) {
-  const key = keyOf(tokens);
-  const old = origins.get(key);
-  origins.set(key, { tokens: Uint32Array.from(tokens), origin, born: old && born === 'memory' ? old.born : born });
-}
-
-async function storageEstimate() {
-  try {
-    if (typeof navigator === 'object' && navigator.storage && navigator.storage.estimate) {
-      const { usage, quota } = await navigator.storage.estimate();
-      return { usage: usage ?? null, quota: quota ?? null };
-    }
-  } catch { /* not available here */ }
-  return { usage: null, quota: null };
-}
-
-async function info() {
-  const entries = cache.entries();
-  const stats = cache.stats;
-  let blobs = [];
-  try { blobs = cache.listBlobs(); } catch { /* storage gone */ }
-  return {
-    entries: entries.length,
-    tokens: entries.reduce((s, e) => s + e.tokens.length, 0),
-    bytes: stats.bytes,
-    capBytes: stats.capBytes,
-    pinnedEntries: stats.pinnedEntries,
-    hits: stats.hits,
-    misses: stats.misses,
-    tokensReused: stats.tokensReused,
-    fingerprint: hex(fingerprint),
-    fingerprintKey: model.fingerprintKey,
-    storage: cache.storage,
-    blobs: blobs.filter((b) => b.status === 'ok').length,
-    blobBytes: blobs.filter((b) => b.status === 'ok').reduce((s, b) => s + b.bytes, 0),
-    staleBlobs: blobs.filter((b) => b.status !== 'ok').length,
-    estimate: await storageEstimate(),
-    wasmMemoryBytes: rlx.memoryBytes,
-    list: entries.map((e) => ({
-      tokens: e.tokens.length,
-      bytes: e.bytes,
-      pinned: e.pinned,
-      born: origins.get(keyOf(e.tokens))?.born ?? 'computed',
-      isDefault: e.tokens.length === defaultTokens.length && keyOf(e.tokens) === keyOf(defaultTokens),
-      preview: model.decode(e.tokens.subarray(0, 48)),
-    })),
-  };
-}
-
-async function openCache() {
-  try {
-    return await rlx.openCache({
-      capBytes: CAP_BYTES, fingerprint, storage: 'idb', path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES,
-    });
-  } catch (err) {
-    // No IndexedDB (some private modes): keep going with a memory-only cache.
-    console.warn('rlxkv demo: IndexedDB unavailable, memory-only cache:', err);
-    const c = await rlx.openCache({ capBytes: CAP_BYTES, fingerprint, storage: 'none' });
-    c.openError = String(err && err.message || err);
-    return c;
-  }
-}
+const info = () => cacheInfo(rlx, cache, origins, {
+  fingerprint,
+  fingerprintKey: model.fingerprintKey,
+  decode: (tokens) => model.decode(tokens),
+  isDefault: (tokens) => tokens.length === defaultTokens.length && keyOf(tokens) === keyOf(defaultTokens),
+});
 
 async function doInit({ useAsset = true } = {}) {
   if (startup) return { ...startup, info: await info() };
@@ -139,10 +63,10 @@ async function doInit({ useAsset = true } = {}) {
   defaultTokens = model.encode(DEFAULT_SYSTEM_PROMPT);
 
   const t2 = now();
-  cache = await openCache();
+  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES });
   const openMs = now() - t2;
   const restore = cache.restoreReport;
-  for (const e of cache.entries()) remember(e.tokens, 'IndexedDB');
+  for (const e of cache.entries()) origins.remember(e.tokens, 'IndexedDB');
   // Blobs of an older model version are useless now.
   if (restore && restore.stale > 0) await cache.prune({ stale: true }).catch(() => {});
 
@@ -156,7 +80,7 @@ async function doInit({ useAsset = true } = {}) {
       asset.status = 'imported';
       asset.tokens = r.tokens;
       asset.bytes = r.bytes;
-      remember(defaultTokens, 'shipped asset');
+      origins.remember(defaultTokens, 'shipped asset');
       if (!cache.has(defaultTokens)) throw new Error('the shipped asset is not the default system prompt');
     } catch (err) {
       asset.status = err && err.code === 'STALE' ? 'stale' : 'missing';
@@ -171,6 +95,9 @@ async function doInit({ useAsset = true } = {}) {
   if (cache.has(defaultTokens)) cache.pin(defaultTokens);
 
   startup = {
+    engine: 'builtin',
+    modelName: `built-in transformer (${model.config.layers} layers, d_model ${model.config.dModel}, byte tokens)`,
+    canVerify: true,
     wasmMs: round(wasmMs),
     modelMs: round(modelMs),
     openMs: round(openMs),
@@ -201,7 +128,7 @@ async function doSend({ id, system, message }) {
   let source = 'computed';
   let from = null;
   if (hit) {
-    from = originOf(hit);
+    from = origins.of(hit.tokens, hit.matched);
     source = from ? from.origin : 'memory';
   }
 
@@ -230,7 +157,7 @@ async function doSend({ id, system, message }) {
     const rows = sysTokens.length * model.config.dModel; // insert copies these views
     cache.insert(sysTokens, { k: kv.k.map((b) => b.subarray(0, rows)), v: kv.v.map((b) => b.subarray(0, rows)) });
     inserted = true;
-    remember(sysTokens, 'memory', 'computed');
+    origins.remember(sysTokens, 'memory', 'computed');
   }
   const isDefault = keyOf(sysTokens) === keyOf(defaultTokens);
   if (!isDefault && currentCustom && keyOf(currentCustom) !== keyOf(sysTokens) && cache.has(currentCustom)) {
@@ -247,7 +174,7 @@ async function doSend({ id, system, message }) {
   }
   flushMs = now() - tf;
   // From now on this session, the entry that served the hit is in memory.
-  if (from) remember(from.tokens, 'memory');
+  if (from) origins.remember(from.tokens, 'memory');
 
   return {
     id,
@@ -274,15 +201,10 @@ async function doSend({ id, system, message }) {
 }
 
 async function doClear() {
-  const t0 = now();
-  cache.clear();
-  const pruned = await cache.prune({ maxBytes: 0, stale: true });
-  await cache.flush();
-  origins.clear();
+  const r = await clearCache(cache, origins);
   currentCustom = null;
-  return { ms: round(now() - t0), removed: pruned.removed, removedBytes: pruned.removedBytes, info: await info() };
+  return { ...r, info: await info() };
 }
-
 
 async function doVerify() {
   const t0 = now();
@@ -322,18 +244,4 @@ const handlers = {
   verify: async () => ({ type: 'verified', ...(await doVerify()) }),
 };
 
-let queue = Promise.resolve();
-self.onmessage = (ev) => {
-  const msg = ev.data || {};
-  queue = queue.then(async () => {
-    const handler = handlers[msg.type];
-    try {
-      if (!handler) throw new Error(`unknown request ${msg.type}`);
-      if (msg.type !== 'init' && !cache) throw new Error('not initialised: send init first');
-      postMessage({ id: msg.id, ...(await handler(msg)) });
-    } catch (err) {
-      console.error(err);
-      postMessage({ type: 'error', id: msg.id, request: msg.type, code: err && err.code, message: String(err && err.message || err) });
-    }
-  });
-};
+serveRequests(handlers, () => cache !== null);

@@ -5,7 +5,10 @@
 #      (bench/baseline.c), in one process (bench/bench_native.c, gcc -O2);
 #   2. the wasm build under Node, through the public JS API (bench/bench_node.mjs);
 #   3. Chromium + IndexedDB next to raw IndexedDB (bench/bench_browser.mjs);
-#   4. download size of the .wasm and the JS a browser loads (bench/size.mjs).
+#   4. time to first token through rlxkv/transformers, cold vs warm, and the
+#      adapter's share of a warm start: Node (bench/bench_transformers.mjs)
+#      and Chromium (bench/bench_transformers_browser.mjs);
+#   5. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
 set -euo pipefail
@@ -15,7 +18,8 @@ quick=""
 if [ "${1:-}" = "--quick" ]; then quick="--quick"; fi
 out=build/bench
 mkdir -p "$out"
-rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json
+rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
+  "$out"/transformers-node.json "$out"/transformers-browser.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -39,6 +43,18 @@ echo "== Chromium + IndexedDB"
 if ! node bench/bench_browser.mjs "$out/browser.json" $quick; then
   echo "bench: the browser benchmark failed; BENCHMARKS.md will say it was not measured" >&2
   rm -f "$out/browser.json"
+fi
+
+echo "== transformers.js: time to first token, Node (onnxruntime-node)"
+if ! node --expose-gc bench/bench_transformers.mjs "$out/transformers-node.json" $quick; then
+  echo "bench: the transformers.js Node benchmark failed; BENCHMARKS.md will say it was not measured" >&2
+  rm -f "$out/transformers-node.json"
+fi
+
+echo "== transformers.js: time to first token, Chromium (onnxruntime-web wasm)"
+if ! node bench/bench_transformers_browser.mjs "$out/transformers-browser.json" $quick; then
+  echo "bench: the transformers.js browser benchmark failed; BENCHMARKS.md will say it was not measured" >&2
+  rm -f "$out/transformers-browser.json"
 fi
 
 echo "== size"

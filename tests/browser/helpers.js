@@ -190,9 +190,9 @@ function alive(pid) {
   }
 }
 
-/** Starts the static server (the repo root) on a free port. */
-async function startServer() {
-  const { server, url } = await serve({ port: 0 });
+/** Starts the static server (the repo root; serveOpts: serve()'s, e.g. modelDir) on a free port. */
+async function startServer(serveOpts = {}) {
+  const { server, url } = await serve({ ...serveOpts, port: 0 });
   return {
     url,
     close: () => new Promise((resolve) => {
@@ -207,8 +207,8 @@ async function startServer() {
  * profile; on failure the browser console is added to the error. Everything
  * is closed and removed afterwards, pass or fail.
  */
-export async function withBrowser(fn) {
-  const server = await startServer();
+export async function withBrowser(fn, serveOpts = {}) {
+  const server = await startServer(serveOpts);
   const session = new Session(server.url);
   try {
     await session.launch();
@@ -225,9 +225,27 @@ export async function withBrowser(fn) {
   }
 }
 
-/** A node:test test around withBrowser: fn(t, session). opts: test options. */
-export function browserTest(name, fn, opts = {}) {
-  test(name, { timeout: 90000, ...opts }, (t) => withBrowser((session) => fn(t, session)));
+/** A node:test test around withBrowser: fn(t, session). opts: test options, and `serve` for the server. */
+export function browserTest(name, fn, { serve: serveOpts, ...opts } = {}) {
+  test(name, { timeout: 90000, ...opts }, (t) => withBrowser((session) => fn(t, session), serveOpts));
+}
+
+/**
+ * Refuses (and records in `outside`) every request of the browser that
+ * leaves the test server, workers' included; `seen`, if given, collects the
+ * paths of the local ones. Set again after a restart.
+ */
+export async function localOnly(session, outside, seen = null) {
+  await session.context.route('**/*', (route) => {
+    const url = route.request().url();
+    if (url.startsWith(`${session.url}/`)) {
+      if (seen) seen.push(url.slice(session.url.length));
+      return route.continue();
+    }
+    if (url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
+    outside.push(url);
+    return route.abort();
+  });
 }
 
 /** page.evaluate of T[fn](...args) in the page. */

@@ -1,0 +1,277 @@
+// The demo's transformers.js engine, a module worker: a model folder (ONNX
+// decoder + tokenizer.json + config.json, served by this origin) run by
+// transformers.js on onnxruntime-web's wasm backend, its prompt KV kept by
+// rlxkv/transformers in IndexedDB. Same protocol as worker.js, except:
+//   init   { model, dtype, tjs }  model: the folder's URL path (default the
+//                                 project's test model, build/models/rlxkv-demo/);
+//                                 dtype: transformers.js's (fp32 → onnx/model.onnx,
+//                                 q4 → onnx/model_q4.onnx, ...); tjs: '4' or '3'
+//   verify                        not offered (canVerify: false)
+// Everything is loaded from this origin: transformers.js and onnxruntime-web
+// from node_modules/, the model with allowRemoteModels off.
+import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
+import { layoutOf, kvDtypeOf, cachedGenerate } from '../js/transformers.js';
+import { DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
+import { Origins, cacheInfo, clearCache, hex, now, openCache, round, serveRequests } from './worker-common.js';
+
+export const DEFAULT_MODEL = '/build/models/rlxkv-demo/';
+const LIBS = {
+  4: { lib: '../node_modules/@huggingface/transformers/dist/transformers.min.js', wasm: '../node_modules/onnxruntime-web/dist/' },
+  3: { lib: '../node_modules/transformers-v3/dist/transformers.min.js', wasm: '../node_modules/transformers-v3/node_modules/onnxruntime-web/dist/' },
+};
+const CAP_BYTES = 512 * 1024 * 1024;
+const STORAGE_CAP_BYTES = 256 * 1024 * 1024;
+/** Tokens generated per reply by a model with an end-of-sequence token (it may stop earlier). */
+const CHAT_REPLY_TOKENS = 96;
+
+let rlx = null;
+let tf = null;
+let tokenizer = null;
+let model = null;
+let cache = null;
+let fingerprint = 0n;
+let fingerprintKey = '';
+let chatTemplate = false;
+let defaultSystem = null;    // tokens of the default system prompt's part of a prompt
+let startup = null;
+const origins = new Origins();
+
+const startsWith = (tokens, prefix) => tokens.length >= prefix.length && prefix.every((t, i) => tokens[i] === t);
+const commonPrefix = (a, b) => {
+  let i = 0;
+  while (i < a.length && i < b.length && a[i] === b[i]) i++;
+  return i;
+};
+const numbers = (t) => Array.from(t.data, Number);
+const encode = (text, special = true) => numbers(tokenizer(text, { add_special_tokens: special }).input_ids);
+
+/**
+ * The prompt of one user message: the model's chat template if it has one,
+ * else the demo's (system prompt, then userTurn). `system` is how many of its
+ * first tokens are the system prompt's, the part every message shares.
+ */
+function promptOf(systemText, message) {
+  if (chatTemplate) {
+    const messages = [{ role: 'system', content: systemText }, { role: 'user', content: message }];
+    const tokens = encode(tokenizer.apply_chat_template(messages, { tokenize: false, add_generation_prompt: true }), false);
+    const sys = encode(tokenizer.apply_chat_template(messages.slice(0, 1), { tokenize: false }), false);
+    return { tokens, system: commonPrefix(sys, tokens) };
+  }
+  const tokens = encode(systemText + userTurn(message));
+  return { tokens, system: commonPrefix(encode(systemText), tokens) };
+}
+
+/** The model folder's URL split the way transformers.js wants it: localModelPath + id. */
+function folderOf(path) {
+  const url = new URL(path, self.location.href);
+  if (url.origin !== self.location.origin) throw new Error(`the model folder must be on this server (${self.location.origin}), not ${url.origin}`);
+  const clean = url.pathname.replace(/\/+$/, '');
+  const cut = clean.lastIndexOf('/');
+  return { path: `${clean}/`, base: clean.slice(0, cut + 1), id: clean.slice(cut + 1) };
+}
+
+/**
+ * The cache and the model as cachedGenerate sees them, timing what happens
+ * before the first token: the lookup (cache.lookup, or cache.match where the
+ * cache has it: main's cachedGenerate uses it), the restore (from the
+ * lookup's end until generate starts: the hit's tensors made by the adapter)
+ * and generate's start.
+ */
+function timed(marks) {
+  const lookup = function (...args) {
+    const t0 = now();
+    const hit = cache.lookup(...args);
+    marks.lookupMs = now() - t0;
+    marks.lookupEnd = now();
+    return hit;
+  };
+  // The tiered cache's lookup over memory and storage, where cachedGenerate uses it.
+  const match = async function (...args) {
+    const t0 = now();
+    const hit = await cache.match(...args);
+    marks.lookupMs = now() - t0;
+    marks.lookupEnd = now();
+    return hit;
+  };
+  const generate = function (...args) {
+    marks.generateStart = now();
+    return model.generate(...args);
+  };
+  const forward = (target, fns) => new Proxy(target, {
+    get: (t, p) => {
+      if (Object.hasOwn(fns, p) && typeof t[p] === 'function') return fns[p];
+      const v = Reflect.get(t, p);
+      return typeof v === 'function' ? v.bind(t) : v;
+    },
+  });
+  return { cache: forward(cache, { lookup, match }), model: forward(model, { generate }) };
+}
+
+const info = () => cacheInfo(rlx, cache, origins, {
+  fingerprint,
+  fingerprintKey,
+  decode: (tokens) => tokenizer.decode(Array.from(tokens), { skip_special_tokens: false }),
+  isDefault: (tokens) => startsWith(Array.from(tokens), defaultSystem),
+});
+
+async function doInit({ model: folderPath = DEFAULT_MODEL, dtype = 'fp32', tjs = '4' } = {}) {
+  if (startup) return { ...startup, info: await info() };
+  const lib = LIBS[tjs];
+  if (!lib) throw new Error(`unknown transformers.js version ${tjs} (4 or 3)`);
+  const folder = folderOf(folderPath);
+  const t0 = now();
+  rlx = await init();
+  tf = await import(new URL(lib.lib, import.meta.url).href);
+  tf.env.allowRemoteModels = false;
+  tf.env.allowLocalModels = true;
+  tf.env.localModelPath = folder.base;
+  tf.env.useBrowserCache = false;
+  tf.env.backends.onnx.wasm.wasmPaths = new URL(lib.wasm, import.meta.url).href;
+  const wasmMs = now() - t0;
+
+  const t1 = now();
+  try {
+    tokenizer = await tf.AutoTokenizer.from_pretrained(folder.id);
+    model = await tf.AutoModelForCausalLM.from_pretrained(folder.id, { dtype, device: 'wasm' });
+  } catch (err) {
+    throw new Error(`could not load the model folder ${folder.path} (dtype ${dtype}): ${err && err.message || err}. ` +
+      'It needs config.json, tokenizer.json, tokenizer_config.json and onnx/model.onnx (or the file of the chosen dtype).');
+  }
+  chatTemplate = Boolean(tokenizer.chat_template);
+  // One short run so the first timed reply does not pay ORT's first-run setup.
+  await model.generate({ input_ids: tokenizer('Hi').input_ids, max_new_tokens: 1, do_sample: false });
+  const modelMs = now() - t1;
+
+  const layout = layoutOf(model.config);
+  const kvDtype = kvDtypeOf(model);
+  fingerprintKey = `transformers.js;${folder.path};dtype=${dtype};kv=${kvDtype};${JSON.stringify(model.config)}`;
+  fingerprint = rlx.fingerprintOf(fingerprintKey);
+  const probe = promptOf(DEFAULT_SYSTEM_PROMPT, 'x');
+  defaultSystem = probe.tokens.slice(0, probe.system);
+
+  const t2 = now();
+  // One IndexedDB mount per model, so no model's blobs are another's stale ones.
+  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, path: `/rlxkv-demo-tjs-${hex(fingerprint).slice(2)}`, storageCapBytes: STORAGE_CAP_BYTES, layout });
+  const openMs = now() - t2;
+  const restore = cache.restoreReport;
+  for (const e of cache.entries()) origins.remember(e.tokens, 'IndexedDB');
+
+  const c = model.config;
+  startup = {
+    engine: 'transformers.js',
+    modelName: `${folder.path} on transformers.js ${tf.env.version} (${c.model_type}, ${layout.layers} layers, ${layout.heads} KV heads of ${layout.headDim}, ${kvDtype} KV, dtype ${dtype})`,
+    model: folder.path,
+    dtype,
+    tjsVersion: tf.env.version,
+    chatTemplate,
+    kvDtype,
+    canVerify: false,
+    wasmMs: round(wasmMs),
+    modelMs: round(modelMs),
+    openMs: round(openMs),
+    restore,
+    restoredEntries: restore ? restore.loaded : 0,
+    storage: cache.storage,
+    openError: cache.openError || null,
+    asset: { status: 'none', ms: 0, tokens: 0, bytes: 0, error: null },
+    defaultTokens: defaultSystem.length,
+    defaultCached: cache.entries().some((e) => startsWith(Array.from(e.tokens), defaultSystem)),
+  };
+  return { ...startup, info: await info() };
+}
+
+/** Keeps one pinned entry per system prompt in use (the default's and the latest custom one's). */
+function pinFor(system, inserted) {
+  const entries = cache.entries().map((e) => ({ ...e, tokens: Array.from(e.tokens) }));
+  const isDefault = system.length === defaultSystem.length && startsWith(system, defaultSystem);
+  if (!isDefault) {
+    for (const e of entries) {
+      if (e.pinned && !startsWith(e.tokens, defaultSystem) && !startsWith(e.tokens, system)) cache.unpin(e.tokens);
+    }
+  }
+  if (!entries.some((e) => e.pinned && startsWith(e.tokens, system)) && cache.has(inserted)) cache.pin(inserted);
+}
+
+async function doSend({ id, system: systemText, message }) {
+  const t0 = now();
+  const { tokens, system } = promptOf(String(systemText), String(message));
+  const marks = {};
+  const view = timed(marks);
+  const generated = [];
+  let text = '', ttftMs = 0, seenPrompt = false;
+  const streamer = {
+    put(ids) {
+      if (!seenPrompt) { seenPrompt = true; return; } // generate's first put is the prompt
+      const tok = Number(ids[0][0]);
+      if (!generated.length) { ttftMs = now() - t0; marks.firstToken = now(); }
+      generated.push(tok);
+      const all = tokenizer.decode(generated, { skip_special_tokens: true });
+      const piece = all.slice(text.length);
+      text = all;
+      postMessage({ type: 'token', id, index: generated.length - 1, text: piece, ttftMs: generated.length === 1 ? round(ttftMs) : undefined });
+    },
+    end() {},
+  };
+  const maxNew = model.config.eos_token_id == null ? REPLY_TOKENS : CHAT_REPLY_TOKENS;
+  const input_ids = new tf.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, tokens.length]);
+  const out = await cachedGenerate(view.model, view.cache, { input_ids, max_new_tokens: maxNew, do_sample: false, streamer }, { transformers: tf });
+  const genMs = now() - (marks.firstToken ?? now());
+  const matched = out.reused;
+  const from = matched > 0 ? origins.of(tokens, matched) : null;
+  const source = matched === 0 ? 'computed' : from ? from.origin : 'memory';
+
+  // What the run inserted: the prompt and the reply but its last token.
+  const sequences = numbers(out.sequences);
+  const inserted = sequences.slice(0, sequences.length - 1);
+  origins.remember(inserted, 'memory', 'computed');
+  const ti = now();
+  pinFor(tokens.slice(0, system), inserted);
+  const insertMs = now() - ti;
+  let flushError = null;
+  const tf0 = now();
+  try {
+    await cache.flush();
+  } catch (err) {
+    flushError = `${err.code || 'ERROR'}: ${err.message}`;
+  }
+  const flushMs = now() - tf0;
+  if (from) origins.remember(from.tokens, 'memory');
+
+  const restoreMs = marks.lookupEnd && marks.generateStart ? marks.generateStart - marks.lookupEnd : 0;
+  return {
+    id,
+    text,
+    reply: text,
+    replyTokens: generated,
+    promptTokens: tokens.length,
+    systemTokens: system,
+    matched,
+    prefilled: tokens.length - matched,
+    source,
+    kind: matched > 0 ? 'warm' : 'cold',
+    lookupMs: round(marks.lookupMs ?? 0),
+    convertMs: round(matched > 0 ? restoreMs : 0),
+    prefillMs: round((marks.firstToken ?? now()) - (marks.generateStart ?? t0)),
+    ttftMs: round(ttftMs),
+    genMs: round(genMs),
+    insertMs: round(insertMs),
+    flushMs: round(flushMs),
+    inserted: true,
+    flushError,
+    totalMs: round(now() - t0),
+    restoreMs: startup.openMs,
+    info: await info(),
+  };
+}
+
+async function doClear() {
+  return { ...(await clearCache(cache, origins)), info: await info() };
+}
+
+serveRequests({
+  init: async (msg) => ({ type: 'ready', ...(await doInit(msg)) }),
+  send: async (msg) => ({ type: 'done', ...(await doSend(msg)) }),
+  info: async () => ({ type: 'info', info: await info() }),
+  clear: async () => ({ type: 'cleared', ...(await doClear()) }),
+  verify: async () => { throw new Error('verify is the built-in engine\'s (it recomputes the shipped asset)'); },
+}, () => cache !== null);

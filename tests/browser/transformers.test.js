@@ -1,0 +1,68 @@
+// rlxkv/transformers in Chromium: transformers.js (4.3.x and 3.8.x, served
+// from node_modules) on onnxruntime-web's wasm backend runs the demo
+// transformer exported to ONNX (build/models/, f32 and f16 KV). A first
+// visit generates greedily into an empty cache, flushed to IndexedDB; after
+// a page reload (4.x) or a browser restart on the same profile (3.x) the
+// same prompt is restored from IndexedDB and gives exactly the cold tokens,
+// and a second user turn reuses the whole first turn. Every request to
+// another origin is refused and fails the test.
+import assert from 'node:assert/strict';
+import { browserTest, call, localOnly } from './helpers.js';
+
+const PAGE = '/tests/browser/pages/transformers.html';
+const MODELS = [['rlxkv-demo', 'f32'], ['rlxkv-demo-f16kv', 'f16']];
+const VERSIONS = [
+  { v: '4', major: '4.3.', again: 'reload' },
+  { v: '3', major: '3.8.', again: 'restart' },
+];
+
+/** T[fn](id) in the page, its failure kept as { error } so the other cases still run. */
+const attempt = (page, fn, id) => call(page, fn, id).catch((err) => ({ error: String(err.message).split('\n')[0] }));
+
+for (const { v, major, again } of VERSIONS) {
+  browserTest(`transformers.js ${v}.x: warm tokens after a ${again} equal the cold run's, f32 and f16 KV`, async (t, session) => {
+    const outside = [];
+    await localOnly(session, outside);
+    let page = await session.open(`${PAGE}?v=${v}`);
+    const version = await page.evaluate(() => window.T.tjsVersion);
+    assert.ok(version.startsWith(major), `transformers.js ${version}`);
+    t.diagnostic(`transformers.js ${version}, Float16Array: ${await page.evaluate(() => window.T.float16Array)}`);
+
+    const cold = {}, warm = {};
+    for (const [id] of MODELS) cold[id] = await attempt(page, 'cold', id);
+    if (again === 'reload') {
+      await session.reload(page);
+    } else {
+      await session.restart();
+      await localOnly(session, outside);
+      page = await session.open(`${PAGE}?v=${v}`);
+    }
+    for (const [id] of MODELS) warm[id] = await attempt(page, 'warm', id);
+    assert.deepEqual(outside, [], 'nothing requested from other origins');
+
+    for (const [id, dtype] of MODELS) {
+      await t.test(`${dtype} KV (${id})`, () => {
+        const c = cold[id], w = warm[id];
+        assert.equal(c.error, undefined, `cold run: ${c.error}`);
+        assert.equal(c.storage, 'idb');
+        assert.equal(c.restored, 0);
+        assert.equal(c.turn.reused, 0, 'nothing cached on a first visit');
+        assert.deepEqual(c.turn.tokens, c.expected, 'cachedGenerate = generate on a miss');
+        assert.deepEqual(c.entries, [{ tokens: c.turn.prompt + c.turn.tokens.length - 1, dtype }]);
+
+        assert.equal(w.error, undefined, `warm run: ${w.error}`);
+        assert.equal(w.storage, 'idb');
+        assert.equal(w.restored, 1, 'the entry came back from IndexedDB');
+        assert.deepEqual(w.entriesAtOpen, c.entries);
+        assert.ok(w.again.reused > 0);
+        assert.equal(w.again.reused, w.again.prompt - 1, 'all but the last prompt token restored');
+        assert.deepEqual(w.again.tokens, c.expected, 'warm tokens = cold tokens');
+        assert.deepEqual(w.againExpected, c.expected);
+        // The next user turn: the first turn's prompt and reply are reused.
+        assert.equal(w.second.reused, w.again.sequences.length - 1);
+        assert.deepEqual(w.second.tokens, w.secondExpected);
+        assert.ok(w.entries.every((e) => e.dtype === dtype), JSON.stringify(w.entries));
+      });
+    }
+  }, { timeout: 120_000 });
+}
