@@ -8,7 +8,11 @@
 #   4. time to first token through rlxkv/transformers, cold vs warm, and the
 #      adapter's share of a warm start: Node (bench/bench_transformers.mjs)
 #      and Chromium (bench/bench_transformers_browser.mjs);
-#   5. download size of the .wasm and the JS a browser loads (bench/size.mjs).
+#   5. storage tiers: open time against store size, hit-load against the raw
+#      read, memory, event-loop stalls in Node (bench/bench_tiers.mjs) and
+#      IndexedDB in Chromium (bench/bench_tiers_browser.mjs); f16 vs f32 and
+#      the public insert (bench/bench_insert.mjs);
+#   6. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
 set -euo pipefail
@@ -19,7 +23,8 @@ if [ "${1:-}" = "--quick" ]; then quick="--quick"; fi
 out=build/bench
 mkdir -p "$out"
 rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
-  "$out"/transformers-node.json "$out"/transformers-browser.json
+  "$out"/transformers-node.json "$out"/transformers-browser.json \
+  "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -56,6 +61,16 @@ if ! node bench/bench_transformers_browser.mjs "$out/transformers-browser.json" 
   echo "bench: the transformers.js browser benchmark failed; BENCHMARKS.md will say it was not measured" >&2
   rm -f "$out/transformers-browser.json"
 fi
+
+for b in "tiers:--expose-gc bench/bench_tiers.mjs" "tiers_browser:bench/bench_tiers_browser.mjs" "insert:--expose-gc bench/bench_insert.mjs"; do
+  name=${b%%:*}
+  echo "== storage tiers, f16, insert: $name"
+  # shellcheck disable=SC2086
+  if ! node ${b#*:} "$out/$name.json" $quick; then
+    echo "bench: $name failed; BENCHMARKS.md will say it was not measured" >&2
+    rm -f "$out/$name.json"
+  fi
+done
 
 echo "== size"
 node bench/size.mjs "$out/size.json"
