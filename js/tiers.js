@@ -87,7 +87,10 @@ export class TieredStore {
       this.#known.set(r.name, r);
       if (r.status === 'corrupt') { report.corrupt++; continue; }
       if (r.fingerprint !== this.#fp) { r.status = 'stale'; report.stale++; continue; }
-      if (this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.skipped++; continue; }
+      // A blob under a name not its own (copied in by hand) is left alone:
+      // saves would write its entry under the right name beside it. (The
+      // index only ever records names its writer gave.)
+      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.skipped++; continue; }
       const st = this.#native.putStored(r.tokens, r.dtype, r.nValues, r.rowMajor);
       if (st < 0) { report.skipped++; continue; }
       report.loaded++;
@@ -371,11 +374,14 @@ function recordOf(name, bytes, lastUse, info) {
 // ---- the IndexedDB index record --------------------------------------
 // 'RLXKVIX1', u32 count, then per blob: u8 name length, name (ASCII), u8
 // status (0 ok/stale, 1 corrupt), u8 dtype (0 f32, 1 f16), u8 rowMajor,
-// u8 0, u64 fingerprint, f64 bytes, f64 nValues, f64 lastUse, u32 n, u32 tokens[n].
+// u8 0, u64 fingerprint, f64 bytes, f64 nValues, f64 lastUse, u32 n, zero
+// bytes up to a multiple of 4, u32 tokens[n]: aligned, so that opening
+// takes each prompt's tokens as one view, not token by token.
+const pad4 = (at) => (at + 3) & ~3;
 
 function encodeIndex(map) {
   let size = 12;
-  for (const r of map.values()) size += 1 + r.name.length + 4 + 8 + 24 + 4 + 4 * (r.tokens ? r.tokens.length : 0);
+  for (const r of map.values()) size = pad4(size + 1 + r.name.length + 4 + 8 + 24 + 4) + 4 * (r.tokens ? r.tokens.length : 0);
   const out = new Uint8Array(size);
   const dv = new DataView(out.buffer);
   for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
@@ -393,8 +399,9 @@ function encodeIndex(map) {
     dv.setFloat64(at, r.nValues ?? 0, true); at += 8;
     dv.setFloat64(at, r.lastUse, true); at += 8;
     const n = r.tokens ? r.tokens.length : 0;
-    dv.setUint32(at, n, true); at += 4;
-    for (let i = 0; i < n; i++, at += 4) dv.setUint32(at, r.tokens[i], true);
+    dv.setUint32(at, n, true); at = pad4(at + 4);
+    if (n) new Uint32Array(out.buffer, at, n).set(r.tokens); // little-endian hosts (all that run wasm)
+    at += 4 * n;
   }
   return out;
 }
@@ -404,7 +411,8 @@ function parseIndex(bytes) {
   const map = new Map();
   if (!bytes || bytes.length < 12) return map;
   for (let i = 0; i < 8; i++) if (bytes[i] !== INDEX_MAGIC.charCodeAt(i)) return map;
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.length);
+  const aligned = bytes.byteOffset % 4 ? bytes.slice() : bytes; // token views need it
+  const dv = new DataView(aligned.buffer, aligned.byteOffset, aligned.length);
   try {
     let at = 12;
     for (let k = dv.getUint32(8, true); k > 0; k--) {
@@ -417,12 +425,12 @@ function parseIndex(bytes) {
       const size = dv.getFloat64(at, true); at += 8;
       const nValues = dv.getFloat64(at, true); at += 8;
       const lastUse = dv.getFloat64(at, true); at += 8;
-      const n = dv.getUint32(at, true); at += 4;
+      const n = dv.getUint32(at, true); at = pad4(at + 4);
       if (at + 4 * n > bytes.length) return new Map();
-      const tokens = new Uint32Array(n);
-      for (let i = 0; i < n; i++, at += 4) tokens[i] = dv.getUint32(at, true);
+      const tokens = new Uint32Array(aligned.buffer, aligned.byteOffset + at, n);
+      at += 4 * n;
       map.set(name, corrupt ? { name, bytes: size, lastUse, fingerprint: null, status: 'corrupt' }
-        : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor });
+        : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor, indexed: true });
     }
   } catch {
     return new Map(); // a RangeError past the end: damaged
