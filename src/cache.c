@@ -638,8 +638,8 @@ static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     /* The labels that borrowed e's tokens, a run from n up, move to another
      * entry below n (an entry-less node left standing has two children). */
     if (n != c->root && !n->entry) rebase(c, n, e->tokens, base_of(n->kids[0]));
+    if (!is_stub(e)) c->generation++; /* a stored-only entry has no values to view */
     rlxkv_entry_free(e);
-    c->generation++;
 }
 
 /* Frees x's subtree and its entries, without recursion: the tree can be as
@@ -774,7 +774,7 @@ uint64_t rlxkv_cache_fingerprint(const rlxkv_cache *c) { return c ? c->fingerpri
 uint64_t rlxkv_cache_generation(const rlxkv_cache *c) { return c ? c->generation : 0; }
 
 int rlxkv_cache_set_layout(rlxkv_cache *c, const rlxkv_layout *layout) {
-    if (!c || !layout || c->entries) return RLXKV_ERR_INVALID;
+    if (!c || !layout || c->entries || c->stored_entries) return RLXKV_ERR_INVALID;
     if (layout->order == RLXKV_ORDER_ANY) {
         c->layout = (rlxkv_layout){RLXKV_ORDER_ANY, 0, 0, 0};
         return RLXKV_OK;
@@ -899,7 +899,15 @@ int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,
     if (n_layers > SIZE_MAX / (2 * sizeof(size_t))) return RLXKV_ERR_INVALID;
     for (size_t l = 0; l < n_layers; l++)
         if ((!k[l] && k_lens[l]) || (!v[l] && v_lens[l])) return RLXKV_ERR_INVALID;
-    if (!c->cap_bytes) return RLXKV_OK; /* off: no point copying */
+    if (!c->cap_bytes) {
+        /* Off: no point copying, but the same verdict as put's. */
+        if (c->layout.order == RLXKV_ORDER_ANY) return RLXKV_OK;
+        size_t want = rlxkv_layout_block_len(&c->layout, n_tokens);
+        if (c->layout.layers && n_layers != c->layout.layers) return RLXKV_ERR_SHAPE;
+        for (size_t l = 0; l < n_layers; l++)
+            if (k_lens[l] != want || v_lens[l] != want) return RLXKV_ERR_SHAPE;
+        return RLXKV_OK;
+    }
 
     int st;
     size_t *lens = malloc(2 * n_layers * sizeof *lens + 1); /* + 1: never malloc(0) */

@@ -167,7 +167,8 @@ void rlxkv_cache_free(rlxkv_cache *c);   /* NULL: a harmless no-op */
 uint64_t rlxkv_cache_fingerprint(const rlxkv_cache *c);
 
 /* Declares the shape of every block this cache will hold (see Layouts).
- * Only while the cache is empty: RLXKV_ERR_INVALID otherwise, or for a
+ * Only while the cache is empty (of resident and stored-only entries):
+ * RLXKV_ERR_INVALID otherwise, or for a
  * layout with a zero head count or head size, or one whose row overflows. */
 int rlxkv_cache_set_layout(rlxkv_cache *c, const rlxkv_layout *layout);
 /* The cache's layout (order ANY when none was set). */
