@@ -1032,6 +1032,53 @@ static void clear_with_the_stored_index_keeps_what_is_stored(void) {
     rlxkv_cache_free(c);
 }
 
+/* ---- deviations the model found (each fails until cache.c is fixed) ----- */
+
+/* The generation tells when borrowed resident entries went: freeing a
+ * stored-only entry (which has no values to borrow) moves it in no other
+ * call, and should not in remove either. */
+static void generation_moves_only_when_a_resident_entry_is_freed(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2), RLXKV_F32, 8, 1), RLXKV_OK);
+    uint64_t g = rlxkv_cache_generation(c);
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2), RLXKV_F32, 16, 1), RLXKV_OK); /* replaced */
+    CHECK_EQ(rlxkv_cache_generation(c), g);
+    CHECK_EQ(put_kv(c, TOKS(1, 2), 0), RLXKV_OK);                                 /* loaded */
+    CHECK_EQ(rlxkv_cache_generation(c), g);
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(3), RLXKV_F32, 8, 1), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(3)), RLXKV_OK);                           /* stored-only */
+    CHECK_EQ(rlxkv_cache_generation(c), g);                                       /* fails: g + 1 */
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2)), RLXKV_OK);                        /* resident */
+    CHECK(rlxkv_cache_generation(c) > g);
+    rlxkv_cache_free(c);
+}
+
+/* rlxkv_cache_insert is put with copying: with cap 0 too, a misshaped
+ * entry is refused with SHAPE rather than silently dropped. */
+static void insert_with_cap_0_refuses_a_misshaped_entry_as_put_does(void) {
+    rlxkv_cache *c = rlxkv_cache_new(0, 0);
+    rlxkv_layout l = {RLXKV_TOKEN_MAJOR, 1, 2, 0};
+    const float k[3] = {1, 2, 3};
+    const void *kp = k;
+    size_t len = 3; /* one token takes 2 values */
+    size_t lens[2] = {3, 3};
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, make(TOKS(1), 1, lens, 0)), RLXKV_ERR_SHAPE);
+    CHECK_EQ(rlxkv_cache_insert(c, TOKS(1), 1, RLXKV_F32, &kp, &len, &kp, &len), RLXKV_ERR_SHAPE); /* fails: OK */
+    rlxkv_cache_free(c);
+}
+
+/* A layout is for an empty cache: stored-only entries were recorded under
+ * the old one (their trimmability, their order), so they count too. */
+static void set_layout_refuses_a_cache_holding_stored_only_entries(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_layout l = {RLXKV_TOKEN_MAJOR, 1, 2, 0};
+    CHECK_EQ(rlxkv_cache_put_stored(c, TOKS(1, 2, 3), RLXKV_F32, 7, 0), RLXKV_OK); /* not trimmable */
+    CHECK_EQ(rlxkv_cache_set_layout(c, &l), RLXKV_ERR_INVALID); /* fails: OK */
+    CHECK(consistent(c));                                        /* fails: the entry's order is ANY */
+    rlxkv_cache_free(c);
+}
+
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
     RUN(no_match_returns_none);
@@ -1062,6 +1109,9 @@ int main(void) {
     RUN(evicting_a_stored_entry_leaves_it_stored_only);
     RUN(match_prefers_a_resident_hit_of_equal_length);
     RUN(clear_with_the_stored_index_keeps_what_is_stored);
+    RUN(generation_moves_only_when_a_resident_entry_is_freed);
+    RUN(insert_with_cap_0_refuses_a_misshaped_entry_as_put_does);
+    RUN(set_layout_refuses_a_cache_holding_stored_only_entries);
     RUN(iteration_is_pinned_first_then_most_recent);
     RUN(entries_are_dirty_until_marked_clean);
     RUN(stats_count_hits_misses_and_reuse);
