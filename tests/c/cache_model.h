@@ -65,6 +65,10 @@
  *   Generation. Changes (grows) in exactly the steps that free a resident
  *   entry (replace, evict, remove, clear).
  *
+ *   Serial. rlxkv_entry_serial of an entry a put or put_stored made is
+ *   the count of puts and put_storeds that stored something, at that one
+ *   (a stored-only entry left by eviction or clear is not checked).
+ *
  * After every step the program compares the return value, the hit (entry,
  * matched, spans, copy), the stats, the layout, the generation, the whole
  * entry set and order through rlxkv_cache_next (pinned, then most recent
@@ -604,6 +608,9 @@ static int cm_same_entry(cm_run *r, const rlxkv_entry *x, const cm_entry *e) {
         return cm_fail(r, "pin flag differs (model %d, resident %d)", e->pinned, e->resident);
     if (rlxkv_cache_is_dirty(c, x) != (e->resident && e->dirty))
         return cm_fail(r, "dirty flag differs (model %d)", e->dirty);
+    if (e->serial && rlxkv_entry_serial(x) != e->serial)
+        return cm_fail(r, "serial %u, model %u (resident %d)", (unsigned)rlxkv_entry_serial(x), (unsigned)e->serial,
+                       e->resident);
     if (!e->resident) {
         CM_REQUIRE(r, rlxkv_entry_n_layers(x) == 0);
         return 1;
