@@ -1099,9 +1099,9 @@ static int cm_step(cm_run *r) {
                                       (unsigned long long)now);
         int either = CM_TOLERATE_STORED_FREE_GENERATION && r->m.freed_stored && !r->m.freed_resident;
         if (!either && (now != gen) != r->m.freed_resident)
-            return cm_fail(r, "generation %s (%llu to %llu), but the model %s a resident entry",
+            return cm_fail(r, "generation %s (%llu to %llu), but the model %s",
                            now != gen ? "moved" : "stayed", (unsigned long long)gen, (unsigned long long)now,
-                           r->m.freed_resident ? "freed" : "freed no");
+                           r->m.freed_resident ? "freed a resident entry" : "freed no resident entry");
         if (now != gen) CM_COUNT(generation_moved);
     }
     if (r->m.n > 64) {
