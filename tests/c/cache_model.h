@@ -121,28 +121,15 @@ typedef struct cm_model {
     int freed_stored;                /* this step freed a stored-only entry */
 } cm_model;
 
-/* Known deviations of src/cache.c from the rules above, each with a unit
- * test in tests/c/test_cache.c that fails while it stands. Set to 1, the
- * program steps around it (so that the fuzzer can look for others); set
- * each to 0 once cache.c is fixed.
- *
- * STORED_FREE_GENERATION: remove() of a stored-only entry moves the
- *   generation (drop() counts every free), though put_stored and a put that
- *   replace one do not. Tolerated: a step that frees stored-only entries
- *   and no resident one may move it or not.
- *   (generation_moves_only_when_a_resident_entry_is_freed)
- * INSERT_CAP0_SHAPE: with cap 0, rlxkv_cache_insert returns OK for an
- *   entry that does not fit the layout, where rlxkv_cache_put returns
- *   SHAPE. Tolerated: insert with cap 0 returns OK.
- *   (insert_with_cap_0_refuses_a_misshaped_entry_as_put_does)
- * LAYOUT_WITH_STORED: set_layout succeeds while stored-only entries are
- *   held (it counts resident entries only); they keep the old layout's
- *   order and trimmability and rlxkv_cache_check fails. Tolerated: the
- *   program does not call set_layout then.
- *   (set_layout_refuses_a_cache_holding_stored_only_entries) */
-#define CM_TOLERATE_STORED_FREE_GENERATION 1
-#define CM_TOLERATE_INSERT_CAP0_SHAPE 1
-#define CM_TOLERATE_LAYOUT_WITH_STORED 1
+/* Deviations of src/cache.c from the rules above, found by this model and
+ * fixed (each has a unit test in tests/c/test_cache.c): a remove of a
+ * stored-only entry moved the generation; rlxkv_cache_insert with cap 0
+ * returned OK for an entry that does not fit the layout; set_layout
+ * succeeded beside stored-only entries. Set one to 1 to step around it
+ * again, should it come back while the fuzzer looks for others. */
+#define CM_TOLERATE_STORED_FREE_GENERATION 0
+#define CM_TOLERATE_INSERT_CAP0_SHAPE 0
+#define CM_TOLERATE_LAYOUT_WITH_STORED 0
 
 static size_t cm_vsize(int dtype) { return dtype == RLXKV_F16 ? 2 : 4; }
 static size_t cm_bytes_of(const cm_entry *e) { return e->n_values * cm_vsize(e->dtype); }
