@@ -109,6 +109,7 @@ struct rlxkv_cache {
     rlxkv_layout layout;
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
+    uint32_t puts;            /* serials of entries (wraps) */
 };
 
 /* ---- recency lists ---------------------------------------------------- */
@@ -794,6 +795,7 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     if (trimmable(c, e)) e->flags |= RLXKV_ENTRY_TRIMMABLE;
     e->order = (uint8_t)c->layout.order;
     e->heads = (uint32_t)c->layout.heads;
+    e->serial = ++c->puts;
     if (old) {
         swap_entry(c, n, e, pinned);
     } else {
@@ -827,6 +829,7 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
         s->flags |= RLXKV_ENTRY_TRIMMABLE;
     s->order = (uint8_t)c->layout.order;
     s->heads = (uint32_t)c->layout.heads;
+    s->serial = ++c->puts;
     if (n && n->entry) {
         s->flags |= n->entry->flags & RLXKV_ENTRY_PIN_ON_LOAD;
         swap_entry(c, n, s, 0);

@@ -102,6 +102,7 @@ size_t rlxkv_entry_n_tokens(const rlxkv_entry *e) { return e->n_tokens; }
 size_t rlxkv_entry_n_layers(const rlxkv_entry *e) { return e->n_layers; }
 size_t rlxkv_entry_n_values(const rlxkv_entry *e) { return e->n_values; }
 int rlxkv_entry_dtype(const rlxkv_entry *e) { return e->dtype; }
+uint32_t rlxkv_entry_serial(const rlxkv_entry *e) { return e->serial; }
 size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e) { return e->n_values * rlxkv_entry_value_size(e); }
 const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e) { return e->tokens; }
 const void *rlxkv_entry_data(const rlxkv_entry *e) { return e->kv; }

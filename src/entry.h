@@ -20,6 +20,7 @@ struct rlxkv_entry {
     uint8_t dtype;                   /* rlxkv_dtype */
     uint8_t order;                   /* rlxkv_order, stamped by the cache's layout */
     uint32_t heads;                  /* the layout's heads (HEAD_MAJOR), else 0 */
+    uint32_t serial;                 /* the cache's count of puts when this one was put */
     size_t n_tokens;
     size_t n_layers;
     size_t n_values;

@@ -85,6 +85,9 @@ void rlxkv_entry_free(rlxkv_entry *e);   /* NULL: a harmless no-op */
 size_t rlxkv_entry_n_tokens(const rlxkv_entry *e);
 size_t rlxkv_entry_n_layers(const rlxkv_entry *e);
 int rlxkv_entry_dtype(const rlxkv_entry *e);               /* rlxkv_dtype */
+/* Set by every put from a count of the cache's puts: tells an entry from
+ * one of the same tokens that replaced it (e.g. while a save was under way). */
+uint32_t rlxkv_entry_serial(const rlxkv_entry *e);
 size_t rlxkv_entry_n_values(const rlxkv_entry *e);         /* sum of block lengths */
 size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e);         /* n_values * dtype size: the budget unit */
 const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e);  /* borrowed */
