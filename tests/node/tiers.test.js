@@ -167,3 +167,30 @@ async function blobName(rlx, tokens) {
   await c.close();
   return readdirSync(dir)[0];
 }
+
+test('copyStore moves a store from a directory to IndexedDB and back, every blob byte for byte', async () => {
+  const dir = await storeOf('fs', 5);
+  const rlx = await page();
+  // Another fingerprint's blob travels too.
+  const other = await rlx.openCache({ capBytes: 1 << 24, fingerprint: 0xbeefn, storage: 'fs', path: dir });
+  other.insert(range(77, 8), kv(77));
+  await other.close();
+  const idb = freshPath();
+  const there = await rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'idb', path: idb });
+  assert.equal(there.copied, 6);
+  const inIdb = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'idb', path: idb });
+  assert.deepEqual(inIdb.restoreReport, { loaded: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0 });
+  for (let i = 0; i < 5; i++) {
+    const hit = await inIdb.match(range(1000 * i, 9));
+    assert.equal(hit?.matched, 8);
+    assert.deepEqual(hit.k[0], kv(i).k[0]);
+  }
+  await inIdb.close({ flush: false });
+  const back = tempDir();
+  assert.deepEqual(await rlx.copyStore({ storage: 'idb', path: idb }, { storage: 'fs', path: back }), there);
+  const names = (d) => readdirSync(d).filter((n) => n.endsWith('.rlxkv')).sort();
+  assert.deepEqual(names(back), names(dir));
+  for (const n of names(dir)) assert.ok(execFileSync('cmp', [join(dir, n), join(back, n)]).length === 0, `${n} unchanged`);
+  await assert.rejects(rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'none' }), RangeError);
+  await assert.rejects(rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'fs', path: dir }), RangeError);
+});
