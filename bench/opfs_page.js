@@ -105,7 +105,7 @@ export async function windowPhase({ size, entry }) {
   };
 }
 
-/** In a fresh worker: the bare sync-handle read (into a ready buffer; and with opening the handle), then the hit-load. */
+/** In a fresh worker: the bare sync-handle read (into a ready buffer; and with opening the handle), then the hit-load, cold and warm heap. */
 export async function workerPhase({ size, entry }) {
   const rlx = await init(entry);
   const h = await opfsFile(size);
@@ -117,5 +117,7 @@ export async function workerPhase({ size, entry }) {
     bare_read: read,
     bare_open_read: open_ms + read,
     opfs_worker_hit: await hitLoad(rlx, 'opfs', size),
+    // Again on the same instance: the heap has grown and its pages are touched (steady state).
+    opfs_worker_hit_warm: await hitLoad(rlx, 'opfs', size),
   };
 }

@@ -175,7 +175,7 @@ export function blobHead(head, size) {
  * values). Throws RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT.
  */
 export function blobSpans(readAt, size, expectFp, headBytes = 64 << 10) {
-  let head = readAt(0, Math.min(size, headBytes));
+  const head = readAt(0, Math.min(size, Math.max(headBytes, HEAD)));
   // The bytes [at, at + n), from the first read when it holds them.
   const bytesAt = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : readAt(at, n));
   const len = size;

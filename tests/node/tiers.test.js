@@ -194,3 +194,28 @@ test('copyStore moves a store from a directory to IndexedDB and back, every blob
   await assert.rejects(rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'none' }), RangeError);
   await assert.rejects(rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'fs', path: dir }), RangeError);
 });
+
+test('blobSpans (the read-into-the-heap path) judges blobs as decodeBlob does', async () => {
+  const { encodeBlob, decodeBlob, blobSpans } = await import('../../js/blob.js');
+  const blocks = [new Float32Array(6), new Float32Array(3), new Float32Array(6), new Float32Array(0)];
+  const base = encodeBlob(Uint32Array.of(1, 2, 3), blocks, 9n);
+  const good = blobSpans((at, n) => base.subarray(at, at + n), base.length, 9n);
+  assert.deepEqual([...good.tokens], [1, 2, 3]);
+  assert.deepEqual(good.spans.map(([, n]) => n), blocks.map((b) => b.length));
+  let x = 1;
+  const rnd = (n) => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return (x >>> 0) % n; };
+  const outcome = (f) => { try { return f() === null ? 'stale' : 'ok'; } catch (e) { return e.code || e.name; } };
+  for (let t = 0; t < 20000; t++) {
+    let b = base.slice();
+    const k = rnd(4);
+    if (k === 0) b = b.slice(0, rnd(b.length + 1));
+    else if (k === 1) { const c = new Uint8Array(b.length + rnd(9)); c.set(b); b = c; }
+    for (let m = rnd(3); m >= 0; m--) b[rnd(b.length || 1)] ^= 1 << rnd(8);
+    const fp = rnd(3) === 0 ? undefined : 9n;
+    const want = outcome(() => decodeBlob(b, fp));
+    const got = outcome(() => blobSpans((at, n) => b.subarray(at, at + n), b.length, fp, [8, 40, 4096][rnd(3)]));
+    // RLXKVF16 is a valid magic to blobSpans (its values are read, not decoded here).
+    if (want === 'BAD_MAGIC' && got === 'ok' && String.fromCharCode(...b.subarray(0, 8)) === 'RLXKVF16') continue;
+    assert.equal(got, want, `mutation ${t}`);
+  }
+});
