@@ -163,3 +163,60 @@ export function blobHead(head, size) {
     rowMajor: nTokens > 0 && first % nTokens === 0,
   };
 }
+
+/**
+ * Where the values of a blob lie, for reading them straight into memory
+ * the caller chose (the wasm heap): the structure validated exactly as
+ * decodeBlob does, every length against `size`, without reading a value.
+ * readAt(at, n) returns the n bytes (fewer at the end) from offset `at`.
+ * Returns null for a blob of another fingerprint than expectFp, else
+ * { fingerprint, dtype: 'f32'|'f16', tokens, spans: [[offset, count]] }
+ * (a span per block, K blocks then V blocks, offset in bytes, count in
+ * values). Throws RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT.
+ */
+export function blobSpans(readAt, size, expectFp, headBytes = 64 << 10) {
+  const head = readAt(0, Math.min(size, Math.max(headBytes, HEAD)));
+  // The bytes [at, at + n), from the first read when it holds them.
+  const bytesAt = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : readAt(at, n));
+  const len = size;
+  const f16 = MAGIC_F16.every((m, i) => i >= len || head[i] === m);
+  need(f16 || MAGIC.every((m, i) => i >= len || head[i] === m), 'BAD_MAGIC');
+  need(len >= 16 && head.length >= Math.min(len, HEAD));
+  const fingerprint = blobFingerprint(head);
+  if (expectFp !== undefined && fingerprint !== expectFp) return null;
+  need(len >= HEAD);
+  const dv = new DataView(head.buffer, head.byteOffset, head.length);
+  need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT');
+  const nTokens = getU64(dv, 24);
+  need(nTokens <= (len - HEAD) / 8);
+  const tb = bytesAt(HEAD, 8 * nTokens);
+  need(tb.length === 8 * nTokens);
+  const tdv = new DataView(tb.buffer, tb.byteOffset, tb.length);
+  const tokens = new Uint32Array(nTokens);
+  for (let i = 0; i < nTokens; i++) {
+    need(!tdv.getUint32(8 * i + 4, true), 'CORRUPT');
+    tokens[i] = tdv.getUint32(8 * i, true);
+  }
+  let at = HEAD + 8 * nTokens;
+  const u64At = (p) => {
+    const b = bytesAt(p, 8);
+    need(b.length === 8);
+    return getU64(new DataView(b.buffer, b.byteOffset, 8), 0);
+  };
+  need(len - at >= 8);
+  const nLayers = u64At(at);
+  at += 8;
+  need(nLayers <= (len - at) / 16);
+  const esize = f16 ? 2 : 4;
+  const spans = [];
+  for (let b = 0; b < 2 * nLayers; b++) {
+    need(len - at >= 8);
+    const n = u64At(at);
+    at += 8;
+    need(n <= (len - at) / esize);
+    spans.push([at, n]);
+    at += esize * n;
+  }
+  need(at === len, 'CORRUPT');
+  return { fingerprint, dtype: f16 ? 'f16' : 'f32', tokens, spans };
+}

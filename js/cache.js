@@ -1,5 +1,5 @@
 // The Cache class: a prompt KV-cache living in wasm memory, optionally
-// backed by a store (a directory in Node, IndexedDB in browsers).
+// backed by a store (a directory in Node, IndexedDB or OPFS in browsers).
 import { RlxkvError, STATUS } from '../web/errors.js';
 import { isNode } from '../web/core.js';
 import { NativeCache, DTYPE } from '../web/native-cache.js';
@@ -69,7 +69,7 @@ export class Cache {
   get fingerprint() { return this.#fp; }
   /** The KV layout every entry has ({ order, heads, headDim, layers }), or null. */
   get layout() { return this.#layout; }
-  /** Where entries persist: 'fs', 'idb' or 'none'. */
+  /** Where entries persist: 'fs', 'idb', 'opfs' or 'none'. */
   get storage() { return this.#storage ? this.#storage.kind : 'none'; }
   get closed() { return this.#native.closed; }
 

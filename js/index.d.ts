@@ -163,9 +163,17 @@ export interface CacheOptions {
 }
 
 export interface OpenCacheOptions extends CacheOptions {
-  /** 'idb' (IndexedDB), 'fs' (Node directory), 'auto' (default) or 'none'. */
-  storage?: 'auto' | 'idb' | 'fs' | 'none';
-  /** IndexedDB mount path (default '/rlxkv') or directory (default './rlxkv-cache'). */
+  /**
+   * 'idb' (IndexedDB, IDBFS's record layout), 'opfs' (the Origin Private
+   * File System: in a dedicated worker, sync access handles that read a hit
+   * straight into wasm memory; in a window, File reads and createWritable;
+   * needs FileSystemFileHandle.move() and Web Locks), 'fs' (Node
+   * directory), 'auto' (default: 'idb' in browsers and workers, also where
+   * OPFS exists, so that existing stores and a page and its workers agree;
+   * 'fs' in Node) or 'none'.
+   */
+  storage?: 'auto' | 'idb' | 'opfs' | 'fs' | 'none';
+  /** IndexedDB mount path or OPFS directory under the root (default '/rlxkv'), or Node directory (default './rlxkv-cache'). */
   path?: string;
   /**
    * Byte budget of this fingerprint's stored blobs, which may be far larger than capBytes: the least
@@ -179,10 +187,16 @@ export interface OpenCacheOptions extends CacheOptions {
   preload?: boolean;
 }
 
+/** A store as openCache names it: storage and path (default as openCache's). */
+export interface StorePlace {
+  storage: 'auto' | 'idb' | 'opfs' | 'fs';
+  path?: string;
+}
+
 export interface Cache {
   readonly fingerprint: bigint;
   readonly layout: Required<Layout> | null;
-  readonly storage: 'idb' | 'fs' | 'none';
+  readonly storage: 'idb' | 'opfs' | 'fs' | 'none';
   readonly closed: boolean;
   /** What opening found in storage; null for a memory-only cache. */
   readonly restoreReport: RestoreReport | null;
@@ -296,6 +310,14 @@ export interface Rlxkv {
   createCache(opts: CacheOptions): Cache;
   openCache(opts: OpenCacheOptions): Promise<Cache>;
   openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' }): Promise<Store>;
+  /**
+   * Copies every blob of one store into another, bytes unchanged (every
+   * fingerprint, any status; a blob of the same name is replaced), one blob
+   * in memory at a time: e.g. an 'idb' store to 'opfs' and back. A cache
+   * open on `to` sees them once reopened. Rejects with RlxkvError QUOTA or
+   * IO; blobs copied before stay copied.
+   */
+  copyStore(from: StorePlace, to: StorePlace): Promise<{ copied: number; bytes: number }>;
   /** The RLXKV001 blob of an entry: a new Uint8Array, or the filled start of opts.out. */
   encodeEntry(entry: Entry, fingerprint?: Fingerprint, opts?: EncodeOptions): Uint8Array;
   /** The byte length of encodeEntry(entry), to size an opts.out. */

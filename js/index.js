@@ -6,6 +6,7 @@
 import { loadCore } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
+import { copyBlobs } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore, autoStorage } from '../web/storage.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
@@ -49,9 +50,26 @@ function toEntry(entry) {
   return { tokens, blocks: [...k, ...v] };
 }
 
+const KINDS = ['auto', 'idb', 'opfs', 'fs', 'none'];
+
+/** storage and path of openCache-like options, checked: { kind, path } ('auto' resolved). */
+function storagePlace(opts, name = 'storage') {
+  const storage = opts.storage === undefined ? 'auto' : opts.storage;
+  if (!KINDS.includes(storage)) {
+    throw new RangeError(`${name} must be 'auto', 'idb', 'opfs', 'fs' or 'none', got ${String(storage)}`);
+  }
+  const kind = storage === 'auto' ? autoStorage() : storage;
+  let path = opts.path;
+  if (path === undefined) path = kind === 'fs' ? './rlxkv-cache' : '/rlxkv';
+  if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
+  if (kind === 'idb' || kind === 'opfs') path = idbPath(path);
+  return { kind, path };
+}
+
 /**
- * An IndexedDB mount path as IDBFS writes it: '/' and one or more
- * non-empty segments, no trailing slash (a RangeError naming `path` otherwise).
+ * An IndexedDB mount path as IDBFS writes it (and an OPFS directory under
+ * the root): '/' and one or more non-empty segments, no trailing slash (a
+ * RangeError naming `path` otherwise).
  */
 function idbPath(path) {
   const p = path.startsWith('/') ? path : `/${path}`;
@@ -76,24 +94,17 @@ class Rlxkv {
 
   /**
    * A cache over storage: 'idb' (IndexedDB, the database of mount path
-   * `path`), 'fs' (Node, directory `path`), 'auto' or 'none'. Opening reads
+   * `path`), 'opfs' (the Origin Private File System, directory `path` under
+   * its root), 'fs' (Node, directory `path`), 'auto' or 'none'. Opening reads
    * the store's index, not its KV: stored entries are found by
    * `await cache.match()` and read on a hit; `preload: true` also loads
    * them now, most recent first, while they fit capBytes.
    */
   async openCache(opts) {
     const base = cacheOptions(opts);
-    const storage = opts.storage === undefined ? 'auto' : opts.storage;
-    if (!['auto', 'idb', 'fs', 'none'].includes(storage)) {
-      throw new RangeError(`storage must be 'auto', 'idb', 'fs' or 'none', got ${String(storage)}`);
-    }
-    const kind = storage === 'auto' ? autoStorage() : storage;
+    const { kind, path } = storagePlace(opts);
     const storageCap = opts.storageCapBytes === undefined
       ? Infinity : toByteCount(opts.storageCapBytes, 'storageCapBytes', { infinite: true });
-    let path = opts.path;
-    if (path === undefined) path = kind === 'fs' ? './rlxkv-cache' : '/rlxkv';
-    if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
-    if (kind === 'idb') path = idbPath(path);
     const preload = opts.preload === undefined ? false : opts.preload;
     if (typeof preload !== 'boolean') throw new TypeError('preload must be a boolean');
     const cache = new Cache(this.#core, base);
@@ -119,6 +130,28 @@ class Rlxkv {
     const kind = !opts.storage || opts.storage === 'auto' ? autoStorage() : opts.storage;
     if (kind !== 'fs' && kind !== 'idb') throw new RangeError(`storage must be 'fs' or 'idb' here, got ${String(kind)}`);
     return new Store(await BlobStore.open(this.#core, kind, path));
+  }
+
+  /**
+   * Copies every blob of one store into another, byte for byte (all
+   * fingerprints, any status), one blob in memory at a time, least
+   * recently used first; a blob of the same name in `to` is replaced. From
+   * and to are { storage: 'idb'|'opfs'|'fs', path } as openCache takes
+   * them (not 'none'). A cache open on `to` sees the blobs once reopened.
+   * Rejects with QUOTA or IO; the blobs copied before stay copied.
+   * @returns {Promise<{copied: number, bytes: number}>}
+   */
+  async copyStore(from, to) {
+    const places = [[from, 'from'], [to, 'to']].map(([o, name]) => {
+      toOptions(o, name);
+      const p = storagePlace(o, `${name}.storage`);
+      if (p.kind === 'none') throw new RangeError(`${name}.storage must name a store, got 'none'`);
+      return p;
+    });
+    if (places[0].kind === places[1].kind && places[0].path === places[1].path) {
+      throw new RangeError('from and to are the same store');
+    }
+    return copyBlobs(places[0], places[1]);
   }
 
   /**

@@ -1,17 +1,21 @@
 // Storage as a tier below memory: a cache's blobs in a Node directory
-// (web/fs-blobs.js) or in IndexedDB (web/idb-blobs.js), known to the cache
-// as stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
+// (web/fs-blobs.js), in IndexedDB (web/idb-blobs.js) or in the Origin
+// Private File System (web/opfs-blobs.js), known to the cache as
+// stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
 // hit.
 //
-//   open:  reads the index, never the KV: in Node each blob's first bytes
-//          (tokens and sizes); in IndexedDB one index record, checked
+//   open:  reads the index, never the KV: in a directory (Node, OPFS) each
+//          blob's first bytes (tokens and sizes); in IndexedDB one index record, checked
 //          against the keys, and the blobs it does not describe read once
 //          to repair it (a store written by 0.1.0 has no index at all).
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
+//          A backend with readWith() (OPFS in a worker) reads the blob's
+//          structure first, then its values straight into the new entry's
+//          heap memory: no copy in JS memory.
 //   flush: each dirty entry encoded from the heap and written on its own
-//          (the directory: temporary file + rename; IndexedDB: batches of
+//          (a directory: temporary file + rename or move; IndexedDB: batches of
 //          records and the index in one transaction), then marked clean
 //          if it is still the entry that was encoded.
 //   prune: least recently used first: stored-only entries before resident
@@ -20,7 +24,8 @@ import { RlxkvError } from '../web/errors.js';
 import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
-import { blobHead, decodeBlob, encodeBlob } from './blob.js';
+import { OpfsBlobs } from '../web/opfs-blobs.js';
+import { blobHead, blobSpans, decodeBlob, encodeBlob } from './blob.js';
 import { checkShape } from './args.js';
 
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
@@ -35,12 +40,12 @@ const INDEX_MAGIC = 'RLXKVIX1';
 export class TieredStore {
   /**
    * @param native  web/native-cache.js NativeCache
-   * @param {'fs'|'idb'} kind
+   * @param {'fs'|'idb'|'opfs'} kind
    * @param {string} path
    * @param {{fingerprint: bigint, layout: object|null}} opts
    */
   static async open(native, kind, path, opts) {
-    const blobs = kind === 'fs' ? await FsBlobs.open(path) : await IdbBlobs.open(path);
+    const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
     try {
       await store.#index();
@@ -77,7 +82,7 @@ export class TieredStore {
   // ---- open ------------------------------------------------------------
 
   async #index() {
-    const records = this.#blobs.kind === 'fs' ? await this.#scanDir() : await this.#readIndex();
+    const records = this.#blobs.kind === 'idb' ? await this.#readIndex() : await this.#scanDir();
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
     // Oldest use first, so that the most recently used ends most recent.
@@ -99,7 +104,7 @@ export class TieredStore {
     this.report = report;
   }
 
-  /** Node: every blob's first bytes; temporary files of dead writers swept. */
+  /** A directory (Node, OPFS): every blob's first bytes; temporary files of dead writers swept. */
   async #scanDir() {
     const { blobs: files, temporaries } = await this.#blobs.list();
     const swept = await this.#blobs.sweep(temporaries);
@@ -165,6 +170,7 @@ export class TieredStore {
   }
 
   async #load(name, tokens) {
+    if (this.#blobs.sync) return this.#loadDirect(name, tokens);
     const bytes = await this.#blobs.read(name);
     const record = this.#known.get(name);
     let entry = null;
@@ -188,12 +194,67 @@ export class TieredStore {
     const dtype = entry.dtype ?? (blocks.length && !(blocks[0] instanceof Float32Array) ? 'f16' : 'f32');
     const st = this.#native.put(entry.tokens, blocks, DTYPE[dtype]);
     if (st < 0) throw new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
-    this.#native.markLoaded(entry.tokens);
-    const now = Date.now();
-    if (record) record.lastUse = now;
+    return this.#loaded(name, entry.tokens);
+  }
+
+  async #loaded(name, tokens) {
+    this.#native.markLoaded(tokens);
+    const record = this.#known.get(name);
+    if (record) record.lastUse = Date.now();
     this.#used.add(name);
-    if (this.#blobs.kind === 'fs') await this.#blobs.touch(name);
+    if (this.#blobs.kind !== 'idb') await this.#blobs.touch(name);
     return true;
+  }
+
+  /**
+   * load() over a backend's synchronous reads (readWith): the blob's
+   * structure checked as decodeBlob checks it (blobSpans), then each
+   * block read straight into the new entry's memory. Same outcomes as
+   * the copying path.
+   */
+  async #loadDirect(name, tokens) {
+    let refused = null;
+    const st = await this.#blobs.readWith(name, (f) => {
+      let plan;
+      try {
+        plan = blobSpans((at, n) => {
+          const b = new Uint8Array(n);
+          return b.subarray(0, f.read(b, at));
+        }, f.size, this.#fp, HEAD_READ);
+        if (plan && !sameTokens(plan.tokens, tokens)) plan = null;
+        if (plan) {
+          const lens = plan.spans.map(([, n]) => ({ length: n }));
+          const layers = lens.length / 2;
+          checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
+        }
+      } catch (err) {
+        if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
+        refused = err;
+        plan = null;
+      }
+      if (!plan) return 'refused';
+      const esize = plan.dtype === 'f16' ? 2 : 4;
+      return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => {
+        let to = 0;
+        for (const [at, n] of plan.spans) {
+          const dst = values.subarray(to, to + esize * n);
+          if (f.read(dst, at) !== dst.length) throw new RlxkvError('TRUNCATED', `reading ${name}: the file shrank`);
+          to += dst.length;
+        }
+      });
+    });
+    const record = this.#known.get(name);
+    if (st === null || st === 'refused') {
+      if (st === null) this.#known.delete(name);
+      else if (record && refused) {
+        record.status = refused instanceof RlxkvError ? 'corrupt' : 'refused';
+        record.error = refused.code || 'SHAPE';
+      }
+      this.#native.remove(tokens);
+      return false;
+    }
+    if (st < 0) throw new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
+    return this.#loaded(name, tokens);
   }
 
   // ---- flush -----------------------------------------------------------
@@ -302,7 +363,7 @@ export class TieredStore {
     const report = { removed: removing.length, removedBytes: removing.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
     if (dryRun || !removing.length) return report;
     const names = removing.map((r) => r.name);
-    if (this.#blobs.kind === 'fs') await this.#blobs.remove(names);
+    if (this.#blobs.kind !== 'idb') await this.#blobs.remove(names);
     else await this.#blobs.write([], names, (cur) => {
       const merged = parseIndex(cur);
       for (const n of names) merged.delete(n);
@@ -330,7 +391,7 @@ export class TieredStore {
   async #removePending() {
     const names = [...this.#known.values()].filter((r) => r.removing).map((r) => r.name);
     if (!names.length) return;
-    if (this.#blobs.kind === 'fs') await this.#blobs.remove(names);
+    if (this.#blobs.kind !== 'idb') await this.#blobs.remove(names);
     else await this.#blobs.write([], names, (cur) => {
       const merged = parseIndex(cur);
       for (const n of names) merged.delete(n);
@@ -354,6 +415,51 @@ export class TieredStore {
 
 
   async close() { await this.#blobs.close(); }
+}
+
+const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
+
+/**
+ * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
+ * of BACKENDS), bytes unchanged, one at a time, least recently used first
+ * (so that a directory's file times keep their order). An IndexedDB
+ * destination gets each blob and its index record in one transaction.
+ * Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
+ * before staying.
+ */
+export async function copyBlobs(from, to) {
+  const src = await BACKENDS[from.kind].open(from.path);
+  let dst = null;
+  try {
+    dst = await BACKENDS[to.kind].open(to.path);
+    let names;
+    if (src.kind === 'idb') {
+      const { names: all, index } = await src.list();
+      const uses = parseIndex(index);
+      names = all.map((name) => [name, uses.get(name)?.lastUse ?? 0]);
+    } else {
+      names = (await src.list()).map(({ name, mtimeMs }) => [name, mtimeMs]);
+    }
+    names.sort((a, b) => a[1] - b[1]);
+    let copied = 0, bytes = 0;
+    for (const [name, lastUse] of names) {
+      const blob = await src.read(name);
+      if (!blob) continue; // gone meanwhile
+      const item = { name, parts: [blob], bytes: blob.length };
+      if (dst.kind === 'idb') {
+        const record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
+        await dst.write([item], [], (cur) => encodeIndex(parseIndex(cur).set(name, record)));
+      } else {
+        await dst.write([item]);
+      }
+      copied++;
+      bytes += blob.length;
+    }
+    return { copied, bytes };
+  } finally {
+    await src.close();
+    if (dst) await dst.close();
+  }
 }
 
 function sameTokens(a, b) {

@@ -93,27 +93,44 @@ export class NativeCache {
    * the put (RLXKV_OK, NOSPACE, SHAPE, NOMEM); nothing leaks on failure.
    */
   put(tokens, blocks, dtype) {
-    const core = this.#core, M = core.M;
-    const layers = blocks.length / 2;
+    const core = this.#core;
     // Blocks that are views of the heap (a view hit fed back in) are found
     // again by address after allocating, which may grow the heap and
     // detach them: the bytes themselves stay where they were.
     const heap = core.u8.buffer;
     const spans = blocks.map((b) => [b.buffer === heap ? b.byteOffset : -1, b.byteLength]);
-    const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
-    const u32 = core.u32;
-    for (let i = 0; i < blocks.length; i++) u32[at + i] = blocks[i].length;
-    const e = M._rlxkv_web_entry_new(this.#w, tokens.length, layers, dtype, core.cell) >>> 0;
-    if (!e) return core.i32(core.cell);
-    try {
+    return this.putFilled(tokens, blocks.map((b) => b.length), dtype, (dst) => {
       const u8 = core.u8;
-      let to = core.u32[this.#rec() + REC.DATA];
+      let to = dst.byteOffset;
       for (let i = 0; i < blocks.length; i++) {
         const [from, len] = spans[i];
         if (from >= 0) u8.copyWithin(to, from, from + len);
         else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset, len), to);
         to += len;
       }
+    });
+  }
+
+  /**
+   * A new entry of these tokens and block lengths (values; every K block,
+   * then every V block), whose values fill(dst) writes: dst is a Uint8Array
+   * over the entry's values in the heap, the blocks one after another. Then
+   * put in the cache: what a blob read straight into the heap uses. fill
+   * must not allocate in wasm. Returns the C status of the put; if fill throws, the
+   * entry is freed and the error goes on.
+   */
+  putFilled(tokens, lengths, dtype, fill) {
+    const core = this.#core, M = core.M;
+    const layers = lengths.length / 2;
+    const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
+    const u32 = core.u32;
+    for (let i = 0; i < lengths.length; i++) u32[at + i] = lengths[i];
+    const e = M._rlxkv_web_entry_new(this.#w, tokens.length, layers, dtype, core.cell) >>> 0;
+    if (!e) return core.i32(core.cell);
+    try {
+      const to = core.u32[this.#rec() + REC.DATA];
+      const bytes = lengths.reduce((n, len) => n + len, 0) * (dtype === DTYPE.f16 ? 2 : 4);
+      fill(core.u8.subarray(to, to + bytes));
     } catch (err) {
       M._rlxkv_entry_free(e);
       throw err;

@@ -89,7 +89,7 @@ export function makeApi(rlx) {
   let cache = null;
   let flushState = null;
   const api = {
-    /** Opens the IndexedDB-backed cache; fingerprint as hex. */
+    /** Opens the cache (IndexedDB unless `storage` says otherwise); fingerprint as hex. */
     async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes } = {}) {
       if (cache && !cache.closed) throw new Error('a cache is already open here');
       const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path };
@@ -181,6 +181,76 @@ export function makeApi(rlx) {
 
     /** cache.prune(opts), with a timeout. */
     async prune(opts) { return within(cache.prune(opts), 30000, 'prune()'); },
+
+    /** Replaces entry id by versions L0, L1, ... and flushes each, until the context dies. */
+    flushLoop(id, shape = DEFAULT_SHAPE) {
+      (async () => {
+        for (let i = 0; ; i++) {
+          cache.insert(tokensOf(id, shape), kvOf(id, `L${i}`, shape));
+          await cache.flush();
+          if (i === 0) console.log('rlxkv-test: flush loop running');
+        }
+      })();
+      return true;
+    },
+
+    /** Which L<i> (i < max) the stored entry id is: { i }, or { version: 'missing' | 'torn' }. */
+    async whichLoop(id, max, shape = DEFAULT_SHAPE) {
+      const hit = await cache.match(tokensOf(id, shape));
+      if (!hit) return { version: 'missing' };
+      for (let i = 0; i < max; i++) if (sameKv(hit, kvOf(id, `L${i}`, shape))) return { i };
+      return { version: 'torn' };
+    },
+
+    pin(ids, shape = DEFAULT_SHAPE) { for (const id of ids) cache.pin(tokensOf(id, shape)); return true; },
+
+    /** rlx.copyStore(from, to). */
+    async copyStore(from, to) { return within(rlx.copyStore(from, to), 60000, 'copyStore()'); },
+
+    /** The file names in OPFS directory `path` (temporary files included), sorted. */
+    async opfsNames(path) {
+      let dir = await navigator.storage.getDirectory();
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      const names = [];
+      for await (const [name] of dir.entries()) names.push(name);
+      return names.sort();
+    },
+
+    /**
+     * Makes the first OPFS write of a flush log 'rlxkv-test: first OPFS
+     * write' and then stall 5 s (a worker's sync write busy-waits; a
+     * window's stream write awaits), so that a test can interrupt it there.
+     */
+    watchOpfsWrites() {
+      let first = true;
+      const Sync = globalThis.FileSystemSyncAccessHandle;
+      if (Sync) {
+        const write = Sync.prototype.write;
+        Sync.prototype.write = function (...args) {
+          const n = write.apply(this, args);
+          if (first) {
+            first = false;
+            console.log('rlxkv-test: first OPFS write');
+            const until = performance.now() + 5000;
+            while (performance.now() < until) { /* the worker holds its temporary file open */ }
+          }
+          return n;
+        };
+        return 'sync';
+      }
+      const Stream = globalThis.FileSystemWritableFileStream;
+      const write = Stream.prototype.write;
+      Stream.prototype.write = async function (...args) {
+        const r = await write.apply(this, args);
+        if (first) {
+          first = false;
+          console.log('rlxkv-test: first OPFS write');
+          await new Promise((resolve) => setTimeout(resolve, 5000));
+        }
+        return r;
+      };
+      return 'stream';
+    },
 
     async close(opts) {
       if (!cache) return;

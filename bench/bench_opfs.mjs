@@ -1,0 +1,101 @@
+// Chromium: the hit-load of one stored entry (1, 10, 50, 200 MiB of KV)
+// from rlxkv's 'opfs' storage, in a worker (sync access handles, read into
+// the wasm heap) and in a window (File reads), against a raw IndexedDB get
+// of the same blob, rlxkv's 'idb' storage, and a bare OPFS read() of the
+// same file, all in the same page and run (bench/opfs_page.js).
+//
+//   node bench/bench_opfs.mjs [OUT.json] [--quick]     (default bench/opfs.json)
+//
+// Every repetition is a fresh page load and a fresh worker, on a persistent
+// profile (on disk, as users have it: a non-persistent context keeps OPFS
+// in memory). Medians; ratios are medians of each repetition's own ratio.
+// Nothing asserts on time.
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chromium } from 'playwright-core';
+import { serve } from '../scripts/serve.mjs';
+
+const quick = process.argv.includes('--quick');
+const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || new URL('./opfs.json', import.meta.url).pathname;
+const SIZES = quick ? [1, 10] : [1, 10, 50, 200];
+const REPS = quick ? 3 : 5;
+const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run'];
+
+const median = (a) => {
+  const s = [...a].sort((x, y) => x - y);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
+  ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+
+/** Each row's medians (field_ms), then ratios computed per repetition. */
+const TIMES = ['idb_get', 'idb_hit', 'file_read', 'opfs_window_hit', 'bare_read', 'bare_open_read', 'opfs_worker_hit', 'opfs_worker_hit_warm'];
+const RATIOS = {
+  worker_over_idb_get: (r) => r.opfs_worker_hit / r.idb_get,
+  worker_over_bare_read: (r) => r.opfs_worker_hit / r.bare_read,
+  worker_over_bare_open_read: (r) => r.opfs_worker_hit / r.bare_open_read,
+  worker_warm_over_bare_read: (r) => r.opfs_worker_hit_warm / r.bare_read,
+  worker_warm_over_idb_get: (r) => r.opfs_worker_hit_warm / r.idb_get,
+  window_over_idb_get: (r) => r.opfs_window_hit / r.idb_get,
+  window_over_file_read: (r) => r.opfs_window_hit / r.file_read,
+  idb_hit_over_idb_get: (r) => r.idb_hit / r.idb_get,
+};
+
+const { server, url } = await serve({ port: 0 });
+const profile = mkdtempSync(join(tmpdir(), 'rlxkv-bench-opfs-'));
+const context = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, headless: true, args: ARGS, timeout: 60000 });
+const results = { config: { quick, chromium: context.browser()?.version() ?? null, entry, reps: REPS, sizes_mib: SIZES }, rows: [] };
+try {
+  const page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(300000);
+  const errors = [];
+  page.on('pageerror', (e) => errors.push(String((e && e.stack) || e)));
+  const at = `${url}/bench/opfs_page.html`;
+  const call = (fn, arg) => page.evaluate(async ([f, a]) => (await import('/bench/opfs_page.js'))[f](a), [fn, arg]);
+  const inWorker = (arg) => page.evaluate((a) => new Promise((resolve, reject) => {
+    const w = new Worker('/bench/opfs_worker.js', { type: 'module' });
+    w.onmessage = ({ data }) => { w.terminate(); if (data.error) reject(new Error(data.error)); else resolve(data); };
+    w.onerror = (e) => reject(new Error(e.message));
+    w.postMessage(a);
+  }), arg);
+
+  for (const size of SIZES) {
+    console.error(`OPFS bench: ${size} MiB, ${REPS} page loads, module ${entry}`);
+    await page.goto(at);
+    const written = await call('setup', { size, entry });
+    const reps = [];
+    for (let r = 0; r < REPS; r++) {
+      await page.goto(at); // a fresh page: new realm, new wasm instance
+      reps.push({ ...(await call('windowPhase', { size, entry })), ...(await inWorker({ size, entry })) });
+    }
+    const row = { mib: size, kv_bytes: size * 1048576, ...written };
+    for (const k of TIMES) row[`${k}_ms`] = median(reps.map((x) => x[k]));
+    for (const [k, f] of Object.entries(RATIOS)) row[k] = median(reps.map(f));
+    row.reps = reps;
+    results.rows.push(row);
+  }
+  if (errors.length) throw new Error(errors.join('\n'));
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+  server.close();
+}
+writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
+
+const f = (x) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
+const cols = [['MiB', (r) => String(r.mib)], ['IDB get', (r) => f(r.idb_get_ms)], ["'idb' hit", (r) => f(r.idb_hit_ms)],
+  ['file read', (r) => f(r.file_read_ms)], ['opfs window hit', (r) => f(r.opfs_window_hit_ms)],
+  ['bare read()', (r) => f(r.bare_read_ms)], ['open+read()', (r) => f(r.bare_open_read_ms)],
+  ['opfs worker hit', (r) => f(r.opfs_worker_hit_ms)], ['warm heap', (r) => f(r.opfs_worker_hit_warm_ms)],
+  ['worker/IDB get', (r) => r.worker_over_idb_get.toFixed(2)], ['warm/IDB get', (r) => r.worker_warm_over_idb_get.toFixed(2)],
+  ['worker/read()', (r) => r.worker_over_bare_read.toFixed(2)], ['warm/read()', (r) => r.worker_warm_over_bare_read.toFixed(2)],
+  ['worker/open+read', (r) => r.worker_over_bare_open_read.toFixed(2)],
+  ['window/IDB get', (r) => r.window_over_idb_get.toFixed(2)]];
+console.log(`ms, median of ${REPS} page loads (Chromium ${results.config.chromium})`);
+console.log(cols.map(([h]) => h).join(' | '));
+for (const r of results.rows) console.log(cols.map(([, g]) => g(r)).join(' | '));
+console.log(`wrote ${out}`);

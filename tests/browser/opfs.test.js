@@ -1,0 +1,271 @@
+// Browser tests of storage: 'opfs' (web/opfs-blobs.js), in a module worker
+// (sync access handles: reads straight into the wasm heap) and in a window
+// (File reads, createWritable streams): a browser restart between the two,
+// each reading what the other wrote; a flush interrupted by a SIGKILL of
+// the browser (worker) and by closing the tab (window), leaving every entry
+// old or new and no stray temporary file once reopened, and by a SIGKILL
+// while a worker replaces one blob in a tight loop (move() atomic under a
+// crash); two tabs flushing
+// the same entries while a third reads them; a quota error in both; a store
+// copied from IndexedDB to OPFS and back; storageCapBytes, pins and prune.
+import assert from 'node:assert/strict';
+import { browserTest, call } from './helpers.js';
+
+const SHAPE = { tokens: 64, layers: 4, width: 64 }; // 128 KiB of KV each
+const BIG = { tokens: 512, layers: 8, width: 256 }; // 8 MiB of KV
+
+const inWorker = (page, w, fn, ...args) =>
+  page.evaluate(([i, f, a]) => window.T.inWorker(i, f, ...a), [w, fn, args]);
+const spawn = (page) => page.evaluate(() => window.T.spawnWorker());
+const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-uses');
+
+function assertVersions(found, ids, versions, label) {
+  for (const id of ids) assert.ok(versions.includes(found[id].version), `${label}: entry ${id} is ${found[id].version}`);
+}
+
+browserTest('opfs: a worker and a window each restore, after a restart, what the other flushed', async (t, session) => {
+  const PATH = '/opfs-restart';
+  let page = await session.open();
+  const w1 = await spawn(page);
+  const opened = await inWorker(page, w1, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(opened.storage, 'opfs');
+  const digests = await inWorker(page, w1, 'insert', [0, 1, 2], 'W', SHAPE);
+  assert.deepEqual(await inWorker(page, w1, 'flush'), { ok: true });
+  await page.evaluate((i) => window.T.terminateWorker(i), w1);
+
+  await session.restart();
+  page = await session.open();
+  const main = await call(page, 'open', { path: PATH, storage: 'opfs' });
+  assert.deepEqual(main.restoreReport, { loaded: 3, stale: 0, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.equal(main.size, 0, 'opening reads the index only');
+  const onMain = await call(page, 'verify', [0, 1, 2], ['W'], SHAPE);
+  for (const id of [0, 1, 2]) assert.equal(onMain[id].digest, digests[id], `window: entry ${id} byte-exact`);
+  await call(page, 'insert', [3], 'M', SHAPE);
+  await call(page, 'close');
+
+  const w2 = await spawn(page);
+  const again = await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(again.restoreReport.loaded, 4, 'the worker finds the window\'s entry too');
+  const found = await inWorker(page, w2, 'verify', [0, 1, 2, 3], ['W', 'M'], SHAPE);
+  assert.deepEqual([0, 1, 2, 3].map((id) => found[id].version), ['W', 'W', 'W', 'M']);
+  for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `worker: entry ${id} byte-exact`);
+  await inWorker(page, w2, 'close');
+  assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
+});
+
+const IDS = [0, 1, 2, 3, 4, 5, 6, 7];
+const MID = { tokens: 128, layers: 4, width: 256 }; // 1 MiB of KV each
+
+/**
+ * Version A flushed, then B being flushed (stalled at its first write)
+ * when interrupt() runs. A worker stalls inside its synchronous write, so
+ * it cannot be asked; the interruption lands inside that write.
+ */
+async function interruptedFlush(page, run, interrupt, { ask = true } = {}) {
+  await run('open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
+  await run('insert', IDS, 'A', MID);
+  assert.deepEqual(await run('flush'), { ok: true }, 'version A flushed');
+  await run('watchOpfsWrites');
+  await run('insert', IDS, 'B', MID);
+  const first = page.waitForEvent('console', { predicate: (m) => m.text().includes('first OPFS write'), timeout: 30000 });
+  await run('flushNoWait');
+  await first;
+  if (ask) assert.equal(await run('flushState'), 'running', 'the flush of B is under way when interrupted');
+  await interrupt();
+}
+
+async function checkInterrupted(t, session, label) {
+  const page = await session.open();
+  const w = await spawn(page);
+  const opened = await inWorker(page, w, 'open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
+  assert.equal(opened.restoreReport.corrupt, 0, `${label}: no corrupt blob`);
+  assert.equal(opened.restoreReport.loaded, IDS.length, `${label}: every entry`);
+  const found = await inWorker(page, w, 'verify', IDS, ['A', 'B'], MID);
+  assertVersions(found, IDS, ['A', 'B'], label);
+  t.diagnostic(`${label}: restored ${IDS.map((id) => found[id].version).join('')}`);
+  await inWorker(page, w, 'close', { flush: false });
+  assert.deepEqual(strays(await call(page, 'opfsNames', '/opfs-interrupt')), [], `${label}: the stray temporary file is removed`);
+}
+
+browserTest('opfs: a browser killed (SIGKILL) mid-flush in a worker leaves every entry old or new', async (t, session) => {
+  const page = await session.open();
+  const w = await spawn(page);
+  await interruptedFlush(page, (fn, ...a) => inWorker(page, w, fn, ...a), () => session.crash(), { ask: false });
+  await session.launch();
+  await checkInterrupted(t, session, 'browser killed');
+}, { timeout: 120000 });
+
+browserTest('opfs: a browser killed while a worker replaces one blob in a loop leaves it whole (move() is atomic)', async (t, session) => {
+  const PATH = '/opfs-loop';
+  const seen = [];
+  for (let round = 0; round < 3; round++) {
+    const page = await session.open();
+    const w = await spawn(page);
+    await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+    const running = page.waitForEvent('console', { predicate: (m) => m.text().includes('flush loop running'), timeout: 30000 });
+    await inWorker(page, w, 'flushLoop', 0);
+    await running;
+    await new Promise((r) => setTimeout(r, 200 + 400 * round));
+    await session.crash();
+    await session.launch();
+    const again = await session.open();
+    const opened = await call(again, 'open', { path: PATH, storage: 'opfs' });
+    assert.equal(opened.restoreReport.corrupt, 0, `round ${round}: no corrupt blob`);
+    const which = await call(again, 'whichLoop', 0, 1e6);
+    assert.ok(which.i >= 0, `round ${round}: the blob is one whole version, not ${which.version}`);
+    seen.push(which.i);
+    await call(again, 'close', { flush: false });
+    assert.deepEqual(strays(await call(again, 'opfsNames', PATH)), [], `round ${round}: no stray temporary file`);
+    await again.close();
+  }
+  t.diagnostic(`versions found after each kill: ${seen.join(', ')}`);
+}, { timeout: 120000 });
+
+browserTest('opfs: a tab closed mid-flush in a window leaves every entry old or new', async (t, session) => {
+  const page = await session.open();
+  await interruptedFlush(page, (fn, ...a) => call(page, fn, ...a), () => page.close({ runBeforeUnload: false }));
+  await checkInterrupted(t, session, 'tab closed');
+}, { timeout: 120000 });
+
+browserTest('opfs: two tabs flush the same entries while a third reads them; nothing torn or lost', async (t, session) => {
+  const PATH = '/opfs-tabs';
+  const SHARED = [0, 1, 2, 3];
+  const a = await session.open(), b = await session.open(), c = await session.open();
+  const wa = await spawn(a), wc = await spawn(c);
+  const runA = (fn, ...x) => inWorker(a, wa, fn, ...x);       // tab 1: a worker
+  const runB = (fn, ...x) => call(b, fn, ...x);               // tab 2: the window
+  const runC = (fn, ...x) => inWorker(c, wc, fn, ...x);       // tab 3: a worker that reads
+  await runA('open', { path: PATH, storage: 'opfs' });
+  await runB('open', { path: PATH, storage: 'opfs' });
+  await runA('insert', SHARED, 'P0', SHAPE);
+  assert.deepEqual(await runA('flush'), { ok: true });
+  // Memory for one entry: every hit in tab 3 reads a blob.
+  await runC('open', { path: PATH, storage: 'opfs', capBytes: 128 * 1024 });
+  const versions = ['P0'];
+  for (let r = 1; r <= 3; r++) {
+    versions.push(`P${r}`, `Q${r}`);
+    await runA('insert', [...SHARED, 10], `P${r}`, SHAPE);
+    await runB('insert', [...SHARED, 20], `Q${r}`, SHAPE);
+    const [fa, fb, seen] = await Promise.all([runA('flush'), runB('flush'), runC('verify', SHARED, versions, SHAPE)]);
+    assert.deepEqual(fa, { ok: true }, `round ${r}: tab 1 flushed`);
+    assert.deepEqual(fb, { ok: true }, `round ${r}: tab 2 flushed`);
+    assertVersions(seen, SHARED, versions, `round ${r}, tab 3 reading`);
+  }
+  await runC('close');
+  const d = await session.open();
+  const opened = await call(d, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(opened.restoreReport.corrupt, 0);
+  assert.equal(opened.restoreReport.loaded, SHARED.length + 2);
+  const all = await call(d, 'verify', [...SHARED, 10, 20], versions, SHAPE);
+  assertVersions(all, SHARED, ['P3', 'Q3'], 'after the last round');
+  assert.equal(all[10].version, 'P3');
+  assert.equal(all[20].version, 'Q3');
+  assert.deepEqual(strays(await call(d, 'opfsNames', PATH)), []);
+});
+
+browserTest('opfs: a quota error rejects flush() with QUOTA in a worker and in a window; nothing is lost', async (t, session) => {
+  const PATH = '/opfs-quota';
+  let page = await session.open();
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  await call(page, 'insert', [0, 1], 'A', SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true });
+  await call(page, 'close');
+  const { usage } = await session.storageUsage(page);
+
+  await session.restart();
+  const small = await session.setQuota(session.context.pages()[0], usage + (1 << 20));
+  assert.ok(small.overrideActive);
+  page = await session.open();
+  const w = await spawn(page);
+  for (const [where, run] of [['worker', (fn, ...a) => inWorker(page, w, fn, ...a)], ['window', (fn, ...a) => call(page, fn, ...a)]]) {
+    const opened = await run('open', { path: PATH, storage: 'opfs' });
+    assert.equal(opened.restoreReport.loaded, 2, `${where}: the earlier entries`);
+    await run('insert', [50], 'A', BIG);
+    const failed = await run('flush', 20000);
+    assert.equal(failed.ok, false, `${where}: flush() rejects`);
+    assert.equal(failed.isRlxkvError, true, `${where}: ${failed.name}: ${failed.message}`);
+    if (where === 'worker') assert.equal(failed.code, 'QUOTA', `${where}: ${failed.message}`);
+    else {
+      // Chromium's createWritable() stream fails some over-quota writes as
+      // "Failed to write data to data pipe" (no QuotaExceededError), and
+      // navigator.storage.estimate() does not see a CDP quota override.
+      assert.ok(['QUOTA', 'IO'].includes(failed.code), `${where}: ${failed.code}: ${failed.message}`);
+      t.diagnostic(`window: ${failed.code}: ${failed.message}`);
+    }
+    assert.equal((await run('verify', [50], ['A'], BIG))[50].version, 'A', `${where}: memory still has it`);
+    assertVersions(await run('verify', [0, 1], ['A'], SHAPE), [0, 1], ['A'], `${where}: earlier blobs`);
+    await run('close', { flush: false });
+    assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], `${where}: the failed temporary file is removed`);
+  }
+  await session.setQuota(page, null);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [50], 'A', BIG);
+  assert.deepEqual(await inWorker(page, w, 'flush', 20000), { ok: true }, 'flush() succeeds once space is back');
+  await inWorker(page, w, 'close');
+  const again = await call(page, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(again.restoreReport.loaded, 3);
+  assert.equal((await call(page, 'verify', [50], ['A'], BIG))[50].version, 'A');
+  await call(page, 'close');
+});
+
+browserTest('opfs: a store copied from IndexedDB to OPFS and back keeps every blob', async (t, session) => {
+  const page = await session.open();
+  await call(page, 'open', { path: '/moved', storage: 'idb' });
+  const digests = await call(page, 'insert', [0, 1, 2], 'A', SHAPE);
+  await call(page, 'pin', [0], SHAPE);
+  await call(page, 'close');
+  await call(page, 'open', { path: '/moved', storage: 'idb', fingerprint: 'beef' }); // another model's blob
+  await call(page, 'insert', [9], 'X', SHAPE);
+  await call(page, 'close');
+
+  const there = await call(page, 'copyStore', { storage: 'idb', path: '/moved' }, { storage: 'opfs', path: '/moved' });
+  assert.equal(there.copied, 4);
+  const w = await spawn(page);
+  const inOpfs = await inWorker(page, w, 'open', { path: '/moved', storage: 'opfs' });
+  assert.deepEqual(inOpfs.restoreReport, { loaded: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  const found = await inWorker(page, w, 'verify', [0, 1, 2], ['A'], SHAPE);
+  for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `in OPFS: entry ${id} byte-exact`);
+  await inWorker(page, w, 'close');
+
+  const back = await inWorker(page, w, 'copyStore', { storage: 'opfs', path: '/moved' }, { storage: 'idb', path: '/back' });
+  assert.deepEqual(back, there, 'the same blobs, the same bytes');
+  const inIdb = await call(page, 'open', { path: '/back', storage: 'idb' });
+  assert.deepEqual(inIdb.restoreReport, inOpfs.restoreReport);
+  const again = await call(page, 'verify', [0, 1, 2], ['A'], SHAPE);
+  for (const id of [0, 1, 2]) assert.equal(again[id].digest, digests[id], `back in IndexedDB: entry ${id} byte-exact`);
+  await call(page, 'close');
+});
+
+browserTest('opfs: storageCapBytes keeps the pinned and the newest blobs; listBlobs and prune({ stale })', async (t, session) => {
+  const PATH = '/opfs-cap';
+  const page = await session.open();
+  const w = await spawn(page);
+  const run = (fn, ...a) => inWorker(page, w, fn, ...a);
+  await run('open', { path: PATH, storage: 'opfs', fingerprint: 'beef' });
+  await run('insert', [100], 'X', SHAPE);
+  await run('close');
+  const blobBytes = (await call(page, 'open', { path: PATH, storage: 'opfs', fingerprint: 'beef' }), (await call(page, 'list'))[0].bytes);
+  await call(page, 'close');
+
+  await run('open', { path: PATH, storage: 'opfs', capBytes: 2 * 128 * 1024, storageCapBytes: 3 * blobBytes });
+  await run('insert', [0], 'A', SHAPE);
+  await run('pin', [0], SHAPE);
+  for (const id of [1, 2, 3, 4]) {
+    await run('insert', [id], 'A', SHAPE);
+    assert.deepEqual(await run('flush'), { ok: true });
+  }
+  const mine = (await run('list')).filter((b) => b.fingerprint === 'f00d');
+  assert.equal(mine.length, 3, 'three blobs fit the budget');
+  await run('close');
+  await session.reload(page);
+  const w2 = await spawn(page);
+  await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
+  const found = await inWorker(page, w2, 'verify', [0, 1, 2, 3, 4], ['A'], SHAPE);
+  assert.deepEqual([0, 1, 2, 3, 4].map((id) => found[id].version), ['A', 'missing', 'missing', 'A', 'A'], 'the pinned entry and the newest two');
+  const pruned = await inWorker(page, w2, 'prune', { stale: true });
+  assert.equal(pruned.removed, 1, 'the other fingerprint\'s blob');
+  await inWorker(page, w2, 'close');
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  assert.deepEqual((await call(page, 'list')).map((b) => b.status), ['ok', 'ok', 'ok']);
+  await call(page, 'close');
+});

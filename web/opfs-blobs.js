@@ -1,0 +1,319 @@
+// Blob files in the Origin Private File System (OPFS): the tiered store's
+// (js/tiers.js) third backend, beside web/fs-blobs.js (a Node directory) and
+// web/idb-blobs.js (IndexedDB). Bytes only, no format: one file per blob,
+// named by its caller, in the directory `path` under the OPFS root. Like the
+// Node directory, the files are their own index (list() is a directory
+// listing; head() reads a file's first bytes).
+//
+// How it differs from the Node directory, and why:
+//   - Two paths. In a dedicated worker, sync access handles: reads go
+//     straight into memory the caller gives (the wasm heap: readWith()),
+//     writes are synchronous calls. In a window there are none: File reads
+//     (getFile().arrayBuffer()) and createWritable() streams.
+//   - No rename, but FileSystemFileHandle.move(dir, name), which in
+//     Chromium replaces an existing file of that name. A save writes a
+//     temporary file (<name>.<stamp>.tmp), closes it, then moves it onto
+//     the name. Measured in Chromium 156 (tests/browser/opfs.test.js and
+//     the SIGKILL loops in its header): a killed browser leaves the old
+//     file or the new, never a torn one, and at worst a stray temporary.
+//   - A file with an open sync access handle is locked: moving onto it
+//     fails (NoModificationAllowedError), and a File read across a replace
+//     fails (NotReadableError). So every reader holds a shared Web Lock on
+//     the blob's name, and every move or removal the exclusive one; other
+//     tabs and workers of the origin take the same locks. A temporary file
+//     is held under its own exclusive lock while being written, so that
+//     open() removes only the strays of writers that are gone.
+//   - mtime cannot be set: touch() records uses in memory, and the next
+//     write() or close() saves them in one small file (USES_NAME, replaced
+//     the same way), merged with what other tabs saved.
+import { RlxkvError } from './errors.js';
+
+export const USES_NAME = '.rlxkv-uses';
+const SUFFIX = '.rlxkv';
+const TMP = '.tmp';
+const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
+
+/** A DOMException from OPFS as an RlxkvError: QUOTA when storage is full, else IO. */
+export function opfsError(err, what) {
+  const quota = err && err.name === 'QuotaExceededError';
+  const detail = quota ? 'storage quota exceeded' : (err && (err.message || err.name)) || 'unknown OPFS error';
+  return new RlxkvError(quota ? 'QUOTA' : 'IO', `${what}: ${detail}`, { cause: err });
+}
+
+const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
+
+/** Whether sync access handles exist here (a dedicated worker). */
+export function opfsSyncHandles() {
+  const H = globalThis.FileSystemFileHandle;
+  return !!H && typeof H.prototype.createSyncAccessHandle === 'function';
+}
+
+/** Whether this environment has OPFS with everything this backend uses (move(), Web Locks). */
+export function opfsAvailable() {
+  const H = globalThis.FileSystemFileHandle;
+  return !!(globalThis.navigator && navigator.storage && typeof navigator.storage.getDirectory === 'function' &&
+    H && typeof H.prototype.move === 'function' && navigator.locks &&
+    (opfsSyncHandles() || typeof H.prototype.createWritable === 'function'));
+}
+
+let seq = 0;
+
+export class OpfsBlobs {
+  /**
+   * Opens (creating if missing) the directory `path` ('/a/b': segments
+   * under the OPFS root), and removes the temporary files of writers that
+   * are gone.
+   */
+  static async open(path) {
+    if (!opfsAvailable()) throw new RlxkvError('IO', "storage 'opfs' needs the Origin Private File System with move() and Web Locks, which this environment lacks");
+    let dir;
+    try {
+      dir = await navigator.storage.getDirectory();
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+    } catch (err) {
+      throw opfsError(err, `cannot use OPFS directory ${path}`);
+    }
+    const blobs = new OpfsBlobs(path, dir);
+    await blobs.#removeStrays();
+    return blobs;
+  }
+
+  #dir;
+  #uses = new Map(); // name -> lastUse (ms) not saved yet
+
+  constructor(path, dir) {
+    this.kind = 'opfs';
+    this.path = path;
+    this.#dir = dir;
+    /** Sync access handles: readWith() and synchronous writes. */
+    this.sync = opfsSyncHandles();
+  }
+
+  #lock(name, mode, fn) {
+    return navigator.locks.request(`rlxkv-opfs:${this.path}/${name}`, { mode }, fn);
+  }
+
+  async #file(name) {
+    try {
+      return await this.#dir.getFileHandle(name);
+    } catch (err) {
+      if (isGone(err)) return null;
+      throw opfsError(err, `opening ${name}`);
+    }
+  }
+
+  async #removeStrays() {
+    const strays = [];
+    for await (const [name, h] of this.#dir.entries()) {
+      if (h.kind !== 'file') continue;
+      const base = name.endsWith(SWAP) ? name.slice(0, -SWAP.length).replace(/\.\d+$/, '') : name;
+      if (base.endsWith(TMP)) strays.push([name, base]);
+    }
+    for (const [name, base] of strays) {
+      // Held by its writer while being written: free only if that writer is gone.
+      await navigator.locks.request(`rlxkv-opfs:${this.path}/${base}`, { ifAvailable: true }, async (lock) => {
+        if (lock) await this.#dir.removeEntry(name).catch(() => {});
+      });
+    }
+  }
+
+  /**
+   * The blobs: files named *.rlxkv, { name, bytes, mtimeMs } (mtimeMs: the
+   * last use saved, if later); and the temporary files of saves, none: the
+   * strays of dead writers went at open, live ones are under their locks.
+   */
+  async list() {
+    const uses = await this.#readUses();
+    const out = [];
+    try {
+      for await (const [name, h] of this.#dir.entries()) {
+        if (h.kind !== 'file' || !name.endsWith(SUFFIX)) continue;
+        try {
+          const f = await h.getFile();
+          out.push({ name, bytes: f.size, mtimeMs: Math.max(f.lastModified, uses.get(name) || 0) });
+        } catch (err) {
+          if (!isGone(err)) throw err; // gone meanwhile
+        }
+      }
+    } catch (err) {
+      throw opfsError(err, `listing OPFS ${this.path}`);
+    }
+    return { blobs: out, temporaries: [] };
+  }
+
+  /** Nothing to sweep here: see list(). */
+  async sweep() { return []; }
+
+  /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read). */
+  async head(name, n) {
+    return this.#lock(name, 'shared', async () => {
+      const h = await this.#file(name);
+      if (!h) throw new RlxkvError('IO', `reading ${name}: gone`);
+      try {
+        return new Uint8Array(await (await h.getFile()).slice(0, n).arrayBuffer());
+      } catch (err) {
+        throw opfsError(err, `reading ${name}`);
+      }
+    });
+  }
+
+  /** The whole blob in a new buffer; null if it is gone. */
+  async read(name) {
+    if (this.sync) {
+      return this.readWith(name, (f) => {
+        const buf = new Uint8Array(f.size);
+        if (f.read(buf, 0) !== f.size) throw new RlxkvError('IO', `reading ${name}: short read`);
+        return buf;
+      });
+    }
+    return this.#lock(name, 'shared', async () => {
+      const h = await this.#file(name);
+      if (!h) return null;
+      try {
+        return new Uint8Array(await (await h.getFile()).arrayBuffer());
+      } catch (err) {
+        if (isGone(err)) return null;
+        throw opfsError(err, `reading ${name}`);
+      }
+    });
+  }
+
+  /**
+   * Workers only (this.sync): opens blob `name` read-only and returns
+   * fn({ size, read(dst, at) }) — read() fills the Uint8Array dst (any
+   * memory, the wasm heap included) from byte `at` and returns the bytes
+   * read — or null if the blob is gone. fn runs synchronously, under the
+   * blob's shared lock, so the file cannot change under it.
+   */
+  readWith(name, fn) {
+    return this.#lock(name, 'shared', async () => {
+      const h = await this.#file(name);
+      if (!h) return null;
+      let s;
+      try {
+        s = await h.createSyncAccessHandle({ mode: 'read-only' });
+      } catch (err) {
+        if (isGone(err)) return null;
+        throw opfsError(err, `opening ${name}`);
+      }
+      try {
+        const size = s.getSize();
+        return fn({ size, read: (dst, at) => s.read(dst, { at }) });
+      } catch (err) {
+        throw err instanceof RlxkvError || err instanceof RangeError ? err : opfsError(err, `reading ${name}`);
+      } finally {
+        s.close();
+      }
+    });
+  }
+
+  /**
+   * Writes each { name, parts } (parts: Uint8Arrays written one after
+   * another) atomically, one after the other: a temporary file, closed,
+   * then moved onto the name. Calls done(item) after each move. Rejects
+   * with QUOTA or IO at the first failure, having removed its temporary
+   * file; blobs written before stay.
+   */
+  async write(items, done = () => {}) {
+    for (const item of items) {
+      await this.#save(item.name, item.parts);
+      done(item);
+    }
+    await this.#saveUses();
+  }
+
+  async #save(name, parts) {
+    const tmpName = `${name}.${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}${(seq++).toString(36)}${TMP}`;
+    await this.#lock(tmpName, 'exclusive', async () => {
+      let tmp = null;
+      try {
+        tmp = await this.#dir.getFileHandle(tmpName, { create: true });
+        if (this.sync) await writeSync(tmp, parts);
+        else await writeStream(tmp, parts);
+        await this.#lock(name, 'exclusive', () => tmp.move(this.#dir, name));
+      } catch (err) {
+        if (tmp) await this.#dir.removeEntry(tmpName).catch(() => {});
+        throw opfsError(err, `saving ${name}`);
+      }
+    });
+  }
+
+  /** Removes blobs; the names that were there. Rejects with IO (others stay as they were). */
+  async remove(names) {
+    const removed = [];
+    for (const name of names) {
+      await this.#lock(name, 'exclusive', async () => {
+        try {
+          await this.#dir.removeEntry(name);
+          removed.push(name);
+        } catch (err) {
+          if (!isGone(err)) throw opfsError(err, `removing ${name}`);
+        }
+      });
+      this.#uses.delete(name);
+    }
+    return removed;
+  }
+
+  /** Records a use of blob `name` (saved at the next write() or close()). */
+  async touch(name) { this.#uses.set(name, Date.now()); }
+
+  async #readUses() {
+    const map = new Map();
+    const bytes = await this.read(USES_NAME).catch(() => null);
+    if (!bytes) return map;
+    try {
+      for (const [name, t] of Object.entries(JSON.parse(new TextDecoder().decode(bytes)))) {
+        if (typeof t === 'number') map.set(name, t);
+      }
+    } catch { /* damaged: only a hint */ }
+    return map;
+  }
+
+  /** Saves recorded uses, merged with the file's (the later use of each name wins). */
+  async #saveUses() {
+    if (!this.#uses.size) return;
+    const mine = this.#uses;
+    this.#uses = new Map();
+    await navigator.locks.request(`rlxkv-opfs:${this.path}/${USES_NAME}:writer`, async () => {
+      const merged = await this.#readUses();
+      for (const [name, t] of mine) merged.set(name, Math.max(t, merged.get(name) || 0));
+      const present = new Set();
+      for await (const [name] of this.#dir.entries()) present.add(name);
+      const obj = {};
+      for (const [name, t] of merged) if (present.has(name)) obj[name] = t;
+      await this.#save(USES_NAME, [new TextEncoder().encode(JSON.stringify(obj))]);
+    }).catch(() => {}); // only a hint: a failure loses recency, nothing else
+  }
+
+  async close() { await this.#saveUses(); }
+}
+
+async function writeSync(handle, parts) {
+  const s = await handle.createSyncAccessHandle();
+  try {
+    let at = 0;
+    for (const part of parts) {
+      for (let off = 0; off < part.length;) {
+        const n = s.write(off ? part.subarray(off) : part, { at: at + off });
+        if (!n) throw new RlxkvError('IO', 'write made no progress');
+        off += n;
+      }
+      at += part.length;
+    }
+    s.flush();
+  } finally {
+    s.close();
+  }
+}
+
+async function writeStream(handle, parts) {
+  const w = await handle.createWritable();
+  try {
+    for (const part of parts) await w.write(part);
+    await w.close();
+  } catch (err) {
+    await w.abort().catch(() => {});
+    throw err;
+  }
+}
