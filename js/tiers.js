@@ -438,7 +438,7 @@ export async function copyBlobs(from, to) {
       const uses = parseIndex(index);
       names = all.map((name) => [name, uses.get(name)?.lastUse ?? 0]);
     } else {
-      names = (await src.list()).map(({ name, mtimeMs }) => [name, mtimeMs]);
+      names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, mtimeMs]);
     }
     names.sort((a, b) => a[1] - b[1]);
     let copied = 0, bytes = 0;
