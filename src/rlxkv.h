@@ -1,7 +1,7 @@
 /*
  * rlxkv — a prompt KV-cache: longest-prefix lookup over token ids, a
- * byte-bounded LRU of per-layer K/V tensors, the RLXKV001 blob codec and a
- * directory store of blobs.
+ * byte-bounded LRU of per-layer K/V tensors, the blob codec (RLXKV001 and
+ * its f16 variant RLXKVF16) and a directory store of blobs.
  *
  * Copyright (C) 2026 the rlxkv authors. GPL-3.0-only.
  *
@@ -32,7 +32,7 @@ typedef enum rlxkv_status {
     RLXKV_STALE = 1,            /* blob of another fingerprint: not an error */
     RLXKV_HIT = 2,              /* a lookup found an entry */
     RLXKV_MISS = 3,             /* a lookup found none */
-    RLXKV_ERR_BAD_MAGIC = -1,   /* not an RLXKV001 blob */
+    RLXKV_ERR_BAD_MAGIC = -1,   /* not a blob (neither RLXKV001 nor RLXKVF16) */
     RLXKV_ERR_TRUNCATED = -2,   /* blob ends before its fields do */
     RLXKV_ERR_CORRUPT = -3,     /* fields disagree (past_len, token range, trailing bytes) */
     RLXKV_ERR_NOMEM = -4,       /* allocation failed */
@@ -41,7 +41,8 @@ typedef enum rlxkv_status {
     RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded */
     RLXKV_ERR_INVALID = -8,     /* a bad argument */
     RLXKV_ERR_NOTFOUND = -9,    /* no such entry or blob */
-    RLXKV_ERR_SHAPE = -10       /* blocks do not match the cache's layout */
+    RLXKV_ERR_SHAPE = -10,      /* blocks do not match the cache's layout */
+    RLXKV_ERR_LIMIT = -12       /* a valid blob beyond this reader's limits (RLXKV_MAX_LAYERS, address space) */
 } rlxkv_status;
 
 /* A static, human-readable text for any status. Never NULL. */
@@ -240,32 +241,52 @@ int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e);
 void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e);
 
 /* ------------------------------------------------------------------------
- * Codec: RLXKV001 (see FORMAT.md). Little-endian u64 fields, f32 data.
+ * Codec: RLXKV001 (f32 values, ../shared/FORMAT.md) and its f16 variant
+ * RLXKVF16 (FORMATS.md): little-endian u64 fields, then the values. An
+ * entry is written in the format of its dtype; rlxkv_encode_f32 writes an
+ * f16 entry as RLXKV001, widened exactly.
  * ---------------------------------------------------------------------- */
+
+/* The most layers a blob may have here: a valid blob of more is refused
+ * with RLXKV_ERR_LIMIT (by the C and the JS codec alike), so that no
+ * reader builds millions of empty blocks from a few hundred MB. */
+#define RLXKV_MAX_LAYERS 4096
 
 /* What a blob holds, learnt without allocating. */
 typedef struct rlxkv_blob_meta {
     uint64_t fingerprint;
-    size_t n_tokens;        /* == past_len */
-    size_t n_layers;
-    int dtype;              /* rlxkv_dtype of the values */
-    size_t n_values;        /* sum of all block lengths */
-    size_t blob_bytes;
+    uint64_t n_tokens;      /* == past_len */
+    size_t n_layers;        /* <= RLXKV_MAX_LAYERS */
+    int dtype;              /* rlxkv_dtype: RLXKV_F32 for RLXKV001, RLXKV_F16 for RLXKVF16 */
+    uint64_t n_values;      /* sum of all block lengths */
+    uint64_t blob_bytes;
 } rlxkv_blob_meta;
 
-/* Exact encoded size of an entry; 0 on size overflow. */
+/* Exact size of the entry's blob in its own format (RLXKV001 for f32,
+ * RLXKVF16 for f16); 0 on size overflow or past RLXKV_MAX_LAYERS. */
 size_t rlxkv_encoded_size(const rlxkv_entry *e);
-/* Writes the blob into buf (cap bytes). RLXKV_ERR_INVALID if cap is short.
- * *written (may be NULL) gets the size. */
+/* Writes that blob into buf (cap bytes). RLXKV_ERR_INVALID if cap is
+ * short, RLXKV_ERR_LIMIT past RLXKV_MAX_LAYERS. *written (may be NULL)
+ * gets the size (0 on failure). */
 int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
                  size_t cap, size_t *written);
-/* Validates a whole blob without allocating: OK, or an error. Fills *meta
- * (may be NULL). Stale-ness is not judged here. */
+/* The same as RLXKV001 whatever the dtype: f16 values are widened exactly
+ * (rlxkv_f16_widen); an f32 entry gives the bytes rlxkv_encode gives. */
+size_t rlxkv_encoded_size_f32(const rlxkv_entry *e);
+int rlxkv_encode_f32(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
+                     size_t cap, size_t *written);
+/* n binary16 bit patterns to the f32 of the same value, exactly: signed
+ * zeros, subnormals and infinities keep their value, NaNs their sign and
+ * payload (shifted into the top of the f32 mantissa). */
+void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n);
+/* Validates a whole blob of either format without allocating: OK, or an
+ * error. Fills *meta (may be NULL). Stale-ness is not judged here. */
 int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta);
-/* Decodes a blob into a new entry (*out, owned by the caller). When
- * expect_fp is non-NULL and the blob's fingerprint differs, returns
- * RLXKV_STALE with *out = NULL (after checking only the magic and the
- * fingerprint). *fp_out (may be NULL) gets the blob's fingerprint. */
+/* Decodes a blob of either format into a new entry of its dtype (*out,
+ * owned by the caller). When expect_fp is non-NULL and the blob's
+ * fingerprint differs, returns RLXKV_STALE with *out = NULL (after
+ * checking only the magic and the fingerprint). *fp_out (may be NULL)
+ * gets the blob's fingerprint. */
 int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
                  rlxkv_entry **out, uint64_t *fp_out);
 

@@ -537,7 +537,7 @@ static size_t size_hint_of(uint64_t size) {
 static int load_file(rlxkv_store *s, const char *name, uint64_t size,
                      const uint64_t *expect_fp, rlxkv_entry **out) {
     file_src f = {s, -1, 0};
-    rlxkv_src src = {NULL, size, read_exact, &f};
+    rlxkv_src src = {NULL, size, read_exact, NULL, NULL, &f};
     uint64_t fp = 0;
     uint8_t *buf;
     size_t len;
@@ -585,7 +585,7 @@ static int inspect_named(const char *name, const uint8_t *buf, size_t len, rlxkv
 static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp) {
     rlxkv_blob_meta m;
     uint64_t blob_fp;
-    if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
+    if (rlxkv_blob_head(buf, len, &blob_fp, NULL) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
     return inspect_named(name, buf, len, &m);
 }
 
