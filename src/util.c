@@ -18,6 +18,7 @@ const char *rlxkv_strerror(int status) {
     case RLXKV_ERR_INVALID: return "invalid argument";
     case RLXKV_ERR_NOTFOUND: return "not found";
     case RLXKV_ERR_SHAPE: return "blocks do not match the cache's layout";
+    case RLXKV_ERR_CHANGED: return "the file changed while it was read";
     case RLXKV_ERR_LIMIT: return "blob beyond this reader's limits (too many layers, or too large to hold)";
     default: return "unknown status";
     }
