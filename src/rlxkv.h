@@ -323,7 +323,9 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
  *
  * Recency: rlxkv_store_flush stamps the blob of every cached entry with an
  * mtime in the cache's recency order (the most recently used newest), so
- * load and prune, which go by mtime, follow use, not save time.
+ * load and prune, which go by mtime, follow use, not save time. (On an
+ * IndexedDB mount the stamps last for the session: web/idb-sync.js keeps
+ * each blob's save time, and a restore brings that back.)
  * ---------------------------------------------------------------------- */
 typedef struct rlxkv_store rlxkv_store;
 

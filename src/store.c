@@ -431,6 +431,16 @@ static void blob_close(blob_file *f) {
     f->fd = -1;
 }
 
+static int is_format_error(int rc) {
+    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT;
+}
+
+/* KV bytes of a judged blob (saturating: a u64 count of 2-byte values). */
+static uint64_t kv_bytes_of(const rlxkv_blob_meta *m) {
+    uint64_t size = rlxkv_dtype_size(m->dtype);
+    return m->n_values > UINT64_MAX / size ? UINT64_MAX : m->n_values * size;
+}
+
 /* What the judge found. */
 typedef struct verdict {
     int rc;             /* OK (valid), or the rlxkv_status that refused it */
@@ -452,7 +462,9 @@ static void blob_pass(blob_file *f, const char *name, rlxkv_entry **out, verdict
     f->hashing = 0;
     if ((rc = bf_seek(f, 0)) == RLXKV_OK) rc = rlxkv_decode_src(&src, NULL, out, &v->m, &fp);
     if (rc == RLXKV_ERR_LIMIT) v->m.fingerprint = fp;
-    if (rc == RLXKV_OK || rc == RLXKV_ERR_LIMIT) {
+    /* Any verdict on the bytes (valid, invalid, past a limit) holds only
+     * for a file that is still the size it was judged at. */
+    if (rc == RLXKV_OK || rc == RLXKV_ERR_LIMIT || is_format_error(rc)) {
         int urc = bf_unchanged(f);
         if (urc && out) {
             rlxkv_entry_free(*out);
@@ -489,7 +501,7 @@ static void blob_read(rlxkv_store *s, const char *name, uint64_t size, const uin
     blob_pass(&f, name, NULL, v);
     if (out && v->rc == RLXKV_OK && (v->own_name || any_name) &&
         (!want_fp || v->m.fingerprint == *want_fp) &&
-        v->m.n_values * rlxkv_dtype_size(v->m.dtype) <= room) {
+        kv_bytes_of(&v->m) <= room) {
         verdict again;
         /* A file this host cannot address, or could not hold, is too large
          * for this process: valid, and never to be taken for corrupt. */
@@ -510,10 +522,6 @@ static void blob_read(rlxkv_store *s, const char *name, uint64_t size, const uin
         }
     }
     blob_close(&f);
-}
-
-static int is_format_error(int rc) {
-    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT;
 }
 
 /* A verdict as a blob status, against fingerprint fp (any with any_fp). */
@@ -825,7 +833,7 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
         if (vd.rc == RLXKV_OK || vd.rc == RLXKV_ERR_LIMIT) b->fingerprint = vd.m.fingerprint;
         if (vd.rc == RLXKV_OK || (vd.rc == RLXKV_ERR_NOMEM && vd.m.blob_bytes)) {
             b->n_tokens = vd.m.n_tokens;
-            b->kv_bytes = vd.m.n_values * rlxkv_dtype_size(vd.m.dtype);
+            b->kv_bytes = kv_bytes_of(&vd.m);
             b->dtype = vd.m.dtype;
             b->fingerprint = vd.m.fingerprint;
         }
