@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-// rlxkv: look into, check and manage RLXKV001 blobs and store directories.
-import { readFileSync, writeFileSync, statSync, renameSync, realpathSync } from 'node:fs';
+// rlxkv: look into, check and manage blobs (RLXKV001 and its f16 variant
+// RLXKVF16, FORMATS.md) and store directories.
+import {
+  openSync, readSync, fstatSync, closeSync, writeFileSync, statSync, renameSync, realpathSync, unlinkSync, constants,
+} from 'node:fs';
+import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import init from './index.js';
+import { decodeBlob, encodeBlob } from './blob.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -14,30 +19,41 @@ commands:
   prune DIR [--fingerprint HEX] [--max-bytes N] [--dry-run]
                                    drop corrupt and stale blobs, then the oldest
   tokens FILE                      the token ids, as JSON
-  rewrite IN OUT                   decode and encode again (validates, normalizes)
+  rewrite [--as RLXKV001] IN OUT   decode and encode again (validates; OUT may be a store DIR)
 
 'rlxkv <command> --help' for more.`,
   inspect: `usage: rlxkv inspect [--json] FILE...
-Per blob: fingerprint, past length, token count, layers, each K and V block
-length, KV bytes, and whether every block is row-major (a multiple of the
-token count). --json prints one object per file (an array for several).`,
+Per blob: format (RLXKV001: f32 values, RLXKVF16: f16), fingerprint, past
+length, token count, layers, each K and V block length, KV bytes, and
+whether every block is row-major (a multiple of the token count). --json
+prints one object per file (an array for several). Only regular files are
+read.`,
   verify: `usage: rlxkv verify [--fingerprint HEX] FILE...
-Exit 0 when every file is a valid RLXKV001 blob (of that fingerprint, if
-given); else exit 1 with a line per bad file naming it and the reason.`,
+Exit 0 when every file is a valid blob, RLXKV001 or RLXKVF16 (of that
+fingerprint, if given); else exit 1 with a line per bad file naming it and
+the reason.`,
   ls: `usage: rlxkv ls [--json] [--fingerprint HEX] DIR
-The .rlxkv blobs of a store directory: name, tokens, bytes, modified time and
-status (ok, stale for the given fingerprint, corrupt), then totals. Without
---fingerprint, every valid blob is ok.`,
+The .rlxkv blobs and save temporaries of a store directory: name, format,
+tokens, bytes, modified time and status, then totals. Statuses: ok, stale
+(of another fingerprint than --fingerprint; without it every valid blob is
+ok), foreign (valid, under a name not its own: never loaded or pruned),
+corrupt, too-large (valid, more than this process can hold), unreadable,
+temp (a save's temporary file, its writer maybe alive), abandoned (a dead
+save's: prune removes it). Fifos, sockets and directories are not listed.`,
   prune: `usage: rlxkv prune DIR [--fingerprint HEX] [--max-bytes N] [--dry-run]
 Removes corrupt blobs, blobs of other fingerprints (when --fingerprint is
-given), then the oldest blobs until they total at most N bytes, and the
-temporary files of saves that crashed (over an hour old). Prints the blobs
-it removed (or would, with --dry-run, which removes nothing).`,
+given) and abandoned save temporaries, then the least recently used blobs
+until they and the live temporaries total at most N bytes (N may be 64-bit,
+with a k, m or g suffix). Foreign, too-large and unreadable files are never
+removed. Prints what it removed (or would, with --dry-run, which removes
+nothing).`,
   tokens: `usage: rlxkv tokens FILE
 Prints the blob's token ids as a JSON array.`,
-  rewrite: `usage: rlxkv rewrite IN OUT
+  rewrite: `usage: rlxkv rewrite [--as RLXKV001] IN OUT
 Decodes IN and encodes it again to OUT (atomically): a valid blob comes out
-byte-identical; an invalid one is refused.`,
+byte-identical; an invalid one is refused. --as RLXKV001 writes an RLXKVF16
+blob as RLXKV001, its values widened exactly. When OUT is a directory, the
+blob goes into it under the name a store gives it.`,
 };
 
 class UsageError extends Error {}
@@ -66,40 +82,71 @@ function parseFingerprint(s) {
 }
 
 function parseBytes(s) {
-  const m = /^(\d+)([kmg]i?b?)?$/i.exec(s || '');
+  const m = /^(\d+)([kmgt]i?b?)?$/i.exec(s || '');
   if (!m) throw new UsageError(`--max-bytes: not a byte count: ${s}`);
   const unit = (m[2] || '').toLowerCase()[0];
-  const scale = { k: 1024, m: 1024 ** 2, g: 1024 ** 3 }[unit] || 1;
-  return Number(m[1]) * scale;
+  const scale = { k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit] || 1;
+  const n = Number(m[1]) * scale;
+  if (n >= 2 ** 64) throw new UsageError(`--max-bytes: more than 2^64 - 1: ${s}`);
+  return n;
 }
 
 const hex = (fp) => `0x${fp.toString(16).padStart(16, '0')}`;
 
+/**
+ * The bytes of a regular file. Opened without blocking and checked on the
+ * descriptor, so a fifo, socket or device (/dev/zero) is refused, never
+ * read; at most the size it had when opened is read.
+ */
 function readBlobFile(file) {
-  let st;
+  let fd;
   try {
-    st = statSync(file);
-  } catch {
-    throw new Error(`${file}: no such file`);
+    fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK || 0));
+  } catch (err) {
+    if (err.code === 'ENOENT') throw new Error(`${file}: no such file`);
+    if (err.code === 'EISDIR') throw new Error(`${file}: is a directory, not a blob file`);
+    throw new Error(`${file}: ${err.message}`);
   }
-  if (st.isDirectory()) throw new Error(`${file}: is a directory, not a blob file`);
-  return readFileSync(file);
+  try {
+    const st = fstatSync(fd);
+    if (st.isDirectory()) throw new Error(`${file}: is a directory, not a blob file`);
+    if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    const bytes = new Uint8Array(st.size);
+    for (let at = 0; at < bytes.length;) {
+      const n = readSync(fd, bytes, at, bytes.length - at, at);
+      if (n === 0) throw new Error(`${file}: changed while read (shorter than it was)`);
+      at += n;
+    }
+    return bytes;
+  } finally {
+    closeSync(fd);
+  }
 }
 
-function describe(rlx, file) {
-  const e = rlx.decodeEntry(readBlobFile(file));
+/** bytes / 2 or 4 per value, by the blob's format. */
+const valueBytes = (e) => (e.dtype === 'f16' ? 2 : 4);
+
+function describe(file) {
+  let e;
+  try {
+    e = decodeBlob(readBlobFile(file));
+  } catch (err) {
+    throw err.message.startsWith(file) ? err : new Error(`${file}: ${err.message}`);
+  }
   const kLens = e.k.map((b) => b.length);
   const vLens = e.v.map((b) => b.length);
   const n = e.tokens.length;
   return {
     file,
+    format: e.format,
+    dtype: e.dtype,
     fingerprint: hex(e.fingerprint),
     pastLen: e.pastLen,
     tokens: n,
     layers: e.k.length,
     kLens,
     vLens,
-    kvBytes: 4 * [...kLens, ...vLens].reduce((s, l) => s + l, 0),
+    kvBytes: valueBytes(e) * [...kLens, ...vLens].reduce((s, l) => s + l, 0),
     rowMajor: n > 0 && [...kLens, ...vLens].every((l) => l % n === 0),
   };
 }
@@ -109,16 +156,17 @@ const commands = {
     const { flags, rest } = parse(args, { bool: ['--json'] });
     if (flags.help) return out.log(HELP.inspect);
     if (!rest.length) throw new UsageError('inspect needs at least one FILE');
-    const infos = rest.map((f) => describe(rlx, f));
+    const infos = rest.map((f) => describe(f));
     if (flags.json) return out.log(JSON.stringify(infos.length === 1 ? infos[0] : infos, null, 2));
     for (const i of infos) {
       out.log(`${i.file}
+  format      ${i.format} (${i.dtype} values)
   fingerprint ${i.fingerprint}
   past length ${i.pastLen}, tokens ${i.tokens}, layers ${i.layers}
   K lengths   ${i.kLens.join(', ')}
   V lengths   ${i.vLens.join(', ')}
   KV bytes    ${i.kvBytes}
-  row-major   ${i.rowMajor ? `yes (${i.tokens ? (i.kLens[0] || 0) / i.tokens : 0} floats per K row in layer 0)` : 'no'}`);
+  row-major   ${i.rowMajor ? `yes (${i.tokens ? (i.kLens[0] || 0) / i.tokens : 0} values per K row in layer 0)` : 'no'}`);
     }
     return 0;
   },
@@ -131,11 +179,11 @@ const commands = {
     let bad = 0;
     for (const file of rest) {
       try {
-        const e = rlx.decodeEntry(readBlobFile(file));
+        const e = decodeBlob(readBlobFile(file));
         if (fp !== undefined && e.fingerprint !== fp) {
           throw new Error(`${file}: stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
         }
-        out.log(`${file}: ok`);
+        out.log(`${file}: ok (${e.format})`);
       } catch (err) {
         bad++;
         out.error(err.message.startsWith(file) ? err.message : `${file}: ${err.message}`);
@@ -149,28 +197,39 @@ const commands = {
     if (flags.help) return out.log(HELP.ls);
     if (rest.length !== 1) throw new UsageError('ls needs one DIR');
     const fp = parseFingerprint(flags.fingerprint);
-    const blobs = await withStore(rlx, rest[0], (store) => store.list(fp));
-    const rows = blobs.map((b) => ({
+    const all = await withStore(rlx, rest[0], (store) => store.list(fp));
+    const isTemp = (b) => b.status === 'temp' || b.status === 'abandoned';
+    const row = (b) => ({
       name: b.name,
+      format: b.dtype ? { f32: 'RLXKV001', f16: 'RLXKVF16' }[b.dtype] : null,
       tokens: b.tokens,
       bytes: b.bytes,
       mtime: b.mtime.toISOString(),
-      fingerprint: b.status === 'corrupt' ? null : hex(b.fingerprint),
+      fingerprint: ['ok', 'stale', 'foreign', 'too-large'].includes(b.status) && b.fingerprint ? hex(b.fingerprint) : null,
       status: b.status,
-    }));
+    });
+    const rows = all.filter((b) => !isTemp(b)).map(row), temps = all.filter(isTemp).map(row);
+    const count = (s) => rows.filter((r) => r.status === s).length;
     const totals = {
       blobs: rows.length,
       bytes: rows.reduce((s, r) => s + r.bytes, 0),
-      ok: rows.filter((r) => r.status === 'ok').length,
-      stale: rows.filter((r) => r.status === 'stale').length,
-      corrupt: rows.filter((r) => r.status === 'corrupt').length,
+      ok: count('ok'),
+      stale: count('stale'),
+      foreign: count('foreign'),
+      corrupt: count('corrupt'),
+      tooLarge: count('too-large'),
+      unreadable: count('unreadable'),
+      temps: temps.length,
+      tempBytes: temps.reduce((s, r) => s + r.bytes, 0),
     };
-    if (flags.json) return out.log(JSON.stringify({ dir: rest[0], blobs: rows, totals }, null, 2));
-    out.log(`${'name'.padEnd(22)} ${'tokens'.padStart(8)} ${'bytes'.padStart(12)}  ${'modified'.padEnd(24)} status`);
-    for (const r of rows) {
-      out.log(`${r.name.padEnd(22)} ${String(r.tokens).padStart(8)} ${String(r.bytes).padStart(12)}  ${r.mtime.padEnd(24)} ${r.status}`);
+    if (flags.json) return out.log(JSON.stringify({ dir: rest[0], blobs: rows, temps, totals }, null, 2));
+    out.log(`${'name'.padEnd(22)} ${'format'.padEnd(8)} ${'tokens'.padStart(8)} ${'bytes'.padStart(14)}  ${'modified'.padEnd(24)} status`);
+    for (const r of [...rows, ...temps]) {
+      out.log(`${r.name.padEnd(22)} ${(r.format || '-').padEnd(8)} ${String(r.tokens).padStart(8)} ${String(r.bytes).padStart(14)}  ${r.mtime.padEnd(24)} ${r.status}`);
     }
-    out.log(`${totals.blobs} blobs, ${totals.bytes} bytes: ${totals.ok} ok, ${totals.stale} stale, ${totals.corrupt} corrupt`);
+    const others = ['foreign', 'tooLarge', 'unreadable'].filter((k) => totals[k]).map((k) => `, ${totals[k]} ${k === 'tooLarge' ? 'too large' : k}`).join('');
+    out.log(`${totals.blobs} blobs, ${totals.bytes} bytes: ${totals.ok} ok, ${totals.stale} stale, ${totals.corrupt} corrupt${others}` +
+      (temps.length ? `; ${temps.length} save temporaries, ${totals.tempBytes} bytes` : ''));
     return 0;
   },
 
@@ -191,7 +250,10 @@ const commands = {
     if (!dryRun) {
       for (const b of before.filter((x) => !gone.has(x.name))) out.log(`${verb} ${b.name} (${b.status}, ${b.bytes} bytes)`);
     }
-    out.log(`${verb} ${report.removed} blobs (${report.removedBytes} bytes); kept ${report.kept} (${report.keptBytes} bytes)`);
+    out.log(`${verb} ${report.removed} blobs (${report.removedBytes} bytes); kept ${report.kept} (${report.keptBytes} bytes)` +
+      (report.tempsRemoved || report.tempsKept
+        ? `; ${verb} ${report.tempsRemoved} abandoned temporaries (${report.tempsRemovedBytes} bytes), ${report.tempsKept} live kept (${report.tempsKeptBytes} bytes)`
+        : ''));
     return 0;
   },
 
@@ -199,24 +261,62 @@ const commands = {
     const { flags, rest } = parse(args, {});
     if (flags.help) return out.log(HELP.tokens);
     if (rest.length !== 1) throw new UsageError('tokens needs one FILE');
-    out.log(JSON.stringify([...rlx.decodeEntry(readBlobFile(rest[0])).tokens]));
+    out.log(JSON.stringify([...decodeBlob(readBlobFile(rest[0])).tokens]));
     return 0;
   },
 
   async rewrite(rlx, args, out) {
-    const { flags, rest } = parse(args, {});
+    const { flags, rest } = parse(args, { value: ['--as'] });
     if (flags.help) return out.log(HELP.rewrite);
     if (rest.length !== 2) throw new UsageError('rewrite needs IN and OUT');
-    const [from, to] = rest;
-    const e = rlx.decodeEntry(readBlobFile(from));
-    const bytes = rlx.encodeEntry(e, e.fingerprint);
-    const tmp = `${to}.tmp-${process.pid}`;
-    writeFileSync(tmp, bytes);
-    renameSync(tmp, to);
-    out.log(`${from} -> ${to}: ${bytes.length} bytes, ${e.tokens.length} tokens`);
+    if (flags.as !== undefined && flags.as !== 'RLXKV001') throw new UsageError(`--as: only RLXKV001, not ${flags.as}`);
+    const [from, outPath] = rest;
+    const e = decodeBlob(readBlobFile(from));
+    const bytes = encodeBlob(e.tokens, [...e.k, ...e.v], e.fingerprint, undefined, { as: flags.as });
+    let to = outPath, tmp = `${outPath}.tmp-${process.pid}`;
+    if (isDirectory(outPath)) {
+      // Into a store: under its own name, through a temporary named as the
+      // store names its own, so a killed rewrite is swept like a killed save.
+      const name = blobName(e.fingerprint, e.tokens);
+      to = join(outPath, name);
+      tmp = join(outPath, `${name}.${process.pid.toString(16)}-0-${Date.now().toString(16)}.tmp`);
+    }
+    try {
+      writeFileSync(tmp, bytes, { flag: 'wx' });
+      renameSync(tmp, to);
+    } catch (err) {
+      try { unlinkSync(tmp); } catch { /* never made */ }
+      throw new Error(`writing ${to}: ${err.message}`);
+    }
+    out.log(`${from} -> ${to}: ${bytes.length} bytes, ${e.tokens.length} tokens (${flags.as || e.format})`);
     return 0;
   },
 };
+
+function isDirectory(path) {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The file name a store gives the blob of (fingerprint, tokens):
+ * rlxkv_blob_name in src/store.c, i.e. rlxkv_hash64 of the tokens as
+ * little-endian u32 bytes, seeded with the fingerprint, in 16 hex digits.
+ */
+export function blobName(fingerprint, tokens) {
+  const M = 2n ** 64n - 1n, P = 0x100000001b3n;
+  let h = 0xcbf29ce484222325n;
+  const byte = (b) => { h = ((h ^ BigInt(b)) * P) & M; };
+  for (let i = 0n; i < 8n; i++) byte((fingerprint >> (8n * i)) & 0xffn);
+  for (const t of tokens) for (let i = 0; i < 4; i++) byte((t >>> (8 * i)) & 0xff);
+  h ^= h >> 30n; h = (h * 0xbf58476d1ce4e5b9n) & M;
+  h ^= h >> 27n; h = (h * 0x94d049bb133111ebn) & M;
+  h ^= h >> 31n;
+  return `${h.toString(16).padStart(16, '0')}.rlxkv`;
+}
 
 async function withStore(rlx, dir, fn) {
   let st;

@@ -1,7 +1,7 @@
 /*
  * rlxkv — a prompt KV-cache: longest-prefix lookup over token ids, a
- * byte-bounded LRU of per-layer K/V tensors, the RLXKV001 blob codec and a
- * directory store of blobs.
+ * byte-bounded LRU of per-layer K/V tensors, the blob codec (RLXKV001 and
+ * its f16 variant RLXKVF16) and a directory store of blobs.
  *
  * Copyright (C) 2026 the rlxkv authors. GPL-3.0-only.
  *
@@ -32,7 +32,7 @@ typedef enum rlxkv_status {
     RLXKV_STALE = 1,            /* blob of another fingerprint: not an error */
     RLXKV_HIT = 2,              /* a lookup found an entry */
     RLXKV_MISS = 3,             /* a lookup found none */
-    RLXKV_ERR_BAD_MAGIC = -1,   /* not an RLXKV001 blob */
+    RLXKV_ERR_BAD_MAGIC = -1,   /* not a blob (neither RLXKV001 nor RLXKVF16) */
     RLXKV_ERR_TRUNCATED = -2,   /* blob ends before its fields do */
     RLXKV_ERR_CORRUPT = -3,     /* fields disagree (past_len, token range, trailing bytes) */
     RLXKV_ERR_NOMEM = -4,       /* allocation failed */
@@ -41,7 +41,9 @@ typedef enum rlxkv_status {
     RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded */
     RLXKV_ERR_INVALID = -8,     /* a bad argument */
     RLXKV_ERR_NOTFOUND = -9,    /* no such entry or blob */
-    RLXKV_ERR_SHAPE = -10       /* blocks do not match the cache's layout */
+    RLXKV_ERR_SHAPE = -10,      /* blocks do not match the cache's layout */
+    RLXKV_ERR_CHANGED = -11,    /* a file changed while it was read */
+    RLXKV_ERR_LIMIT = -12       /* a valid blob beyond this reader's limits (RLXKV_MAX_LAYERS, address space) */
 } rlxkv_status;
 
 /* A static, human-readable text for any status. Never NULL. */
@@ -292,45 +294,96 @@ void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e);
 void rlxkv_cache_mark_unstored(rlxkv_cache *c, const rlxkv_entry *e);
 
 /* ------------------------------------------------------------------------
- * Codec: RLXKV001 (see FORMAT.md). Little-endian u64 fields, f32 data.
+ * Codec: RLXKV001 (f32 values, ../shared/FORMAT.md) and its f16 variant
+ * RLXKVF16 (FORMATS.md): little-endian u64 fields, then the values. An
+ * entry is written in the format of its dtype; rlxkv_encode_f32 writes an
+ * f16 entry as RLXKV001, widened exactly.
  * ---------------------------------------------------------------------- */
+
+/* The most layers a blob may have here: a valid blob of more is refused
+ * with RLXKV_ERR_LIMIT (by the C and the JS codec alike), so that no
+ * reader builds millions of empty blocks from a few hundred MB. */
+#define RLXKV_MAX_LAYERS 4096
 
 /* What a blob holds, learnt without allocating. */
 typedef struct rlxkv_blob_meta {
     uint64_t fingerprint;
-    size_t n_tokens;        /* == past_len */
-    size_t n_layers;
-    int dtype;              /* rlxkv_dtype of the values */
-    size_t n_values;        /* sum of all block lengths */
-    size_t blob_bytes;
+    uint64_t n_tokens;      /* == past_len */
+    size_t n_layers;        /* <= RLXKV_MAX_LAYERS */
+    int dtype;              /* rlxkv_dtype: RLXKV_F32 for RLXKV001, RLXKV_F16 for RLXKVF16 */
+    uint64_t n_values;      /* sum of all block lengths */
+    uint64_t blob_bytes;
 } rlxkv_blob_meta;
 
-/* Exact encoded size of an entry; 0 on size overflow. */
+/* Exact size of the entry's blob in its own format (RLXKV001 for f32,
+ * RLXKVF16 for f16); 0 on size overflow or past RLXKV_MAX_LAYERS. */
 size_t rlxkv_encoded_size(const rlxkv_entry *e);
-/* Writes the blob into buf (cap bytes). RLXKV_ERR_INVALID if cap is short.
- * *written (may be NULL) gets the size. */
+/* Writes that blob into buf (cap bytes). RLXKV_ERR_INVALID if cap is
+ * short, RLXKV_ERR_LIMIT past RLXKV_MAX_LAYERS. *written (may be NULL)
+ * gets the size (0 on failure). */
 int rlxkv_encode(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
                  size_t cap, size_t *written);
-/* Validates a whole blob without allocating: OK, or an error. Fills *meta
- * (may be NULL). Stale-ness is not judged here. */
+/* The same as RLXKV001 whatever the dtype: f16 values are widened exactly
+ * (rlxkv_f16_widen); an f32 entry gives the bytes rlxkv_encode gives. */
+size_t rlxkv_encoded_size_f32(const rlxkv_entry *e);
+int rlxkv_encode_f32(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
+                     size_t cap, size_t *written);
+/* n binary16 bit patterns to the f32 of the same value, exactly: signed
+ * zeros, subnormals and infinities keep their value, NaNs their sign and
+ * payload (shifted into the top of the f32 mantissa). */
+void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n);
+/* Validates a whole blob of either format without allocating: OK, or an
+ * error. Fills *meta (may be NULL). Stale-ness is not judged here. */
 int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta);
-/* Decodes a blob into a new entry (*out, owned by the caller). When
- * expect_fp is non-NULL and the blob's fingerprint differs, returns
- * RLXKV_STALE with *out = NULL (after checking only the magic and the
- * fingerprint). *fp_out (may be NULL) gets the blob's fingerprint. */
+/* Decodes a blob of either format into a new entry of its dtype (*out,
+ * owned by the caller). When expect_fp is non-NULL and the blob's
+ * fingerprint differs, returns RLXKV_STALE with *out = NULL (after
+ * checking only the magic and the fingerprint). *fp_out (may be NULL)
+ * gets the blob's fingerprint. */
 int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
                  rlxkv_entry **out, uint64_t *fp_out);
 
 /* ------------------------------------------------------------------------
  * Store: a directory of blobs, one file per entry, named from a hash of
- * (fingerprint, tokens): "<16 hex digits>.rlxkv". Saves are atomic
- * (temporary file, then rename). Plain stdio/POSIX, so it runs natively and
- * on Emscripten's MEMFS/IDBFS/NODEFS alike.
+ * (fingerprint, tokens): "<16 hex digits>.rlxkv". Saves stream the blob
+ * into a temporary file and rename it over the name: atomic. Plain POSIX,
+ * so it runs natively and on Emscripten's MEMFS (mirrored to IndexedDB by
+ * web/idb-sync.js) and NODEFS alike.
+ *
+ * One judge, one rule. Only regular files (symlinks are followed to one;
+ * removing a symlinked blob removes the link) named "*.rlxkv" (shorter
+ * than 32 characters) are blobs; fifos, sockets, devices and directories
+ * are never opened. Every blob is judged the same way by load, list and
+ * prune, from its header, tokens and block lengths (its values are skipped,
+ * not read), with the checks of rlxkv_decode:
+ *   ok / stale   valid, under its own name; of the fingerprint asked for
+ *                (or any, with RLXKV_ANY_FINGERPRINT) or not;
+ *   foreign      valid, under another name (copied in by hand, renamed):
+ *                never loaded, never removed; `rlxkv rewrite FILE DIR`
+ *                stores it under its own name;
+ *   corrupt      not a valid blob (error: BAD_MAGIC, TRUNCATED, CORRUPT),
+ *                whatever fingerprint its head names;
+ *   too large    valid (as far as read), but not for this process: more
+ *                than RLXKV_MAX_LAYERS layers (LIMIT) or too large to hold
+ *                (NOMEM); never removed as corrupt;
+ *   unreadable   an I/O error, or the file changed while it was read
+ *                (IO, CHANGED): not judged, never removed.
+ * A save's temporary file is "temp" while its writer may be alive, and
+ * "abandoned" once it cannot be: over an hour old, or (natively) its
+ * writer's PID, which its name holds, is no running process of this PID
+ * namespace. Prune removes abandoned ones.
+ *
+ * Recency: rlxkv_store_flush stamps the blob of every cached entry with an
+ * mtime in the cache's recency order (the most recently used newest), so
+ * load and prune, which go by mtime, follow use, not save time. (On an
+ * IndexedDB mount the stamps last for the session: web/idb-sync.js keeps
+ * each blob's save time, and a restore brings that back.)
  * ---------------------------------------------------------------------- */
 typedef struct rlxkv_store rlxkv_store;
 
 /* The file operations the store uses; tests inject faults through it.
- * Each returns 0 on success, -1 with errno set on failure. */
+ * Each returns 0 on success, -1 with errno set on failure. The directory
+ * itself (mkdir, opendir, stat, utimensat) is not in here. */
 typedef struct rlxkv_io {
     void *ctx;
     int (*open)(void *ctx, const char *path, int flags, int mode);   /* fd */
@@ -340,83 +393,124 @@ typedef struct rlxkv_io {
     int (*close)(void *ctx, int fd);
     int (*rename)(void *ctx, const char *from, const char *to);
     int (*unlink)(void *ctx, const char *path);
+    /* lseek(2): SEEK_SET or SEEK_END; the new offset, or -1. Judging a
+     * blob seeks over its values; SEEK_END tells a file's size as opened
+     * (and fails on a pipe). */
+    int64_t (*seek)(void *ctx, int fd, int64_t offset, int whence);
 } rlxkv_io;
 
 /* The POSIX file operations (the default). */
 const rlxkv_io *rlxkv_io_posix(void);
 
 typedef enum rlxkv_blob_status {
-    RLXKV_BLOB_OK = 0,      /* valid, of the expected fingerprint */
-    RLXKV_BLOB_STALE = 1,   /* valid, of another fingerprint */
-    RLXKV_BLOB_CORRUPT = 2  /* unreadable or invalid */
+    RLXKV_BLOB_OK = 0,          /* valid, named right, of the fingerprint (or any) */
+    RLXKV_BLOB_STALE = 1,       /* valid, named right, of another fingerprint */
+    RLXKV_BLOB_CORRUPT = 2,     /* invalid: error is BAD_MAGIC, TRUNCATED or CORRUPT */
+    RLXKV_BLOB_FOREIGN = 3,     /* valid, under a name that is not its own */
+    RLXKV_BLOB_TOO_LARGE = 4,   /* valid, too large for this process: error LIMIT or NOMEM */
+    RLXKV_BLOB_UNREADABLE = 5,  /* error IO or CHANGED */
+    RLXKV_BLOB_TEMP = 6,        /* a save's temporary file, its writer maybe alive */
+    RLXKV_BLOB_ABANDONED = 7    /* a dead save's temporary file */
 } rlxkv_blob_status;
 
+/* Longest name in a rlxkv_blob_info, NUL included (temporary names too). */
+#define RLXKV_NAME_CAP 80
+
 typedef struct rlxkv_blob_info {
-    char name[32];          /* file name inside the directory */
-    size_t n_tokens;        /* 0 when corrupt */
-    size_t file_bytes;
-    int64_t mtime;          /* seconds since the epoch */
-    uint64_t fingerprint;   /* 0 when corrupt */
-    int status;             /* rlxkv_blob_status */
-    int error;              /* the rlxkv_status that made it corrupt, else 0 */
+    char name[RLXKV_NAME_CAP];  /* file name inside the directory */
+    uint64_t file_bytes;
+    uint64_t n_tokens;          /* 0 unless judged valid (ok, stale, foreign) */
+    uint64_t kv_bytes;          /* values x dtype size, when judged valid */
+    int64_t mtime;              /* seconds since the epoch */
+    uint64_t fingerprint;       /* when its head was read (ok, stale, foreign, too large), else 0 */
+    int32_t mtime_ns;           /* nanoseconds of mtime */
+    int status;                 /* rlxkv_blob_status */
+    int error;                  /* the rlxkv_status behind corrupt, too large, unreadable, else 0 */
+    int dtype;                  /* rlxkv_dtype when valid, else -1 */
 } rlxkv_blob_info;
 
+/* All counts and sizes are 64-bit: a directory may outgrow a 32-bit size_t. */
 typedef struct rlxkv_load_report {
-    size_t loaded;          /* entries put in the cache */
-    size_t stale;           /* blobs of other fingerprints, left alone */
-    size_t corrupt;         /* blobs skipped as invalid */
-    size_t skipped;         /* valid blobs left out because the cap is full */
-    size_t bytes;           /* KV bytes loaded */
+    uint64_t loaded;        /* entries put in the cache */
+    uint64_t stale;         /* valid blobs of other fingerprints, left alone */
+    uint64_t corrupt;       /* invalid blobs, skipped */
+    uint64_t skipped;       /* valid blobs left out: the cap is full, pinned entries
+                               leave no room, or the cache holds these tokens */
+    uint64_t bytes;         /* KV bytes loaded */
+    uint64_t foreign;       /* valid blobs under names not their own, left alone */
+    uint64_t too_large;     /* valid blobs this process could not hold (LIMIT, NOMEM) */
+    uint64_t unreadable;    /* files that could not be read or changed while read */
+    uint64_t shape;         /* valid blobs that do not fit the cache's layout (SHAPE) */
 } rlxkv_load_report;
 
 typedef struct rlxkv_prune_report {
-    size_t removed;         /* blobs removed (or that would be, on a dry run) */
-    size_t removed_bytes;   /* their file bytes */
-    size_t kept;
-    size_t kept_bytes;
+    uint64_t removed;           /* blobs removed (or that would be, on a dry run) */
+    uint64_t removed_bytes;     /* their file bytes */
+    uint64_t kept;              /* blobs left */
+    uint64_t kept_bytes;
+    uint64_t temps_removed;     /* abandoned temporary files removed (would be) */
+    uint64_t temps_removed_bytes;
+    uint64_t temps_kept;        /* temporary files of saves that may be running */
+    uint64_t temps_kept_bytes;  /* (counted against max_bytes) */
 } rlxkv_prune_report;
 
 /* Opens (creating if missing) the directory `dir`. io may be NULL for POSIX.
  * Returns NULL on failure (*status says why, if given). Free with
  * rlxkv_store_close. */
 rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status);
-void rlxkv_store_close(rlxkv_store *s);
+void rlxkv_store_close(rlxkv_store *s);   /* NULL: a harmless no-op */
 
 /* The file name of (fingerprint, tokens) into name (at least 32 bytes). */
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
 
-/* Writes one entry's blob atomically. */
+/* Writes one entry's blob atomically, in its dtype's format, streamed from
+ * the entry (no copy of the whole blob is made). */
 int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint);
 /* Saves every dirty entry of the cache (under the cache's fingerprint) and
- * marks each clean once its rename succeeded. Stops at the first failure
- * and returns it; entries saved before stay saved and clean. */
+ * marks each clean once its rename succeeded, then stamps the blobs of all
+ * its entries in recency order (best effort; see Recency). Stops at the
+ * first failed save and returns it; entries saved before stay saved and
+ * clean. */
 int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c);
-/* Reads every blob of the cache's fingerprint into it, newest last (so the
- * most recent files are the most recently used), leaving out the oldest that
- * the cap cannot hold. Stale blobs are counted and left alone; corrupt ones
- * are counted and skipped. Loaded entries are clean. report may be NULL. */
+/* Reads the blobs of the cache's fingerprint into it, newest first, while
+ * the cap holds them (the first one always), then puts them oldest first
+ * (so the newest files are the most recently used). Blobs past the cap
+ * are judged, not read. Every blob lands in one count of the report; a
+ * blob that cannot be held (out of memory) or does not fit the cache's
+ * layout is counted and skipped, not an error. Loaded entries are clean.
+ * report may be NULL. Fails only when the directory cannot be read or the
+ * store's own bookkeeping cannot be allocated. */
 int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report);
-/* Reads and decodes one blob by file name (*out owned by the caller). */
+/* Reads and decodes the blob file `name` (*out owned by the caller), under
+ * any name. RLXKV_STALE (*out NULL) when expect_fp is given and differs;
+ * NOTFOUND when there is no such regular file; CHANGED when it changed
+ * while read. */
 int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
                      rlxkv_entry **out);
-/* Lists the directory's blobs (files ending ".rlxkv"), judging each against
- * `fingerprint`. *out is an array of *n infos allocated with malloc: the
- * caller frees it with free(). */
-int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n);
-int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO */
 
 #define RLXKV_PRUNE_DRY_RUN   1   /* report, remove nothing */
 #define RLXKV_PRUNE_KEEP_STALE 2  /* leave other fingerprints' blobs alone */
-#define RLXKV_PRUNE_ANY_FINGERPRINT 4 /* every valid blob counts as the fingerprint's */
+#define RLXKV_ANY_FINGERPRINT 4   /* every valid blob counts as the fingerprint's (list, prune) */
+#define RLXKV_PRUNE_ANY_FINGERPRINT RLXKV_ANY_FINGERPRINT
 #define RLXKV_PRUNE_KEEP_PINNED 8 /* only the pinned entries of `keep` are kept */
-/* Removes corrupt and (unless KEEP_STALE) stale blobs, then the oldest blobs
- * of `fingerprint` until its files total at most max_bytes (SIZE_MAX: no
- * budget; stale files kept under KEEP_STALE do not count). Blobs of entries
- * currently in `keep` (may be NULL; with KEEP_PINNED, only its pinned
- * entries) are never removed. Unless DRY_RUN, it also deletes temporary
- * files that crashed saves left (over an hour old; not in the report).
- * report may be NULL. */
-int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
+
+/* Lists the directory's blobs and temporary files, judged against
+ * `fingerprint` (flags: RLXKV_ANY_FINGERPRINT, then every valid blob is
+ * ok), in name order, reading no values. *out is an array of *n infos
+ * allocated with malloc: the caller frees it with free(). */
+int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, unsigned flags,
+                     rlxkv_blob_info **out, size_t *n);
+int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO */
+
+/* Removes corrupt and (unless KEEP_STALE) stale blobs and abandoned
+ * temporary files, then the least recently used (oldest mtime) blobs of
+ * `fingerprint` until they and the live temporary files total at most
+ * max_bytes (UINT64_MAX: no budget; stale files kept under KEEP_STALE do
+ * not count). Foreign, too large and unreadable files are never removed,
+ * nor counted against the budget. Blobs of entries currently in `keep`
+ * (may be NULL; with KEEP_PINNED, only its pinned entries) are never
+ * removed. report may be NULL. */
+int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report);
 

@@ -1,24 +1,35 @@
-/* The blob store: a directory with one RLXKV001 file per entry.
+/* The blob store: a directory with one blob file per entry (see "Store" in
+ * rlxkv.h for what counts as a blob and how each file is judged).
  *
  * File data moves through the rlxkv_io vtable (so tests can inject faults);
  * the directory itself is read with opendir/readdir/stat. Only plain POSIX
  * is used, nothing Linux-only (no O_TMPFILE, linkat or flock), because the
- * same code runs on Emscripten's MEMFS/IDBFS/NODEFS.
+ * same code runs natively and on Emscripten's MEMFS and NODEFS.
  *
- * A save encodes into one buffer, writes it to a temporary file in the same
+ * One way to read a blob (blob_open, blob_judge, blob_decode): a regular
+ * file, opened without blocking, its size as opened compared with the
+ * size it was found with; judged from its header, tokens and block lengths
+ * by the codec's own decoder while the values are seeked over; decoded,
+ * when it is to be loaded, through the same descriptor straight into its
+ * entry. A file that is not the size it was judged at is "changed", never
+ * read past that size.
+ *
+ * A save streams the blob from the entry into a temporary file in the same
  * directory, syncs and closes it, then renames it over the final name: a
  * crash leaves the old blob or the new one, never a torn one. */
 #define _POSIX_C_SOURCE 200809L
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h> /* kill(pid, 0) */
 #include <stdint.h>
-#include <stdio.h> /* rename */
+#include <stdio.h>  /* rename */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <sys/types.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "codec.h"
@@ -28,18 +39,21 @@
 #ifndef O_CLOEXEC
 #define O_CLOEXEC 0
 #endif
+#ifndef O_NONBLOCK
+#define O_NONBLOCK 0
+#endif
 
 #define SUFFIX ".rlxkv"
 #define SUFFIX_LEN 6
 /* Longest file name the store reads, removes or makes (temporary names
  * included); blob names are 22 characters. */
-#define NAME_CAP 96
+#define NAME_CAP RLXKV_NAME_CAP
 /* Largest single read or write: keeps every count inside a long. */
 #define IO_CHUNK ((size_t)1 << 30)
 /* Temporary names tried before a save gives up (each a new name). */
 #define TMP_TRIES 16
-/* A temporary file this old (seconds) is a crashed save's, not a live
- * one's: prune removes it. A save writes its file in one go. */
+/* A temporary file this old (seconds) is a dead save's whatever its PID
+ * says: a save writes its file in one go. */
 #define TMP_ABANDONED_AGE 3600
 
 struct rlxkv_store {
@@ -51,12 +65,14 @@ struct rlxkv_store {
     char *tmp;       /* scratch: the temporary path during a save */
 };
 
-/* A directory entry that looks like a blob. */
+/* A directory entry that is a regular file named as a blob or as a save's
+ * temporary file. */
 typedef struct cand {
-    char name[32];
+    char name[NAME_CAP];
     int64_t mtime;      /* seconds */
     long mtime_ns;
     uint64_t size;
+    int temp;
 } cand;
 
 /* ---------------------------------------------------------------------- *
@@ -90,9 +106,17 @@ static int px_unlink(void *ctx, const char *path) {
     (void)ctx;
     return unlink(path);
 }
+static int64_t px_seek(void *ctx, int fd, int64_t offset, int whence) {
+    (void)ctx;
+    if ((int64_t)(off_t)offset != offset) { /* a 32-bit off_t */
+        errno = EOVERFLOW;
+        return -1;
+    }
+    return (int64_t)lseek(fd, (off_t)offset, whence);
+}
 
-static const rlxkv_io kPosixIo = {NULL,     px_open,  px_read,   px_write,
-                                  px_sync,  px_close, px_rename, px_unlink};
+static const rlxkv_io kPosixIo = {NULL,     px_open,  px_read,   px_write, px_sync,
+                                  px_close, px_rename, px_unlink, px_seek};
 
 const rlxkv_io *rlxkv_io_posix(void) { return &kPosixIo; }
 
@@ -111,7 +135,8 @@ static int io_status(int err) {
  * ---------------------------------------------------------------------- */
 
 /* rlxkv_hash64 fed one token at a time, as little-endian u32 bytes, so a
- * blob's u64 tokens can be hashed in place (test_store checks they agree). */
+ * blob's tokens can be hashed as they are read (test_store checks they
+ * agree). */
 static uint64_t name_hash_token(uint64_t h, uint32_t t) {
     for (int i = 0; i < 4; i++) h = rlxkv_fnv_byte(h, (unsigned char)(t >> (8 * i)));
     return h;
@@ -140,14 +165,6 @@ void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, cha
     name_from_hash(h, name);
 }
 
-/* The name a valid blob (buf, already inspected) should have. */
-static void blob_name_of(const uint8_t *buf, const rlxkv_blob_meta *m, char name[32]) {
-    uint64_t h = rlxkv_fnv_init(m->fingerprint);
-    for (size_t i = 0; i < m->n_tokens; i++)
-        h = name_hash_token(h, (uint32_t)rlxkv_load_u64le(buf + RLXKV_BLOB_HEAD_BYTES + 8 * i));
-    name_from_hash(h, name);
-}
-
 /* A name inside the directory: no separators, no "." or "..". */
 static int valid_name(const char *name) {
     size_t n = name ? strlen(name) : 0;
@@ -160,21 +177,29 @@ static int is_blob_name(const char *name) {
     return n > SUFFIX_LEN && n < 32 && !strcmp(name + n - SUFFIX_LEN, SUFFIX);
 }
 
-/* Skips one run of lowercase hex digits; NULL if there is none. */
-static const char *skip_hex(const char *p) {
+/* Skips one run of lowercase hex digits, its value in *v (may be NULL;
+ * saturated); NULL if there is none. */
+static const char *skip_hex(const char *p, uint64_t *v) {
     const char *q = p;
-    while ((*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f')) q++;
+    uint64_t x = 0;
+    for (; (*q >= '0' && *q <= '9') || (*q >= 'a' && *q <= 'f'); q++) {
+        unsigned d = (unsigned)(*q <= '9' ? *q - '0' : *q - 'a' + 10);
+        x = x > (UINT64_MAX >> 4) ? UINT64_MAX : x << 4 | d;
+    }
+    if (v) *v = x;
     return q > p ? q : NULL;
 }
 
 /* A name rlxkv_store_save gives its temporary files, exactly:
- * <16 hex>.rlxkv.<hex>-<hex>-<hex>.tmp. Nothing else is ever swept. */
-static int is_temp_name(const char *name) {
-    const char *p = skip_hex(name);
+ * <16 hex>.rlxkv.<pid hex>-<hex>-<hex>.tmp; *pid gets the writer's PID.
+ * Nothing else is ever swept. */
+static int is_temp_name(const char *name, uint64_t *pid) {
+    const char *p = skip_hex(name, NULL);
+    if (strlen(name) >= NAME_CAP) return 0;
     if (!p || p - name != 16 || strncmp(p, SUFFIX ".", SUFFIX_LEN + 1)) return 0;
     p += SUFFIX_LEN + 1;
     for (int i = 0; i < 3; i++) {
-        if (!(p = skip_hex(p))) return 0;
+        if (!(p = skip_hex(p, i == 0 ? pid : NULL))) return 0;
         if (i < 2 && *p++ != '-') return 0;
     }
     return !strcmp(p, ".tmp");
@@ -199,7 +224,7 @@ rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status) 
 
     if (!io) io = &kPosixIo;
     if (!dir || !*dir || !io->open || !io->read || !io->write || !io->sync ||
-        !io->close || !io->rename || !io->unlink)
+        !io->close || !io->rename || !io->unlink || !io->seek)
         goto out;
     n = strlen(dir);
     while (n > 1 && dir[n - 1] == '/') n--;
@@ -236,7 +261,399 @@ out:
 void rlxkv_store_close(rlxkv_store *s) { free(s); }
 
 /* ---------------------------------------------------------------------- *
- * File helpers
+ * The directory
+ * ---------------------------------------------------------------------- */
+static long mtime_ns_of(const struct stat *st) {
+#if defined(__APPLE__)
+    return st->st_mtimespec.tv_nsec;
+#else
+    return st->st_mtim.tv_nsec;
+#endif
+}
+
+/* The directory's regular files named as blobs (and, with temps, as
+ * temporary files), with their size and mtime from one stat each. stat,
+ * not lstat: a symlink counts as what it points at; anything but a
+ * regular file is left alone here, so it is never opened. */
+static int scan(rlxkv_store *s, int temps, cand **out, size_t *n_out) {
+    cand *v = NULL;
+    size_t n = 0, cap = 0;
+    struct dirent *d;
+    DIR *dir;
+    int rc = RLXKV_OK;
+
+    *out = NULL;
+    *n_out = 0;
+    dir = opendir(s->dir);
+    if (!dir) return io_status(errno);
+    for (;;) {
+        struct stat st;
+        int temp;
+        errno = 0;
+        if (!(d = readdir(dir))) {
+            if (errno) rc = io_status(errno);
+            break;
+        }
+        temp = temps && is_temp_name(d->d_name, NULL);
+        if (!temp && !is_blob_name(d->d_name)) continue;
+        /* d_type is not reliable everywhere (Emscripten): stat. */
+        if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+        if (n == cap) {
+            size_t nc = cap ? 2 * cap : 16;
+            cand *nv = nc < SIZE_MAX / sizeof *nv ? realloc(v, nc * sizeof *nv) : NULL;
+            if (!nv) {
+                rc = RLXKV_ERR_NOMEM;
+                break;
+            }
+            v = nv;
+            cap = nc;
+        }
+        strcpy(v[n].name, d->d_name);
+        v[n].mtime = (int64_t)st.st_mtime;
+        v[n].mtime_ns = mtime_ns_of(&st);
+        v[n].size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
+        v[n].temp = temp;
+        n++;
+    }
+    closedir(dir);
+    if (rc) {
+        free(v);
+        return rc;
+    }
+    *out = v;
+    *n_out = n;
+    return RLXKV_OK;
+}
+
+/* Newest first; within one mtime, the larger name first. */
+static int cmp_newest_first(const void *a, const void *b) {
+    const cand *x = a, *y = b;
+    if (x->mtime != y->mtime) return x->mtime > y->mtime ? -1 : 1;
+    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns > y->mtime_ns ? -1 : 1;
+    return strcmp(y->name, x->name);
+}
+
+/* Whether no live save can own a temporary file (size, mtime, name):
+ * too old for any save, or natively, written by a PID that is no running
+ * process. Under Emscripten every process is PID 42, so age alone tells. */
+static int temp_abandoned(const cand *c, time_t now) {
+    uint64_t pid = 0;
+    if (now - c->mtime > TMP_ABANDONED_AGE) return 1;
+#ifndef __EMSCRIPTEN__
+    /* kill(0 or negative) would address process groups: only 1..INT_MAX. */
+    if (is_temp_name(c->name, &pid) && pid >= 1 && pid <= INT_MAX &&
+        (pid_t)pid != getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 1;
+#else
+    (void)pid;
+#endif
+    return 0;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Reading a blob: open, judge, decode
+ * ---------------------------------------------------------------------- */
+
+/* An open blob file, as the codec's source: exactly n bytes per read,
+ * short reads resumed; skips are seeks. Every token read is hashed into
+ * the name it must have. */
+typedef struct blob_file {
+    rlxkv_store *s;
+    int fd;
+    uint64_t size;   /* as judged */
+    uint64_t at;
+    uint64_t hash;   /* the name hash of the fingerprint and the tokens so far */
+    int hashing;     /* hash started (at the first run of tokens) */
+} blob_file;
+
+static int bf_read(void *ctx, uint8_t *dst, size_t n) {
+    blob_file *f = ctx;
+    while (n) {
+        size_t want = n < IO_CHUNK ? n : IO_CHUNK;
+        long got = f->s->io.read(f->s->io.ctx, f->fd, dst, want);
+        if (got < 0) {
+            if (errno == EINTR) continue;
+            return io_status(errno);
+        }
+        if (got == 0) return RLXKV_ERR_CHANGED; /* shorter than judged */
+        if ((size_t)got > want) return RLXKV_ERR_IO;
+        dst += got;
+        n -= (size_t)got;
+        f->at += (uint64_t)got;
+    }
+    return RLXKV_OK;
+}
+
+static int bf_seek(blob_file *f, uint64_t to) {
+    if (to > INT64_MAX || f->s->io.seek(f->s->io.ctx, f->fd, (int64_t)to, SEEK_SET) != (int64_t)to)
+        return RLXKV_ERR_IO;
+    f->at = to;
+    return RLXKV_OK;
+}
+
+static int bf_skip(void *ctx, uint64_t n) {
+    blob_file *f = ctx;
+    return n > UINT64_MAX - f->at ? RLXKV_ERR_IO : bf_seek(f, f->at + n);
+}
+
+static void bf_tokens(void *ctx, uint64_t fp, const uint32_t *t, size_t n) {
+    blob_file *f = ctx;
+    if (!f->hashing) f->hash = rlxkv_fnv_init(fp), f->hashing = 1;
+    for (size_t i = 0; i < n; i++) f->hash = name_hash_token(f->hash, t[i]);
+}
+
+/* The file's size now, from its descriptor: what a changed file is told by. */
+static int bf_unchanged(blob_file *f) {
+    int64_t end = f->s->io.seek(f->s->io.ctx, f->fd, 0, SEEK_END);
+    if (end < 0) return RLXKV_ERR_IO;
+    return (uint64_t)end == f->size ? RLXKV_OK : RLXKV_ERR_CHANGED;
+}
+
+/* Opens s->path, found as a regular file of `size` bytes. Non-blocking, so
+ * that a file swapped for a fifo since its stat cannot hang us; a
+ * descriptor that cannot seek (a pipe) is no blob. */
+static int blob_open(rlxkv_store *s, uint64_t size, blob_file *f) {
+    int rc;
+    memset(f, 0, sizeof *f);
+    f->s = s;
+    f->size = size;
+    f->fd = s->io.open(s->io.ctx, s->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
+    if (f->fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    if ((rc = bf_unchanged(f)) || (rc = bf_seek(f, 0))) {
+        s->io.close(s->io.ctx, f->fd); /* read-only: nothing to lose */
+        f->fd = -1;
+    }
+    return rc;
+}
+
+static void blob_close(blob_file *f) {
+    if (f->fd >= 0) f->s->io.close(f->s->io.ctx, f->fd);
+    f->fd = -1;
+}
+
+static int is_format_error(int rc) {
+    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT;
+}
+
+/* KV bytes of a judged blob (saturating: a u64 count of 2-byte values). */
+static uint64_t kv_bytes_of(const rlxkv_blob_meta *m) {
+    uint64_t size = rlxkv_dtype_size(m->dtype);
+    return m->n_values > UINT64_MAX / size ? UINT64_MAX : m->n_values * size;
+}
+
+/* What the judge found. */
+typedef struct verdict {
+    int rc;             /* OK (valid), or the rlxkv_status that refused it */
+    int own_name;       /* valid and named after its fingerprint and tokens */
+    rlxkv_blob_meta m;  /* when valid (fingerprint also when rc is LIMIT) */
+} verdict;
+
+/* One pass of the codec's decoder over the open file from its start:
+ * judging (out NULL: values seeked over, nothing allocated) or decoding.
+ * Ends with the file checked to be the size judged and, when valid, its
+ * name compared with the one its contents give. */
+static void blob_pass(blob_file *f, const char *name, rlxkv_entry **out, verdict *v) {
+    rlxkv_src src = {NULL, f->size, bf_read, bf_skip, bf_tokens, f};
+    uint64_t fp = 0;
+    char want[32];
+    int rc;
+
+    memset(v, 0, sizeof *v);
+    f->hashing = 0;
+    if ((rc = bf_seek(f, 0)) == RLXKV_OK) rc = rlxkv_decode_src(&src, NULL, out, &v->m, &fp);
+    if (rc == RLXKV_ERR_LIMIT) v->m.fingerprint = fp;
+    /* Any verdict on the bytes (valid, invalid, past a limit) holds only
+     * for a file that is still the size it was judged at. */
+    if (rc == RLXKV_OK || rc == RLXKV_ERR_LIMIT || is_format_error(rc)) {
+        int urc = bf_unchanged(f);
+        if (urc && out) {
+            rlxkv_entry_free(*out);
+            *out = NULL;
+        }
+        if (urc) rc = urc;
+    }
+    if (rc == RLXKV_OK) {
+        name_from_hash(f->hashing ? f->hash : rlxkv_fnv_init(fp), want);
+        v->own_name = !strcmp(want, name);
+    }
+    v->rc = rc;
+}
+
+/* The judge of every store operation: the verdict on the regular file
+ * `name`, found `size` bytes long, from its header, tokens and block
+ * lengths (*v). With out, a valid blob under its own name (any name with
+ * any_name) of fingerprint *want_fp (any if NULL) whose KV bytes are at
+ * most room is then decoded too, into *out (owned by the caller), through
+ * the same descriptor; if that fails, v->rc says why (NOMEM, CHANGED, IO).
+ * *out stays NULL for a blob over room. */
+static void blob_read(rlxkv_store *s, const char *name, uint64_t size, const uint64_t *want_fp,
+                      int any_name, uint64_t room, rlxkv_entry **out, verdict *v) {
+    blob_file f;
+    int rc;
+
+    if (out) *out = NULL;
+    memset(v, 0, sizeof *v);
+    join(s, s->path, name);
+    if ((rc = blob_open(s, size, &f))) {
+        v->rc = rc;
+        return;
+    }
+    blob_pass(&f, name, NULL, v);
+    if (out && v->rc == RLXKV_OK && (v->own_name || any_name) &&
+        (!want_fp || v->m.fingerprint == *want_fp) &&
+        kv_bytes_of(&v->m) <= room) {
+        verdict again;
+        /* A file this host cannot address, or could not hold, is too large
+         * for this process: valid, and never to be taken for corrupt. */
+        if (v->m.blob_bytes >= SIZE_MAX / 2) {
+            v->rc = RLXKV_ERR_NOMEM;
+        } else {
+            blob_pass(&f, name, out, &again);
+            /* The bytes changed in place between the passes: what they
+             * are now is the verdict. */
+            if (again.rc || again.own_name != v->own_name ||
+                again.m.fingerprint != v->m.fingerprint) {
+                *v = again;
+                if (*out && (!want_fp || v->m.fingerprint != *want_fp || !(v->own_name || any_name))) {
+                    rlxkv_entry_free(*out);
+                    *out = NULL;
+                }
+            }
+        }
+    }
+    blob_close(&f);
+}
+
+/* A verdict as a blob status, against fingerprint fp (any with any_fp). */
+static int status_of(const verdict *v, uint64_t fp, int any_fp) {
+    if (v->rc == RLXKV_OK) {
+        if (!v->own_name) return RLXKV_BLOB_FOREIGN;
+        return any_fp || v->m.fingerprint == fp ? RLXKV_BLOB_OK : RLXKV_BLOB_STALE;
+    }
+    if (is_format_error(v->rc)) return RLXKV_BLOB_CORRUPT;
+    if (v->rc == RLXKV_ERR_LIMIT || v->rc == RLXKV_ERR_NOMEM) return RLXKV_BLOB_TOO_LARGE;
+    return RLXKV_BLOB_UNREADABLE;
+}
+
+int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
+                     rlxkv_entry **out) {
+    struct stat st;
+    verdict v;
+
+    if (!out) return RLXKV_ERR_INVALID;
+    *out = NULL;
+    if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
+    join(s, s->path, name);
+    if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    if (!S_ISREG(st.st_mode)) return RLXKV_ERR_NOTFOUND;
+    blob_read(s, name, st.st_size > 0 ? (uint64_t)st.st_size : 0, expect_fp, 1, UINT64_MAX, out,
+              &v);
+    if (v.rc) return v.rc;
+    return *out ? RLXKV_OK : RLXKV_STALE;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Load
+ * ---------------------------------------------------------------------- */
+
+/* Where each judged blob lands in the report (load_put adds the rest). */
+static void load_count(rlxkv_load_report *r, const verdict *v, uint64_t fp) {
+    switch (status_of(v, fp, 0)) {
+    case RLXKV_BLOB_OK: r->skipped++; break;
+    case RLXKV_BLOB_STALE: r->stale++; break;
+    case RLXKV_BLOB_FOREIGN: r->foreign++; break;
+    case RLXKV_BLOB_CORRUPT: r->corrupt++; break;
+    case RLXKV_BLOB_TOO_LARGE: r->too_large++; break;
+    default: r->unreadable++; break;
+    }
+}
+
+/* Puts the held entries into the cache, oldest first, so the newest end up
+ * most recently used. put keeps the entry it is given when it succeeds
+ * (cap > 0 here), so its tokens stay valid after. */
+static void load_put(rlxkv_cache *c, rlxkv_entry **held, size_t n_held, rlxkv_load_report *r) {
+    while (n_held) {
+        rlxkv_entry *e = held[--n_held];
+        size_t kv = rlxkv_entry_kv_bytes(e);
+        const rlxkv_entry *in;
+        int prc;
+        /* The cache's own entry is at least as new as the file (it may be
+         * dirty): keep it. */
+        if (rlxkv_cache_get(c, e->tokens, e->n_tokens)) {
+            rlxkv_entry_free(e);
+            r->skipped++;
+            continue;
+        }
+        prc = rlxkv_cache_put(c, e); /* frees e on failure */
+        if (prc == RLXKV_ERR_NOMEM) {
+            r->too_large++;
+        } else if (prc == RLXKV_ERR_SHAPE) {
+            r->shape++;
+        } else if (prc) { /* NOSPACE: pinned entries leave no room */
+            r->skipped++;
+        } else {
+            if ((in = rlxkv_cache_get(c, e->tokens, e->n_tokens))) rlxkv_cache_mark_clean(c, in);
+            r->loaded++;
+            r->bytes += kv;
+        }
+    }
+}
+
+int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) {
+    rlxkv_load_report r;
+    rlxkv_entry **held = NULL;
+    size_t n = 0, n_held = 0;
+    uint64_t fp, cap, held_bytes = 0;
+    rlxkv_stats stats;
+    cand *v = NULL;
+    int rc, full;
+
+    memset(&r, 0, sizeof r);
+    if (report) *report = r;
+    if (!s || !c) return RLXKV_ERR_INVALID;
+    fp = rlxkv_cache_fingerprint(c);
+    rlxkv_cache_stats(c, &stats);
+    cap = stats.cap_bytes;
+    full = cap == 0; /* a disabled cache takes nothing */
+
+    rc = scan(s, 0, &v, &n);
+    if (rc) return rc;
+    if (n && !(held = malloc(n * sizeof *held))) {
+        free(v);
+        return RLXKV_ERR_NOMEM;
+    }
+    /* Newest first, decoding while the cap allows (always the first);
+     * every other file is judged, not read, so the report still tells
+     * skipped from stale and corrupt. */
+    if (n > 1) qsort(v, n, sizeof *v, cmp_newest_first); /* v is NULL when n == 0 */
+    for (size_t i = 0; i < n; i++) {
+        rlxkv_entry *e = NULL;
+        verdict vd;
+        uint64_t room;
+        /* The first blob is always held; the others while they fit. */
+        if (n_held && held_bytes > cap) full = 1;
+        room = !n_held ? UINT64_MAX : cap - held_bytes;
+
+        blob_read(s, v[i].name, v[i].size, &fp, 0, room, full ? NULL : &e, &vd);
+        if (vd.rc == RLXKV_ERR_NOTFOUND) continue; /* removed since the scan */
+        if (e) {
+            held[n_held++] = e;
+            held_bytes += rlxkv_entry_kv_bytes(e);
+            continue;
+        }
+        /* Valid and ours, yet not decoded: past the cap, which is now full. */
+        if (status_of(&vd, fp, 0) == RLXKV_BLOB_OK) full = 1;
+        load_count(&r, &vd, fp);
+    }
+    load_put(c, held, n_held, &r);
+    free(held);
+    free(v);
+    if (report) *report = r;
+    return RLXKV_OK;
+}
+
+/* ---------------------------------------------------------------------- *
+ * Save / flush
  * ---------------------------------------------------------------------- */
 
 /* Writes all of buf, going on after short writes. */
@@ -256,133 +673,15 @@ static int write_all(rlxkv_store *s, int fd, const uint8_t *buf, size_t len) {
     return RLXKV_OK;
 }
 
-/* Reads the whole file at path into a new buffer (*out, freed by the
- * caller), going on after short reads until end of file. size_hint is the
- * expected size: one read past it finds the end without regrowing. */
-static int read_file(rlxkv_store *s, const char *path, size_t size_hint,
-                     uint8_t **out, size_t *len) {
-    size_t cap = size_hint < 64 ? 64 : size_hint, used = 0;
-    uint8_t *buf;
-    int fd, rc = RLXKV_OK;
+typedef struct fd_sink {
+    rlxkv_store *s;
+    int fd;
+} fd_sink;
 
-    *out = NULL;
-    *len = 0;
-    if (cap < SIZE_MAX) cap++;
-    fd = s->io.open(s->io.ctx, path, O_RDONLY | O_CLOEXEC, 0);
-    if (fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
-    buf = malloc(cap);
-    if (!buf) rc = RLXKV_ERR_NOMEM;
-    while (!rc) {
-        long n;
-        if (used == cap) { /* the file grew: double */
-            uint8_t *nb;
-            if (cap > SIZE_MAX / 2 || !(nb = realloc(buf, cap * 2))) {
-                rc = RLXKV_ERR_NOMEM;
-                break;
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        n = s->io.read(s->io.ctx, fd, buf + used,
-                       cap - used < IO_CHUNK ? cap - used : IO_CHUNK);
-        if (n < 0) {
-            if (errno == EINTR) continue;
-            rc = io_status(errno);
-        } else if (n == 0) {
-            break;
-        } else if ((size_t)n > cap - used) {
-            rc = RLXKV_ERR_IO;
-        } else {
-            used += (size_t)n;
-        }
-    }
-    s->io.close(s->io.ctx, fd); /* read-only: nothing to lose */
-    if (rc) {
-        free(buf);
-        return rc;
-    }
-    *out = buf;
-    *len = used;
-    return RLXKV_OK;
+static int to_file(void *ctx, const uint8_t *p, size_t n) {
+    fd_sink *f = ctx;
+    return write_all(f->s, f->fd, p, n);
 }
-
-static long mtime_ns_of(const struct stat *st) {
-#if defined(__APPLE__)
-    return st->st_mtimespec.tv_nsec;
-#else
-    return st->st_mtim.tv_nsec;
-#endif
-}
-
-/* The directory's regular files named like blobs (*.rlxkv, short enough
- * for rlxkv_blob_info.name). Temporary files end in ".tmp" and are not.
- * With sweep, the walk also removes the temporary files of saves that
- * crashed (a process killed between create and rename): older than
- * TMP_ABANDONED_AGE, so a save in progress elsewhere keeps its own. Best
- * effort: what cannot be removed stays for the next sweep. */
-static int scan(rlxkv_store *s, int sweep, cand **out, size_t *n_out) {
-    cand *v = NULL;
-    size_t n = 0, cap = 0;
-    struct dirent *d;
-    DIR *dir;
-    time_t now = time(NULL);
-    int rc = RLXKV_OK;
-
-    *out = NULL;
-    *n_out = 0;
-    dir = opendir(s->dir);
-    if (!dir) return io_status(errno);
-    for (;;) {
-        struct stat st;
-        errno = 0;
-        if (!(d = readdir(dir))) {
-            if (errno) rc = io_status(errno);
-            break;
-        }
-        int temp = sweep && is_temp_name(d->d_name) && strlen(d->d_name) < NAME_CAP;
-        if (!temp && !is_blob_name(d->d_name)) continue;
-        /* d_type is not reliable everywhere (Emscripten): stat. */
-        if (stat(join(s, s->path, d->d_name), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-        if (temp) {
-            if (now - st.st_mtime > TMP_ABANDONED_AGE) s->io.unlink(s->io.ctx, s->path);
-            continue;
-        }
-        if (n == cap) {
-            size_t nc = cap ? 2 * cap : 16;
-            cand *nv = nc < SIZE_MAX / sizeof *nv ? realloc(v, nc * sizeof *nv) : NULL;
-            if (!nv) {
-                rc = RLXKV_ERR_NOMEM;
-                break;
-            }
-            v = nv;
-            cap = nc;
-        }
-        strcpy(v[n].name, d->d_name);
-        v[n].mtime = (int64_t)st.st_mtime;
-        v[n].mtime_ns = mtime_ns_of(&st);
-        v[n].size = st.st_size > 0 ? (uint64_t)st.st_size : 0;
-        n++;
-    }
-    closedir(dir);
-    if (rc) {
-        free(v);
-        return rc;
-    }
-    *out = v;
-    *n_out = n;
-    return RLXKV_OK;
-}
-
-static int cmp_newest_first(const void *a, const void *b) {
-    const cand *x = a, *y = b;
-    if (x->mtime != y->mtime) return x->mtime > y->mtime ? -1 : 1;
-    if (x->mtime_ns != y->mtime_ns) return x->mtime_ns > y->mtime_ns ? -1 : 1;
-    return strcmp(y->name, x->name); /* the reverse of prune's oldest first */
-}
-
-/* ---------------------------------------------------------------------- *
- * Save / flush
- * ---------------------------------------------------------------------- */
 
 /* Makes a rename durable. Best effort: some file systems cannot open or
  * sync a directory, and the blob is whole either way. */
@@ -393,27 +692,14 @@ static void sync_dir(rlxkv_store *s) {
     s->io.close(s->io.ctx, fd);
 }
 
-int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint) {
-    char name[32], tmp_name[NAME_CAP];
-    size_t size;
-    uint8_t *buf;
-    int fd, rc;
-
-    if (!s || !e) return RLXKV_ERR_INVALID;
-    size = rlxkv_encoded_size(e);
-    if (!size) return RLXKV_ERR_INVALID;
-    buf = malloc(size);
-    if (!buf) return RLXKV_ERR_NOMEM;
-    rc = rlxkv_encode(e, fingerprint, buf, size, NULL);
-    if (rc) goto out;
-
-    rlxkv_blob_name(fingerprint, e->tokens, e->n_tokens, name);
-    join(s, s->path, name);
-    /* The temporary name is unique per process, handle and call, and
-     * O_EXCL makes sure: under Emscripten every process is pid 42 and heaps
-     * are laid out alike, so two Node processes sharing a NODEFS directory
-     * could pick one name; the loser takes the next. ".tmp" keeps it out of
-     * every listing. */
+/* Creates a temporary file for the blob `name` (path in s->tmp). The name
+ * is unique per process, handle and call, and O_EXCL makes sure: under
+ * Emscripten every process is pid 42 and heaps are laid out alike, so two
+ * Node processes sharing a NODEFS directory could pick one name; the loser
+ * takes the next. Its PID tells prune whether the writer still lives;
+ * ".tmp" keeps it out of every load. */
+static int open_temp(rlxkv_store *s, const char *name, int *fd) {
+    char tmp_name[NAME_CAP];
     for (int tries = 0;; tries++) {
         /* name "." pid "-" handle "-" seq ".tmp": at most 22 + 3 * 17 + 4
          * characters, within NAME_CAP. */
@@ -428,23 +714,55 @@ int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint)
         p = put_hex(p, s->seq++, 1);
         memcpy(p, ".tmp", 5);
         join(s, s->tmp, tmp_name);
-        fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-        if (fd >= 0) break;
-        if (errno != EEXIST || tries == TMP_TRIES - 1) {
-            rc = io_status(errno);
-            goto out;
-        }
+        *fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+        if (*fd >= 0) return RLXKV_OK;
+        if (errno != EEXIST || tries == TMP_TRIES - 1) return io_status(errno);
     }
-    rc = write_all(s, fd, buf, size);
+}
+
+int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint) {
+    char name[32];
+    fd_sink sink;
+    int fd, rc;
+
+    if (!s || !e) return RLXKV_ERR_INVALID;
+    if (e->n_layers > RLXKV_MAX_LAYERS) return RLXKV_ERR_LIMIT;
+    if (!rlxkv_encoded_size(e)) return RLXKV_ERR_INVALID;
+    rlxkv_blob_name(fingerprint, e->tokens, e->n_tokens, name);
+    join(s, s->path, name);
+    if ((rc = open_temp(s, name, &fd))) return rc;
+    sink.s = s;
+    sink.fd = fd;
+    rc = rlxkv_encode_to(e, fingerprint, 0, to_file, &sink);
     if (!rc && s->io.sync(s->io.ctx, fd) != 0) rc = io_status(errno);
     /* close can report a deferred write error (NFS, quotas): it counts. */
     if (s->io.close(s->io.ctx, fd) != 0 && !rc) rc = io_status(errno);
     if (!rc && s->io.rename(s->io.ctx, s->tmp, s->path) != 0) rc = io_status(errno);
     if (rc) s->io.unlink(s->io.ctx, s->tmp);
     else sync_dir(s);
-out:
-    free(buf);
     return rc;
+}
+
+/* Stamps the blob of every entry of c with an mtime in the cache's
+ * recency order: the first entry rlxkv_cache_next gives (pinned, then the
+ * most recently used) now, each next one a millisecond earlier (MEMFS
+ * keeps milliseconds). Best effort: a blob that is gone stays gone. */
+static void stamp_recency(rlxkv_store *s, const rlxkv_cache *c) {
+    struct timespec now, ts[2];
+    uint64_t fp = rlxkv_cache_fingerprint(c);
+    char name[32];
+    long back = 0;
+
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0) return;
+    for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e), back++) {
+        long long ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000 - back;
+        ts[0].tv_sec = 0;
+        ts[0].tv_nsec = UTIME_OMIT; /* atime */
+        ts[1].tv_sec = (time_t)(ms / 1000);
+        ts[1].tv_nsec = (long)(ms % 1000) * 1000000;
+        rlxkv_blob_name(fp, e->tokens, e->n_tokens, name);
+        (void)utimensat(AT_FDCWD, join(s, s->path, name), ts, 0);
+    }
 }
 
 int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c) {
@@ -458,258 +776,8 @@ int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c) {
         if (rc) return rc;
         rlxkv_cache_mark_clean(c, e);
     }
+    stamp_recency(s, c);
     return RLXKV_OK;
-}
-
-/* ---------------------------------------------------------------------- *
- * Read / load
- * ---------------------------------------------------------------------- */
-
-/* Refuses a decoded blob (rc, *out, its fingerprint fp) whose file name is
- * not the one its own fingerprint and tokens give: a renamed file or a hash
- * collision must never answer for other tokens. */
-static int check_name(const char *name, int rc, uint64_t fp, rlxkv_entry **out) {
-    char want[32];
-    if (rc != RLXKV_OK) return rc;
-    rlxkv_blob_name(fp, (*out)->tokens, (*out)->n_tokens, want);
-    if (strcmp(want, name) != 0) {
-        rlxkv_entry_free(*out);
-        *out = NULL;
-        return RLXKV_ERR_CORRUPT;
-    }
-    return RLXKV_OK;
-}
-
-/* Decodes a file's bytes in memory, named as check_name requires. */
-static int decode_named(const char *name, const uint8_t *buf, size_t len,
-                        const uint64_t *expect_fp, rlxkv_entry **out) {
-    uint64_t fp = 0;
-    int rc = rlxkv_decode(buf, len, expect_fp, out, &fp);
-    return check_name(name, rc, fp, out);
-}
-
-/* An open file as the decoder's source: exactly n bytes per call, short
- * reads resumed. Ending early means the file is not the size stat gave. */
-typedef struct file_src {
-    rlxkv_store *s;
-    int fd;
-    int resized;
-} file_src;
-
-static int read_exact(void *ctx, uint8_t *dst, size_t n) {
-    file_src *f = ctx;
-    while (n) {
-        size_t want = n < IO_CHUNK ? n : IO_CHUNK;
-        long got = f->s->io.read(f->s->io.ctx, f->fd, dst, want);
-        if (got < 0) {
-            if (errno == EINTR) continue;
-            return io_status(errno);
-        }
-        if (got == 0) {
-            f->resized = 1;
-            return RLXKV_ERR_TRUNCATED;
-        }
-        if ((size_t)got > want) return RLXKV_ERR_IO;
-        dst += got;
-        n -= (size_t)got;
-    }
-    return RLXKV_OK;
-}
-
-static int is_format_error(int rc) {
-    return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT;
-}
-
-/* A file this host could hold in memory at all: larger ones (beyond a
- * 32-bit size_t on wasm) are reported as unreadable, not tried. */
-static int readable(uint64_t size) { return size < SIZE_MAX / 2; }
-
-static size_t size_hint_of(uint64_t size) {
-    return size < SIZE_MAX ? (size_t)size : SIZE_MAX;
-}
-
-/* Decodes the blob file at s->path (size bytes, by stat) straight into its
- * entry: header and lengths first, then each block read into place, so the
- * bytes are copied once (no whole-file buffer to decode from). The verdict
- * is always that of the bytes in the file: if the file turns out to have
- * another size, or the blob is refused (rare: no shortcut needed), the
- * whole file is read into a buffer and judged again from there. */
-static int load_file(rlxkv_store *s, const char *name, uint64_t size,
-                     const uint64_t *expect_fp, rlxkv_entry **out) {
-    file_src f = {s, -1, 0};
-    rlxkv_src src = {NULL, size, read_exact, &f};
-    uint64_t fp = 0;
-    uint8_t *buf;
-    size_t len;
-    int rc;
-
-    *out = NULL;
-    if (readable(size)) {
-        f.fd = s->io.open(s->io.ctx, s->path, O_RDONLY | O_CLOEXEC, 0);
-        if (f.fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
-        rc = rlxkv_decode_src(&src, expect_fp, out, NULL, &fp);
-        if (rc == RLXKV_OK) { /* the file must end where its size said */
-            uint8_t extra;
-            long n;
-            while ((n = s->io.read(s->io.ctx, f.fd, &extra, 1)) < 0 && errno == EINTR) {}
-            if (n < 0) rc = io_status(errno);
-            else if (n) f.resized = 1;
-            if (rc || n) {
-                rlxkv_entry_free(*out);
-                *out = NULL;
-            }
-        }
-        s->io.close(s->io.ctx, f.fd); /* read-only: nothing to lose */
-        if (!f.resized && !is_format_error(rc)) return check_name(name, rc, fp, out);
-    }
-    rc = read_file(s, s->path, size_hint_of(size), &buf, &len);
-    if (rc) return rc;
-    rc = decode_named(name, buf, len, expect_fp, out);
-    free(buf);
-    return rc;
-}
-
-/* Validates a blob in memory (*m filled) and that the file is named after
- * its fingerprint and tokens: CORRUPT otherwise (see check_name). */
-static int inspect_named(const char *name, const uint8_t *buf, size_t len, rlxkv_blob_meta *m) {
-    char want[32];
-    int rc = rlxkv_inspect(buf, len, m);
-    if (rc) return rc;
-    blob_name_of(buf, m, want);
-    return strcmp(want, name) ? RLXKV_ERR_CORRUPT : RLXKV_OK;
-}
-
-/* The verdict load_file would give, without building the entry (the blobs
- * that load leaves out are judged, not decoded). Stale is, as in
- * rlxkv_decode, a right magic with another fingerprint, whatever follows. */
-static int judge(const char *name, const uint8_t *buf, size_t len, uint64_t fp) {
-    rlxkv_blob_meta m;
-    uint64_t blob_fp;
-    if (rlxkv_blob_head(buf, len, &blob_fp) == RLXKV_OK && blob_fp != fp) return RLXKV_STALE;
-    return inspect_named(name, buf, len, &m);
-}
-
-int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
-                     rlxkv_entry **out) {
-    struct stat st;
-
-    if (!out) return RLXKV_ERR_INVALID;
-    *out = NULL;
-    if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
-    join(s, s->path, name);
-    if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
-    return load_file(s, name, st.st_size > 0 ? (uint64_t)st.st_size : 0, expect_fp, out);
-}
-
-int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report) {
-    rlxkv_load_report r;
-    rlxkv_entry **held = NULL;
-    size_t n = 0, n_held = 0, held_bytes = 0, cap;
-    rlxkv_stats stats;
-    cand *v = NULL;
-    uint64_t fp;
-    int rc, full;
-
-    memset(&r, 0, sizeof r);
-    if (report) *report = r;
-    if (!s || !c) return RLXKV_ERR_INVALID;
-    fp = rlxkv_cache_fingerprint(c);
-    rlxkv_cache_stats(c, &stats);
-    cap = stats.cap_bytes;
-    full = cap == 0; /* a disabled cache takes nothing */
-
-    rc = scan(s, 0, &v, &n);
-    if (rc) return rc;
-    if (n && !(held = malloc(n * sizeof *held))) {
-        free(v);
-        return RLXKV_ERR_NOMEM;
-    }
-
-    /* Newest first, holding entries while the cap allows (always at least
-     * one); every older valid blob is then left out. Every file is still
-     * read, so that the report tells skipped from stale and corrupt. */
-    if (n > 1) qsort(v, n, sizeof *v, cmp_newest_first); /* v is NULL when n == 0 */
-    for (size_t i = 0; i < n; i++) {
-        rlxkv_entry *e = NULL;
-        uint8_t *buf;
-        size_t len, kv;
-
-        if (!readable(v[i].size)) {
-            r.corrupt++;
-            continue;
-        }
-        join(s, s->path, v[i].name);
-        if (!full) {
-            rc = load_file(s, v[i].name, v[i].size, &fp, &e);
-        } else if ((rc = read_file(s, s->path, size_hint_of(v[i].size), &buf, &len)) == RLXKV_OK) {
-            rc = judge(v[i].name, buf, len, fp);
-            free(buf);
-        }
-        if (rc == RLXKV_ERR_NOMEM) goto fail;
-        if (rc == RLXKV_ERR_NOTFOUND) continue; /* removed since the scan */
-        if (rc == RLXKV_STALE) {
-            r.stale++;
-            continue;
-        }
-        if (rc) {
-            r.corrupt++;
-            continue;
-        }
-        if (full) {
-            r.skipped++;
-            continue;
-        }
-        kv = rlxkv_entry_kv_bytes(e);
-        if (n_held && (held_bytes > cap || kv > cap - held_bytes)) {
-            full = 1;
-            r.skipped++;
-            rlxkv_entry_free(e);
-            continue;
-        }
-        held[n_held++] = e;
-        held_bytes += kv;
-    }
-
-    /* Oldest first, so the newest end up most recently used. put keeps the
-     * entry it is given (cap > 0 here), so its tokens stay valid after. */
-    rc = RLXKV_OK;
-    while (n_held) {
-        rlxkv_entry *e = held[--n_held];
-        size_t kv = rlxkv_entry_kv_bytes(e);
-        const rlxkv_entry *in;
-        int prc;
-        /* The cache's own entry is at least as new as the file (it may be
-         * dirty): keep it. */
-        if (rlxkv_cache_get(c, e->tokens, e->n_tokens)) {
-            rlxkv_entry_free(e);
-            r.skipped++;
-            continue;
-        }
-        prc = rlxkv_cache_put(c, e);
-        if (prc == RLXKV_ERR_NOMEM) {
-            rc = prc;
-            goto fail;
-        }
-        if (prc) { /* NOSPACE: pinned entries leave no room */
-            r.skipped++;
-            continue;
-        }
-        in = rlxkv_cache_get(c, e->tokens, e->n_tokens);
-        if (in) rlxkv_cache_mark_clean(c, in);
-        r.loaded++;
-        r.bytes += kv;
-    }
-    free(held);
-    free(v);
-    if (report) *report = r;
-    return RLXKV_OK;
-
-fail:
-    while (n_held) rlxkv_entry_free(held[--n_held]);
-    free(held);
-    free(v);
-    if (report) *report = r;
-    return rc;
 }
 
 /* ---------------------------------------------------------------------- *
@@ -719,79 +787,69 @@ static int cmp_cand_name(const void *a, const void *b) {
     return strcmp(((const cand *)a)->name, ((const cand *)b)->name);
 }
 
-/* rlxkv_store_list, and for prune: sweep (see scan) and, when mtime_ns is
- * given, each blob's mtime nanoseconds beside it (malloc'd, in info's
- * order), which rlxkv_blob_info lacks. */
-static int list(rlxkv_store *s, uint64_t fingerprint, int sweep, rlxkv_blob_info **out,
-                long **mtime_ns, size_t *n_out) {
+/* One info per scanned file (blobs judged, temporaries dated), in name
+ * order; files gone since the scan are left out. */
+static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob_info **out,
+                size_t *n_out) {
     rlxkv_blob_info *info;
-    long *ns = NULL;
     size_t n = 0, k = 0;
     cand *v = NULL;
-    int rc;
+    time_t now = time(NULL);
+    int any = (flags & RLXKV_ANY_FINGERPRINT) != 0, rc;
 
     *out = NULL;
     *n_out = 0;
-    if (mtime_ns) *mtime_ns = NULL;
-    rc = scan(s, sweep, &v, &n);
+    rc = scan(s, 1, &v, &n);
     if (rc) return rc;
-    /* In name order from the start, so that ns stays beside its info. */
     if (n > 1) qsort(v, n, sizeof *v, cmp_cand_name);
     info = calloc(n ? n : 1, sizeof *info);
-    if (mtime_ns) ns = malloc((n ? n : 1) * sizeof *ns);
-    if (!info || (mtime_ns && !ns)) rc = RLXKV_ERR_NOMEM;
-    for (size_t i = 0; i < n && rc == RLXKV_OK; i++) {
+    if (!info) {
+        free(v);
+        return RLXKV_ERR_NOMEM;
+    }
+    for (size_t i = 0; i < n; i++) {
         rlxkv_blob_info *b = &info[k];
-        rlxkv_blob_meta m;
-        uint8_t *buf;
-        size_t len;
-        int frc;
+        verdict vd;
 
         memcpy(b->name, v[i].name, sizeof b->name);
-        b->file_bytes = size_hint_of(v[i].size);
+        b->file_bytes = v[i].size;
         b->mtime = v[i].mtime;
-        if (ns) ns[k] = v[i].mtime_ns;
-        if (!readable(v[i].size)) {
-            b->status = RLXKV_BLOB_CORRUPT;
-            b->error = RLXKV_ERR_NOMEM;
+        b->mtime_ns = (int32_t)v[i].mtime_ns;
+        b->dtype = -1;
+        if (v[i].temp) {
+            b->status = temp_abandoned(&v[i], now) ? RLXKV_BLOB_ABANDONED : RLXKV_BLOB_TEMP;
             k++;
             continue;
         }
-        frc = read_file(s, join(s, s->path, v[i].name), b->file_bytes, &buf, &len);
-        if (frc == RLXKV_ERR_NOMEM) rc = frc;
-        if (frc == RLXKV_ERR_NOMEM || frc == RLXKV_ERR_NOTFOUND) continue; /* gone since the scan */
+        blob_read(s, v[i].name, v[i].size, NULL, 0, 0, NULL, &vd);
+        if (vd.rc == RLXKV_ERR_NOTFOUND) continue; /* gone since the scan */
+        /* Valid, but more than this host could hold: say so before anyone
+         * tries (a 32-bit wasm cannot hold a blob of 2 GiB). */
+        if (vd.rc == RLXKV_OK && vd.m.blob_bytes >= SIZE_MAX / 2) vd.rc = RLXKV_ERR_NOMEM;
         k++;
-        if (frc == RLXKV_OK) {
-            b->file_bytes = len;
-            frc = inspect_named(b->name, buf, len, &m);
-            free(buf);
-        }
-        if (frc) {
-            b->status = RLXKV_BLOB_CORRUPT;
-            b->error = frc;
-        } else {
-            b->status = m.fingerprint == fingerprint ? RLXKV_BLOB_OK : RLXKV_BLOB_STALE;
-            b->n_tokens = m.n_tokens;
-            b->fingerprint = m.fingerprint;
+        b->status = status_of(&vd, fingerprint, any);
+        b->error = b->status == RLXKV_BLOB_OK || b->status == RLXKV_BLOB_STALE ||
+                   b->status == RLXKV_BLOB_FOREIGN ? 0 : vd.rc;
+        if (vd.rc == RLXKV_OK || vd.rc == RLXKV_ERR_LIMIT) b->fingerprint = vd.m.fingerprint;
+        if (vd.rc == RLXKV_OK || (vd.rc == RLXKV_ERR_NOMEM && vd.m.blob_bytes)) {
+            b->n_tokens = vd.m.n_tokens;
+            b->kv_bytes = kv_bytes_of(&vd.m);
+            b->dtype = vd.m.dtype;
+            b->fingerprint = vd.m.fingerprint;
         }
     }
     free(v);
-    if (rc) {
-        free(info);
-        free(ns);
-        return rc;
-    }
     *out = info;
     *n_out = k;
-    if (mtime_ns) *mtime_ns = ns;
     return RLXKV_OK;
 }
 
-int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, rlxkv_blob_info **out, size_t *n_out) {
+int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, unsigned flags,
+                     rlxkv_blob_info **out, size_t *n_out) {
     if (out) *out = NULL;
     if (n_out) *n_out = 0;
     if (!s || !out || !n_out) return RLXKV_ERR_INVALID;
-    return list(s, fingerprint, 0, out, NULL, n_out);
+    return list(s, fingerprint, flags, out, n_out);
 }
 
 int rlxkv_store_remove(rlxkv_store *s, const char *name) {
@@ -826,97 +884,103 @@ static int keep_names(const rlxkv_cache *keep, int pinned_only, char (**out)[32]
     return RLXKV_OK;
 }
 
-/* A blob that the budget may remove, for sorting oldest first. The
- * nanoseconds (which rlxkv_blob_info lacks) order saves within a second as
- * load does. */
-typedef struct age_ctx {
-    const rlxkv_blob_info *info;
-    size_t idx;
-    long mtime_ns;
-} age_ctx;
-
+/* Least recently used first (oldest mtime), then by name. */
 static int cmp_oldest_first(const void *a, const void *b) {
-    const age_ctx *x = a, *y = b;
-    if (x->info->mtime != y->info->mtime) return x->info->mtime < y->info->mtime ? -1 : 1;
+    const rlxkv_blob_info *x = *(const rlxkv_blob_info *const *)a;
+    const rlxkv_blob_info *y = *(const rlxkv_blob_info *const *)b;
+    if (x->mtime != y->mtime) return x->mtime < y->mtime ? -1 : 1;
     if (x->mtime_ns != y->mtime_ns) return x->mtime_ns < y->mtime_ns ? -1 : 1;
-    return strcmp(x->info->name, y->info->name);
+    return strcmp(x->name, y->name);
 }
 
-int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, size_t max_bytes,
+int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report) {
     rlxkv_prune_report r;
-    rlxkv_blob_info *info = NULL;
-    long *mtime_ns = NULL;
+    rlxkv_blob_info *info = NULL, **victims = NULL, **lru = NULL;
     char (*kept)[32] = NULL;
-    size_t n = 0, n_kept = 0, n_victims = 0, n_ok = 0;
-    size_t *victims = NULL;
-    age_ctx *ok = NULL;
-    uint64_t fp_bytes = 0, all_bytes = 0, gone_bytes = 0;
-    int rc;
+    size_t n = 0, n_kept = 0, n_victims = 0, n_lru = 0;
+    uint64_t counted = 0, blob_bytes = 0, blobs = 0;
+    int dry = (flags & RLXKV_PRUNE_DRY_RUN) != 0, rc;
 
     memset(&r, 0, sizeof r);
     if (report) *report = r;
     if (!s) return RLXKV_ERR_INVALID;
-    rc = list(s, fingerprint, !(flags & RLXKV_PRUNE_DRY_RUN), &info, &mtime_ns, &n);
+    rc = list(s, fingerprint, flags & RLXKV_ANY_FINGERPRINT, &info, &n);
     if (rc) return rc;
     rc = keep_names(keep, (flags & RLXKV_PRUNE_KEEP_PINNED) != 0, &kept, &n_kept);
     if (rc) goto done;
     rc = RLXKV_ERR_NOMEM;
     victims = malloc((n ? n : 1) * sizeof *victims);
-    ok = malloc((n ? n : 1) * sizeof *ok);
-    if (!victims || !ok) goto done;
+    lru = malloc((n ? n : 1) * sizeof *lru);
+    if (!victims || !lru) goto done;
 
-    /* Corrupt and stale blobs first, then the fingerprint's oldest until
-     * its files fit max_bytes. A blob of an entry in keep always stays. */
+    /* Corrupt, stale (unless kept) and abandoned files first; then the
+     * fingerprint's least recently used until its blobs and the live
+     * temporary files fit max_bytes. A blob of an entry in keep stays,
+     * and so does everything the judge could not call garbage. */
     for (size_t i = 0; i < n; i++) {
-        int guarded = n_kept && bsearch(info[i].name, kept, n_kept, sizeof *kept, cmp_name32);
-        all_bytes += info[i].file_bytes;
-        if (info[i].status == RLXKV_BLOB_OK ||
-            (info[i].status == RLXKV_BLOB_STALE && (flags & RLXKV_PRUNE_ANY_FINGERPRINT))) {
-            fp_bytes += info[i].file_bytes;
-            if (!guarded && max_bytes != SIZE_MAX) {
-                ok[n_ok].info = &info[i];
-                ok[n_ok].idx = i;
-                ok[n_ok++].mtime_ns = mtime_ns[i];
-            }
-        } else if (!guarded && (info[i].status == RLXKV_BLOB_CORRUPT ||
-                                !(flags & RLXKV_PRUNE_KEEP_STALE))) {
-            victims[n_victims++] = i;
+        rlxkv_blob_info *b = &info[i];
+        int guarded = n_kept && bsearch(b->name, kept, n_kept, sizeof *kept, cmp_name32);
+        switch (b->status) {
+        case RLXKV_BLOB_ABANDONED: victims[n_victims++] = b; break;
+        case RLXKV_BLOB_TEMP: counted += b->file_bytes; break;
+        case RLXKV_BLOB_OK:
+            counted += b->file_bytes;
+            if (!guarded) lru[n_lru++] = b;
+            break;
+        case RLXKV_BLOB_CORRUPT:
+            if (!guarded) victims[n_victims++] = b;
+            break;
+        case RLXKV_BLOB_STALE:
+            if (!guarded && !(flags & RLXKV_PRUNE_KEEP_STALE)) victims[n_victims++] = b;
+            break;
+        default: break; /* foreign, too large, unreadable: never ours to remove */
+        }
+        if (b->status != RLXKV_BLOB_TEMP && b->status != RLXKV_BLOB_ABANDONED) {
+            blobs++;
+            blob_bytes += b->file_bytes;
         }
     }
-    if (n_ok > 1) qsort(ok, n_ok, sizeof *ok, cmp_oldest_first);
-    for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
-        victims[n_victims++] = ok[j].idx;
-        fp_bytes -= ok[j].info->file_bytes;
+    if (n_lru > 1) qsort(lru, n_lru, sizeof *lru, cmp_oldest_first);
+    for (size_t j = 0; j < n_lru && counted > max_bytes; j++) {
+        victims[n_victims++] = lru[j];
+        counted -= lru[j]->file_bytes;
     }
 
     /* Stop at the first failure: what was removed is gone, the rest is
      * untouched, and the report says which is which. */
     rc = RLXKV_OK;
     for (size_t j = 0; j < n_victims; j++) {
-        const rlxkv_blob_info *b = &info[victims[j]];
-        if (!(flags & RLXKV_PRUNE_DRY_RUN)) {
+        const rlxkv_blob_info *b = victims[j];
+        int temp = b->status == RLXKV_BLOB_ABANDONED;
+        if (!dry) {
             int urc = rlxkv_store_remove(s, b->name);
             if (urc && urc != RLXKV_ERR_NOTFOUND) {
                 rc = urc;
                 break;
             }
         }
-        r.removed++;
-        gone_bytes += b->file_bytes;
+        if (temp) {
+            r.temps_removed++;
+            r.temps_removed_bytes += b->file_bytes;
+        } else {
+            r.removed++;
+            r.removed_bytes += b->file_bytes;
+        }
     }
-    /* Totals in u64, clamped: a directory may outgrow a 32-bit size_t. */
-    r.kept = n - r.removed;
-    r.removed_bytes = gone_bytes < SIZE_MAX ? (size_t)gone_bytes : SIZE_MAX;
-    all_bytes -= gone_bytes;
-    r.kept_bytes = all_bytes < SIZE_MAX ? (size_t)all_bytes : SIZE_MAX;
+    for (size_t i = 0; i < n; i++)
+        if (info[i].status == RLXKV_BLOB_TEMP) {
+            r.temps_kept++;
+            r.temps_kept_bytes += info[i].file_bytes;
+        }
+    r.kept = blobs - r.removed;
+    r.kept_bytes = blob_bytes - r.removed_bytes;
 done:
     if (report) *report = r;
-    free(ok);
+    free(lru);
     free(victims);
     free(kept);
     free(info);
-    free(mtime_ns);
     return rc;
 }

@@ -8,7 +8,7 @@ const char *rlxkv_strerror(int status) {
     case RLXKV_STALE: return "blob is of another fingerprint (stale)";
     case RLXKV_HIT: return "hit";
     case RLXKV_MISS: return "miss";
-    case RLXKV_ERR_BAD_MAGIC: return "not an RLXKV001 blob (bad magic)";
+    case RLXKV_ERR_BAD_MAGIC: return "not a blob (bad magic: neither RLXKV001 nor RLXKVF16)";
     case RLXKV_ERR_TRUNCATED: return "blob is truncated";
     case RLXKV_ERR_CORRUPT: return "blob is corrupt";
     case RLXKV_ERR_NOMEM: return "out of memory";
@@ -18,6 +18,8 @@ const char *rlxkv_strerror(int status) {
     case RLXKV_ERR_INVALID: return "invalid argument";
     case RLXKV_ERR_NOTFOUND: return "not found";
     case RLXKV_ERR_SHAPE: return "blocks do not match the cache's layout";
+    case RLXKV_ERR_CHANGED: return "the file changed while it was read";
+    case RLXKV_ERR_LIMIT: return "blob beyond this reader's limits (too many layers, or too large to hold)";
     default: return "unknown status";
     }
 }

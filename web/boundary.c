@@ -228,15 +228,19 @@ void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     out[10] = (double)s.stored_bytes;
 }
 
-/* web/core.js reads rlxkv_blob_info records at these offsets (wasm32). */
-_Static_assert(offsetof(rlxkv_blob_info, n_tokens) == 32, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, file_bytes) == 36, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, mtime) == 40, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, fingerprint) == 48, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, status) == 56, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, error) == 60, "blob_info layout");
+/* web/storage.js reads rlxkv_blob_info records at these offsets (wasm32). */
+_Static_assert(offsetof(rlxkv_blob_info, file_bytes) == 80, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, n_tokens) == 88, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, kv_bytes) == 96, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, mtime) == 104, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, fingerprint) == 112, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, mtime_ns) == 120, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, status) == 124, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, error) == 128, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, dtype) == 132, "blob_info layout");
 size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
 
-/* The load and prune reports are all size_t: JS reads them as u32s. */
-_Static_assert(sizeof(rlxkv_load_report) == 5 * sizeof(size_t), "load_report layout");
-_Static_assert(sizeof(rlxkv_prune_report) == 4 * sizeof(size_t), "prune_report layout");
+/* The load and prune reports are all uint64_t: storage.js reads them as
+ * BigUint64 fields. */
+_Static_assert(sizeof(rlxkv_load_report) == 9 * sizeof(uint64_t), "load_report layout");
+_Static_assert(sizeof(rlxkv_prune_report) == 8 * sizeof(uint64_t), "prune_report layout");

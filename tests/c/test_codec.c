@@ -1,7 +1,9 @@
-/* Codec tests: the reference vectors byte for byte, bit-exact floats, and a
- * hostile-input sweep (every truncation, huge lengths, bad fields). */
+/* Codec tests: the reference vectors byte for byte, bit-exact floats, a
+ * hostile-input sweep (every truncation, huge lengths, bad fields), the f16
+ * variant, the exact widening of every binary16 value and the layer limit. */
 #define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include <inttypes.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -479,7 +481,7 @@ static void test_many_layers(void) {
     rlxkv_entry_tokens_mut(e)[0] = 5;
     rlxkv_entry_tokens_mut(e)[1] = 6;
     for (size_t i = 0; i < rlxkv_entry_n_values(e); i++)
-        ((float *)e->kv)[i] = (float)i;
+        ((float *)e->kv)[i] = (float)i; /* kv is bytes: the values are f32 here */
     size_t size = rlxkv_encoded_size(e);
     uint8_t *buf = malloc(size), *again = malloc(size);
     CHECK_EQ(rlxkv_encode(e, 1, buf, size, NULL), RLXKV_OK);
@@ -569,6 +571,196 @@ static void test_mutations(void) {
     CHECK(ok > 0);
 }
 
+
+/* ---------------------------------------------------------------------- *
+ * The f16 variant (RLXKVF16) and the exact widening
+ * ---------------------------------------------------------------------- */
+
+/* The f32 bits of binary16 h, computed the slow way: from its value as a
+ * double for finite ones, by the rule for the others. An oracle apart from
+ * the codec's bit shuffling. */
+static uint32_t widen_oracle(uint16_t h) {
+    int sign = h >> 15, exp = (h >> 10) & 31, man = h & 1023;
+    double v;
+    if (exp == 31) return (uint32_t)sign << 31 | 0x7f800000u | (uint32_t)man << 13;
+    v = exp ? (1024 + man) * ldexp(1.0, exp - 25) : man * ldexp(1.0, -24);
+    return f2u((float)(sign ? -v : v)) | (uint32_t)sign << 31; /* -0.0 keeps its sign */
+}
+
+static void test_widen_every_f16(void) {
+    uint16_t *h = malloc(65536 * 2);
+    float *f = malloc(65536 * 4);
+    size_t bad = 0;
+    for (size_t i = 0; i < 65536; i++) h[i] = (uint16_t)i;
+    rlxkv_f16_widen(f, h, 65536);
+    for (size_t i = 0; i < 65536; i++) bad += f2u(f[i]) != widen_oracle((uint16_t)i);
+    CHECK_EQ(bad, 0);
+    /* landmarks, spelled out */
+    CHECK_EQ(f2u(f[0x0000]), 0x00000000u); /* +0 */
+    CHECK_EQ(f2u(f[0x8000]), 0x80000000u); /* -0 */
+    CHECK_EQ(f2u(f[0x0001]), 0x33800000u); /* smallest subnormal, 2^-24 */
+    CHECK_EQ(f2u(f[0x03ff]), 0x387fc000u); /* largest subnormal */
+    CHECK_EQ(f2u(f[0x3c00]), 0x3f800000u); /* 1 */
+    CHECK_EQ(f2u(f[0x7bff]), 0x477fe000u); /* 65504 */
+    CHECK_EQ(f2u(f[0x7c00]), 0x7f800000u); /* +inf */
+    CHECK_EQ(f2u(f[0xfc00]), 0xff800000u); /* -inf */
+    CHECK_EQ(f2u(f[0x7e00]), 0x7fc00000u); /* quiet NaN */
+    CHECK_EQ(f2u(f[0x7c01]), 0x7f802000u); /* signalling NaN, payload 1, shifted */
+    CHECK_EQ(f2u(f[0xfe55]), 0xffcaa000u); /* negative quiet NaN with a payload */
+    free(h);
+    free(f);
+}
+
+/* An f16 entry whose values are every landmark bit pattern, and tokens at
+ * the extremes. */
+static rlxkv_entry *f16_entry(size_t *lens) {
+    static const uint16_t bits[] = {0x7e00, 0x7e01, 0xfe55, 0x7c01, 0xfc01, 0x8000, 0x0000,
+                                    0x0001, 0x83ff, 0x0200, 0x7c00, 0xfc00, 0x3c00, 0xc248,
+                                    0x7bff, 0x0400};
+    const size_t nb = sizeof bits / sizeof bits[0];
+    rlxkv_entry *e = rlxkv_entry_new(3, 3, lens, RLXKV_F16, NULL);
+    uint32_t toks[3] = {0, UINT32_MAX, 7};
+    size_t k = 0;
+    if (!e) return NULL;
+    memcpy(rlxkv_entry_tokens_mut(e), toks, sizeof toks);
+    for (size_t b = 0; b < 6; b++)
+        for (size_t j = 0; j < lens[b]; j++) ((uint16_t *)rlxkv_entry_block_mut(e, b))[j] = bits[k++ % nb];
+    return e;
+}
+
+static void test_f16_round_trip(void) {
+    size_t lens[6] = {16, 0, 3, 5, 16, 1}, n = 16 + 3 + 5 + 16 + 1;
+    rlxkv_entry *e = f16_entry(lens), *d = NULL;
+    rlxkv_blob_meta m;
+    size_t size, w;
+    uint8_t *buf;
+    CHECK(e != NULL);
+    if (!e) return;
+    size = rlxkv_encoded_size(e);
+    CHECK_EQ(size, 40 + 8 * 3 + 8 * 6 + 2 * n); /* 2 bytes per value, lengths count values */
+    buf = malloc(size);
+    CHECK_EQ(rlxkv_encode(e, 0xabcdull, buf, size - 1, &w), RLXKV_ERR_INVALID);
+    CHECK_EQ(w, 0);
+    CHECK_EQ(rlxkv_encode(e, 0xabcdull, buf, size, &w), RLXKV_OK);
+    CHECK_EQ(w, size);
+    CHECK(memcmp(buf, "RLXKVF16", 8) == 0);
+    CHECK_EQ(rlxkv_load_u64le(buf + 8), 0xabcd);
+    CHECK_EQ(rlxkv_load_u64le(buf + 56), 3);  /* n_layers */
+    CHECK_EQ(rlxkv_load_u64le(buf + 64), 16); /* K0 length, in values */
+    CHECK(buf[72] == 0x00 && buf[73] == 0x7e && buf[74] == 0x01 && buf[75] == 0x7e); /* u16 LE */
+    CHECK_EQ(rlxkv_inspect(buf, size, &m), RLXKV_OK);
+    CHECK(m.dtype == RLXKV_F16 && m.n_values == n && m.n_layers == 3 && m.n_tokens == 3);
+    CHECK(m.fingerprint == 0xabcd && m.blob_bytes == size);
+    CHECK_EQ(rlxkv_decode(buf, size, NULL, &d, NULL), RLXKV_OK);
+    if (d) {
+        uint8_t *again = malloc(size);
+        CHECK_EQ(rlxkv_entry_dtype(d), RLXKV_F16);
+        CHECK_EQ(rlxkv_entry_kv_bytes(d), 2 * n);
+        for (size_t b = 0; b < 6; b++) CHECK_EQ(rlxkv_entry_block_len(d, b), lens[b]);
+        CHECK(memcmp(rlxkv_entry_data(d), rlxkv_entry_data(e), 2 * n) == 0); /* bits, NaNs too */
+        CHECK(memcmp(rlxkv_entry_tokens(d), rlxkv_entry_tokens(e), 12) == 0);
+        CHECK_EQ(rlxkv_encode(d, 0xabcdull, again, size, NULL), RLXKV_OK);
+        CHECK(memcmp(again, buf, size) == 0);
+        free(again);
+        rlxkv_entry_free(d);
+    }
+    /* stale after the head, as RLXKV001 */
+    CHECK_EQ(rlxkv_decode(buf, size, &(uint64_t){1}, &d, NULL), RLXKV_STALE);
+    CHECK(d == NULL);
+    /* every truncation is TRUNCATED, a trailing byte CORRUPT */
+    for (size_t len = 0; len < size; len++) CHECK_EQ(rlxkv_inspect(buf, len, NULL), RLXKV_ERR_TRUNCATED);
+    {
+        uint8_t *more = malloc(size + 1);
+        memcpy(more, buf, size);
+        more[size] = 0;
+        CHECK_EQ(rlxkv_inspect(more, size + 1, NULL), RLXKV_ERR_CORRUPT);
+        free(more);
+    }
+    /* an odd block length no longer fits: the value bytes are counted in 2s */
+    rlxkv_store_u64le(buf + 64, 17);
+    CHECK_EQ(rlxkv_inspect(buf, size, NULL), RLXKV_ERR_TRUNCATED);
+    /* a magic that is neither */
+    memcpy(buf, "RLXKVF32", 8);
+    CHECK_EQ(rlxkv_inspect(buf, size, NULL), RLXKV_ERR_BAD_MAGIC);
+    CHECK_EQ(rlxkv_inspect((const uint8_t *)"RLXKVF", 6, NULL), RLXKV_ERR_TRUNCATED);
+    CHECK_EQ(rlxkv_inspect((const uint8_t *)"RLXKVG", 6, NULL), RLXKV_ERR_BAD_MAGIC);
+    free(buf);
+    rlxkv_entry_free(e);
+}
+
+/* rlxkv_encode_f32 writes an f16 entry as the RLXKV001 blob of the f32
+ * entry holding the widened values, byte for byte; an f32 entry as
+ * rlxkv_encode does. */
+static void test_encode_f32_widens(void) {
+    size_t lens[6] = {16, 0, 3, 5, 16, 1}, n = 41, size, w;
+    rlxkv_entry *e = f16_entry(lens), *wide = rlxkv_entry_new(3, 3, lens, RLXKV_F32, NULL), *d = NULL;
+    uint8_t *a, *b;
+    CHECK(e && wide);
+    if (!e || !wide) return;
+    memcpy(rlxkv_entry_tokens_mut(wide), rlxkv_entry_tokens(e), 12);
+    rlxkv_f16_widen((float *)rlxkv_entry_block_mut(wide, 0), rlxkv_entry_data(e), n);
+    size = rlxkv_encoded_size_f32(e);
+    CHECK_EQ(size, rlxkv_encoded_size(wide));
+    a = malloc(size);
+    b = malloc(size);
+    CHECK_EQ(rlxkv_encode_f32(e, 9, a, size - 1, &w), RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_encode_f32(e, 9, a, size, &w), RLXKV_OK);
+    CHECK_EQ(w, size);
+    CHECK_EQ(rlxkv_encode(wide, 9, b, size, NULL), RLXKV_OK);
+    CHECK(memcmp(a, b, size) == 0);
+    CHECK(memcmp(a, "RLXKV001", 8) == 0);
+    CHECK_EQ(rlxkv_decode(a, size, NULL, &d, NULL), RLXKV_OK);
+    CHECK(d && rlxkv_entry_dtype(d) == RLXKV_F32);
+    rlxkv_entry_free(d);
+    /* an f32 entry: the same as rlxkv_encode */
+    CHECK_EQ(rlxkv_encode_f32(wide, 9, a, size, NULL), RLXKV_OK);
+    CHECK(memcmp(a, b, size) == 0);
+    free(a);
+    free(b);
+    rlxkv_entry_free(e);
+    rlxkv_entry_free(wide);
+}
+
+/* Past RLXKV_MAX_LAYERS: a valid blob of empty blocks is refused with
+ * LIMIT (after the length checks), and no such blob is written. */
+static void test_layer_limit(void) {
+    for (size_t layers = RLXKV_MAX_LAYERS; layers <= RLXKV_MAX_LAYERS + 1; layers++) {
+        size_t len = 40 + 8 + 16 * layers;
+        uint8_t *buf = calloc(1, len);
+        rlxkv_entry *d = NULL;
+        int want = layers > RLXKV_MAX_LAYERS ? RLXKV_ERR_LIMIT : RLXKV_OK;
+        memcpy(buf, "RLXKVF16", 8);
+        rlxkv_store_u64le(buf + 16, 1);
+        rlxkv_store_u64le(buf + 24, 1);
+        rlxkv_store_u64le(buf + 40, layers);
+        CHECK_EQ(rlxkv_inspect(buf, len, NULL), want);
+        CHECK_EQ(rlxkv_decode(buf, len, NULL, &d, NULL), want);
+        CHECK((d != NULL) == (want == RLXKV_OK));
+        if (d) {
+            size_t w;
+            uint8_t *again = malloc(len);
+            CHECK_EQ(rlxkv_encode(d, 0, again, len, &w), RLXKV_OK);
+            CHECK(w == len && memcmp(again, buf, len) == 0);
+            free(again);
+        }
+        /* a length check still comes first: one byte short is truncated */
+        CHECK_EQ(rlxkv_inspect(buf, len - 1, NULL), RLXKV_ERR_TRUNCATED);
+        rlxkv_entry_free(d);
+        free(buf);
+    }
+    {
+        size_t *lens = calloc(2 * (RLXKV_MAX_LAYERS + 1), sizeof *lens);
+        rlxkv_entry *e = rlxkv_entry_new(1, RLXKV_MAX_LAYERS + 1, lens, RLXKV_F32, NULL);
+        uint8_t buf[8];
+        CHECK(e != NULL);
+        CHECK_EQ(rlxkv_encoded_size(e), 0);
+        CHECK_EQ(rlxkv_encoded_size_f32(e), 0);
+        CHECK_EQ(rlxkv_encode(e, 0, buf, sizeof buf, NULL), RLXKV_ERR_LIMIT);
+        rlxkv_entry_free(e);
+        free(lens);
+    }
+}
+
 int main(void) {
     g_nvec = load_vectors(g_vec, sizeof g_vec / sizeof g_vec[0]);
     RUN(test_manifest_present);
@@ -587,6 +779,10 @@ int main(void) {
     RUN(test_empty_entry);
     RUN(test_many_layers);
     RUN(test_encoded_size_overflow);
+    RUN(test_widen_every_f16);
+    RUN(test_f16_round_trip);
+    RUN(test_encode_f32_widens);
+    RUN(test_layer_limit);
     free_vectors();
     return check_report();
 }

@@ -1,4 +1,5 @@
-/* libFuzzer harness for the RLXKV001 codec (FORMAT.md).
+/* libFuzzer harness for the blob codec: RLXKV001 (FORMAT.md) and its f16
+ * variant RLXKVF16 (FORMATS.md), with the same oracles for both.
  *
  * For any input:
  *   - rlxkv_inspect and rlxkv_decode agree: the same status, and on success
@@ -10,6 +11,11 @@
  *     without it; with another fingerprint it is RLXKV_STALE (out NULL)
  *     exactly when the magic is right and the fingerprint is present,
  *     otherwise the same error as without;
+ *   - an f16 blob written with rlxkv_encode_f32 is the RLXKV001 blob of
+ *     its values widened exactly (checked value by value against a
+ *     separate widening), and decodes to an f32 entry of the same shape;
+ *   - a blob of more than RLXKV_MAX_LAYERS layers is refused with LIMIT
+ *     exactly when every length check before its block lengths passes;
  *   - no single allocation made by inspect or decode is larger than the
  *     input implies (a malloc hook measures them), and nothing leaks (ASan's
  *     leak checker at exit, libFuzzer's -detect_leaks per input).
@@ -66,6 +72,27 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 /* ---- the checks ------------------------------------------------------- */
 
 static const uint8_t kMagic[8] = {'R', 'L', 'X', 'K', 'V', '0', '0', '1'};
+static const uint8_t kMagic16[8] = {'R', 'L', 'X', 'K', 'V', 'F', '1', '6'};
+
+/* Whether data starts as a magic does, as far as it goes (-1: neither;
+ * else the dtype). */
+static int magic_of(const uint8_t *data, size_t size) {
+    size_t m = size < 8 ? size : 8;
+    if (memcmp(data, kMagic, m) == 0) return RLXKV_F32;
+    if (memcmp(data, kMagic16, m) == 0) return RLXKV_F16;
+    return -1;
+}
+
+/* binary16 to binary32 bits by cases, apart from the codec's own. */
+static uint32_t widen_ref(uint16_t h) {
+    uint32_t s = (uint32_t)(h >> 15) << 31, e = (h >> 10) & 31, m = h & 1023;
+    int shift = 0;
+    if (e == 31) return s | 0x7f800000u | m << 13;
+    if (e) return s | (e - 15 + 127) << 23 | m << 13;
+    if (!m) return s;
+    while (!(m & 1024)) m <<= 1, shift++;
+    return s | (uint32_t)(127 - 15 - shift + 1) << 23 | (m & 1023) << 13;
+}
 
 static uint64_t load_u64le(const uint8_t *p) {
     uint64_t v = 0;
@@ -75,7 +102,7 @@ static uint64_t load_u64le(const uint8_t *p) {
 
 static int is_error(int rc) {
     return rc == RLXKV_ERR_BAD_MAGIC || rc == RLXKV_ERR_TRUNCATED || rc == RLXKV_ERR_CORRUPT ||
-           rc == RLXKV_ERR_INVALID;
+           rc == RLXKV_ERR_INVALID || rc == RLXKV_ERR_LIMIT;
 }
 
 /* Decodes with the given expectation and checks the allocations made. */
@@ -102,7 +129,10 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
     REQUIRE(rlxkv_entry_n_tokens(e) == m->n_tokens);
     REQUIRE(rlxkv_entry_n_layers(e) == m->n_layers);
     REQUIRE(rlxkv_entry_n_values(e) == m->n_values);
-    REQUIRE(rlxkv_entry_kv_bytes(e) == 4 * m->n_values);
+    REQUIRE(rlxkv_entry_dtype(e) == m->dtype);
+    REQUIRE(m->dtype == magic_of(data, size));
+    REQUIRE(m->n_layers <= RLXKV_MAX_LAYERS);
+    REQUIRE(rlxkv_entry_kv_bytes(e) == (m->dtype == RLXKV_F16 ? 2 : 4) * m->n_values);
     REQUIRE(m->blob_bytes == size);
     for (size_t b = 0; b < 2 * m->n_layers; b++) {
         n_floats += rlxkv_entry_block_len(e, b);
@@ -131,6 +161,52 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
     /* And the fresh encoding decodes to the same entry bytes again. */
     REQUIRE(rlxkv_inspect(buf, enc, NULL) == RLXKV_OK);
     free(buf);
+
+    /* As RLXKV001: an f32 entry gives the same bytes; an f16 one the blob
+     * of its values widened, which decodes to an f32 entry of that shape. */
+    enc = rlxkv_encoded_size_f32(e);
+    REQUIRE(enc == size + (m->dtype == RLXKV_F16 ? 2 * m->n_values : 0));
+    buf = malloc(enc);
+    REQUIRE(buf != NULL);
+    REQUIRE(rlxkv_encode_f32(e, fp, buf, enc - 1, &written) == RLXKV_ERR_INVALID);
+    REQUIRE(rlxkv_encode_f32(e, fp, buf, enc, &written) == RLXKV_OK);
+    REQUIRE(written == enc);
+    if (m->dtype == RLXKV_F32) {
+        REQUIRE(memcmp(buf, data, size) == 0);
+    } else {
+        rlxkv_entry *w = NULL;
+        const uint16_t *h = rlxkv_entry_data(e);
+        REQUIRE(rlxkv_decode(buf, enc, NULL, &w, NULL) == RLXKV_OK);
+        REQUIRE(rlxkv_entry_dtype(w) == RLXKV_F32);
+        REQUIRE(rlxkv_entry_n_values(w) == m->n_values);
+        REQUIRE(rlxkv_entry_n_layers(w) == m->n_layers);
+        REQUIRE(memcmp(rlxkv_entry_tokens(w), rlxkv_entry_tokens(e), 4 * m->n_tokens) == 0);
+        for (size_t b = 0; b < 2 * m->n_layers; b++)
+            REQUIRE(rlxkv_entry_block_len(w, b) == rlxkv_entry_block_len(e, b));
+        for (size_t i = 0; i < m->n_values; i++) {
+            uint32_t got;
+            memcpy(&got, (const float *)rlxkv_entry_data(w) + i, 4);
+            if (got != widen_ref(h[i])) FAIL("value %zu: f16 %04x widened to %08x", i, h[i], got);
+        }
+        rlxkv_entry_free(w);
+    }
+    free(buf);
+}
+
+/* Whether every length check before the block lengths passes and the layer
+ * count is over the limit: exactly then is LIMIT the verdict. */
+static int over_layer_limit(const uint8_t *data, size_t size) {
+    uint64_t n_tokens, rem, n_layers;
+    if (size < 32 || magic_of(data, size) < 0) return 0;
+    if (load_u64le(data + 16) != (n_tokens = load_u64le(data + 24))) return 0;
+    rem = size - 32;
+    if (n_tokens > rem / 8) return 0;
+    for (uint64_t i = 0; i < n_tokens; i++)
+        if (load_u64le(data + 32 + 8 * i) > UINT32_MAX) return 0;
+    rem -= 8 * n_tokens;
+    if (rem < 8) return 0;
+    n_layers = load_u64le(data + 32 + 8 * n_tokens);
+    return n_layers <= (rem - 8) / 16 && n_layers > RLXKV_MAX_LAYERS;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -138,7 +214,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rlxkv_entry *e = NULL, *e2 = NULL;
     uint64_t fp = 0, fp2 = 0, other;
     int rc_i, rc_d, rc;
-    int head_ok = size >= 16 && memcmp(data, kMagic, 8) == 0;
+    int head_ok = size >= 16 && magic_of(data, size) >= 0;
 
     memset(&meta, 0xa5, sizeof meta);
     track_begin();
@@ -154,9 +230,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (!is_error(rc_d)) FAIL("decode returned %d, neither OK nor an error", rc_d);
         REQUIRE(e == NULL);
     }
-    /* Anything that is not the magic's prefix is a foreign file. */
-    if (memcmp(data, kMagic, size < 8 ? size : 8) != 0) REQUIRE(rc_d == RLXKV_ERR_BAD_MAGIC);
+    /* Anything that is not a magic's prefix is a foreign file. */
+    if (magic_of(data, size) < 0) REQUIRE(rc_d == RLXKV_ERR_BAD_MAGIC);
     else REQUIRE(rc_d != RLXKV_ERR_BAD_MAGIC);
+    if ((rc_d == RLXKV_ERR_LIMIT) != over_layer_limit(data, size))
+        FAIL("decode says %d; over the layer limit: %d", rc_d, over_layer_limit(data, size));
     if (head_ok) REQUIRE(fp == load_u64le(data + 8));
 
     /* expect_fp equal to the blob's own: the same outcome. */

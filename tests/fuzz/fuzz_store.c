@@ -8,18 +8,21 @@
  * blobs, all with mtimes from a small set so that ties happen. An optional
  * cache is pre-filled (some entries pinned) and then:
  *
- *   - rlxkv_store_load: loaded + stale + corrupt + skipped == the number of
- *     regular "*.rlxkv" files the store considers; stale and corrupt match
- *     an independent classification (a parser of FORMAT.md written here);
+ *   - rlxkv_store_load: every regular "*.rlxkv" file the store considers
+ *     lands in exactly one count; stale, foreign and corrupt match an
+ *     independent classification (a parser of FORMAT.md and FORMATS.md
+ *     written here: RLXKV001 and RLXKVF16 blobs both);
  *     into an empty cache the loaded set is exactly the newest valid blobs
  *     that the cap holds, in recency order; every loaded entry re-encodes
  *     to its file byte for byte;
  *   - rlxkv_store_read on every file agrees with that classification;
- *   - rlxkv_store_list: one info per considered file, sorted, each status,
- *     size, token count and fingerprint as expected;
+ *   - rlxkv_store_list: one info per considered file and save temporary,
+ *     sorted, each status (temporaries: temp or abandoned, by age and by
+ *     whether their writer's PID runs), size, mtime, token count, KV bytes
+ *     and fingerprint as expected;
  *   - rlxkv_store_prune (random flags, budget and keep cache): exactly the
  *     expected files are removed (or reported, on a dry run), with right
- *     counts and byte totals;
+ *     counts and byte totals, live temporaries counted against the budget;
  *   - rlxkv_store_flush then a reload into a fresh cache: every entry comes
  *     back identical.
  *
@@ -38,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -157,15 +161,21 @@ static rlxkv_entry *gen_entry(rd *r) {
     rlxkv_entry *e;
     int st;
     unsigned shape = u8(r) % 2;
+    int dtype = u8(r) % 3 == 2 ? RLXKV_F16 : RLXKV_F32;
     for (size_t b = 0; b < 2 * L; b++) lens[b] = shape ? n * (u8(r) % 3) : u8(r) % 7;
-    e = rlxkv_entry_new(n, L, lens, RLXKV_F32, &st);
+    e = rlxkv_entry_new(n, L, lens, dtype, &st);
     if (!e) FAIL("entry_new: %d", st);
     for (size_t i = 0; i < n; i++) rlxkv_entry_tokens_mut(e)[i] = kAlphabet[u8(r) % 5];
     for (size_t b = 0; b < 2 * L; b++) {
-        float *f = rlxkv_entry_block_mut(e, b);
+        uint8_t *f = rlxkv_entry_block_mut(e, b);
         for (size_t i = 0; i < lens[b]; i++) {
             uint32_t bits = (uint32_t)u8(r) << 24 | (uint32_t)(b * 131 + i) * 2654435761u >> 8;
-            memcpy(&f[i], &bits, 4);
+            if (dtype == RLXKV_F16) {
+                uint16_t h = (uint16_t)(bits >> 16);
+                memcpy(f + 2 * i, &h, 2);
+            } else {
+                memcpy(f + 4 * i, &bits, 4);
+            }
         }
     }
     return e;
@@ -220,7 +230,7 @@ static void make_files(rd *r) {
     size_t n_files = u8(r) % (MAX_FILES + 1);
     char name[64], tmp[128];
     for (size_t f = 0; f < n_files; f++) {
-        unsigned kind = u8(r) % 13;
+        unsigned kind = u8(r) % 14;
         rlxkv_entry *e = NULL;
         uint8_t *buf = NULL, junk[96];
         size_t len = 0;
@@ -237,7 +247,7 @@ static void make_files(rd *r) {
         case 0: /* random bytes under some name */
             len = u8(r) % sizeof junk;
             for (size_t i = 0; i < len; i++) junk[i] = (uint8_t)u8(r);
-            if (len >= 8 && u8(r) % 2) memcpy(junk, "RLXKV001", 8);
+            if (len >= 8 && u8(r) % 2) memcpy(junk, u8(r) % 2 ? "RLXKV001" : "RLXKVF16", 8);
             if (u8(r) % 2) hex_name(r, name);
             else odd_name(r, name);
             write_file(name, junk, len);
@@ -264,11 +274,25 @@ static void make_files(rd *r) {
             buf[u8(r) % len] ^= (uint8_t)(1u << (u8(r) % 8));
             write_file(name, buf, len);
             break;
-        case 6: /* a temporary file as a crashed save leaves it: ignored, but
-                   prune sweeps it once over an hour old (see set_mtimes) */
-            snprintf(tmp, sizeof tmp, "%s.%x-%x-%x.tmp", name, u8(r), u8(r), u8(r));
+        case 6: { /* a save's temporary file: never loaded; listed; abandoned
+                     when over an hour old (see set_mtimes) or its writer's
+                     PID runs no process: this one (alive), init (alive) or
+                     one above any pid_max (dead) */
+            unsigned who = u8(r) % 3;
+            long pid = who == 0 ? (long)getpid() : who == 1 ? 1L : 0x7ffffffeL;
+            snprintf(tmp, sizeof tmp, "%s.%lx-%x-%x.tmp", name, pid, u8(r), u8(r));
             write_file(tmp, buf, u8(r) % 2 ? len : len / 2);
             break;
+        }
+        case 13: { /* a fifo named like a blob: never opened (it would block) */
+            char p[512];
+            hex_name(r, name);
+            path_in(p, sizeof p, name);
+            unlink(p);
+            rmdir(p);
+            if (mkfifo(p, 0644) != 0) FAIL("mkfifo: %s", strerror(errno));
+            break;
+        }
         case 8: /* empty file named like a blob */
             hex_name(r, name);
             write_file(name, "", 0);
@@ -341,12 +365,13 @@ static void set_mtimes(rd *r) {
 
 /* ---- the expected view -------------------------------------------------------- */
 
-/* An independent reading of FORMAT.md. */
+/* An independent reading of FORMAT.md and FORMATS.md. */
 typedef struct parsed {
-    int magic_ok;      /* at least 8 bytes and the magic */
+    int magic_ok;      /* at least 8 bytes and a magic */
     int has_fp;        /* at least 16 bytes */
     int valid;         /* a whole, consistent blob */
     uint64_t fp;
+    size_t vsize;      /* bytes per value: 4 (RLXKV001) or 2 (RLXKVF16) */
     size_t n_tokens, n_floats;
     uint32_t tokens[64];
     int tokens_fit;    /* n_tokens <= 64: tokens[] holds them */
@@ -361,8 +386,9 @@ static uint64_t le64(const uint8_t *p) {
 static void parse(const uint8_t *b, size_t len, parsed *o) {
     uint64_t past, nt, nl, at = 32, floats = 0;
     memset(o, 0, sizeof *o);
-    o->magic_ok = len >= 8 && !memcmp(b, "RLXKV001", 8);
+    o->magic_ok = len >= 8 && (!memcmp(b, "RLXKV001", 8) || !memcmp(b, "RLXKVF16", 8));
     if (!o->magic_ok) return;
+    o->vsize = b[5] == 'F' ? 2 : 4;
     o->has_fp = len >= 16;
     if (!o->has_fp) return;
     o->fp = le64(b + 8);
@@ -378,14 +404,14 @@ static void parse(const uint8_t *b, size_t len, parsed *o) {
     if (len - at < 8) return;
     nl = le64(b + at);
     at += 8;
-    if (nl > len) return;
+    if (nl > len || nl > RLXKV_MAX_LAYERS) return; /* (no input here reaches the limit) */
     for (uint64_t k = 0; k < 2 * nl; k++) {
         uint64_t bl;
         if (len - at < 8) return;
         bl = le64(b + at);
         at += 8;
-        if (bl > (len - at) / 4) return;
-        at += 4 * bl;
+        if (bl > (len - at) / o->vsize) return;
+        at += o->vsize * bl;
         floats += bl;
     }
     if (at != len) return;
@@ -395,11 +421,12 @@ static void parse(const uint8_t *b, size_t len, parsed *o) {
     o->tokens_fit = nt <= 64;
 }
 
-enum { K_IGNORED, K_VALID_A, K_STALE_LOAD, K_CORRUPT };
+enum { K_IGNORED, K_VALID_A, K_STALE_LOAD, K_FOREIGN, K_CORRUPT };
 
 typedef struct xfile {
     char name[256];
     int considered;     /* a regular file (after symlinks) named *.rlxkv, < 32 chars */
+    int temp;           /* a regular file named as a save's temporary */
     int is_file;        /* a regular file (after symlinks) */
     int64_t mtime;
     long mtime_ns;
@@ -429,8 +456,18 @@ static int save_temp_name(const char *n) {
 
 typedef struct view {
     xfile f[64];
-    size_t n, n_considered;
+    size_t n, n_considered, n_temps;
 } view;
+
+/* Whether no live save can own the temporary file x (store.c's rule, with
+ * the OS as the oracle of liveness). */
+static int temp_abandoned(const xfile *x) {
+    const char *p = strstr(x->name, ".rlxkv.") + 7;
+    unsigned long pid = strtoul(p, NULL, 16);
+    if ((int64_t)time(NULL) - x->mtime > 3600) return 1;
+    return pid >= 1 && pid <= 0x7fffffff && (pid_t)pid != getpid() && kill((pid_t)pid, 0) != 0 &&
+           errno == ESRCH;
+}
 
 static void free_view(view *v) {
     for (size_t i = 0; i < v->n; i++) free(v->f[i].data);
@@ -461,7 +498,7 @@ static void take_view(view *v) {
     DIR *d = opendir(g_dir);
     struct dirent *de;
     char p[512];
-    v->n = v->n_considered = 0;
+    v->n = v->n_considered = v->n_temps = 0;
     if (!d) FAIL("opendir");
     while ((de = readdir(d))) {
         xfile *x;
@@ -476,6 +513,7 @@ static void take_view(view *v) {
         if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         x->is_file = 1;
         x->considered = nl > 6 && nl < 32 && !strcmp(de->d_name + nl - 6, ".rlxkv");
+        x->temp = save_temp_name(de->d_name);
         x->mtime = (int64_t)st.st_mtime;
         x->mtime_ns = st.st_mtim.tv_nsec;
         x->data = slurp(p, &x->len);
@@ -485,16 +523,25 @@ static void take_view(view *v) {
             rlxkv_blob_name(x->p.fp, x->p.tokens, x->p.n_tokens, want);
             x->name_ok = !strcmp(want, x->name);
         }
+        if (x->temp) {
+            x->load_kind = K_IGNORED;
+            x->list_status = temp_abandoned(x) ? RLXKV_BLOB_ABANDONED : RLXKV_BLOB_TEMP;
+            v->n_temps++;
+            continue;
+        }
         if (!x->considered) {
             x->load_kind = K_IGNORED;
             continue;
         }
         v->n_considered++;
-        if (x->p.has_fp && x->p.fp != FP_A) x->load_kind = K_STALE_LOAD;
-        else if (x->name_ok) x->load_kind = K_VALID_A;
-        else x->load_kind = K_CORRUPT;
-        x->list_status = !x->name_ok ? RLXKV_BLOB_CORRUPT
-                         : x->p.fp == FP_A ? RLXKV_BLOB_OK : RLXKV_BLOB_STALE;
+        /* One judge: valid or not first, then the name, then the fingerprint. */
+        if (!x->p.valid) x->load_kind = K_CORRUPT;
+        else if (!x->name_ok) x->load_kind = K_FOREIGN;
+        else x->load_kind = x->p.fp == FP_A ? K_VALID_A : K_STALE_LOAD;
+        x->list_status = x->load_kind == K_CORRUPT   ? RLXKV_BLOB_CORRUPT
+                         : x->load_kind == K_FOREIGN ? RLXKV_BLOB_FOREIGN
+                         : x->p.fp == FP_A           ? RLXKV_BLOB_OK
+                                                     : RLXKV_BLOB_STALE;
     }
     closedir(d);
     if (getenv("FUZZ_STORE_DEBUG"))
@@ -570,7 +617,7 @@ static int cmp_oldest(const void *a, const void *b) {
 
 static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty) {
     rlxkv_load_report rep;
-    size_t valid = 0, stale = 0, corrupt = 0, order[64], n_order = 0;
+    size_t valid = 0, stale = 0, corrupt = 0, foreign = 0, order[64], n_order = 0;
     int rc;
     rlxkv_store *s;
     rlxkv_io io = fuzz_io();
@@ -583,14 +630,17 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
         valid += v->f[i].load_kind == K_VALID_A;
         stale += v->f[i].load_kind == K_STALE_LOAD;
         corrupt += v->f[i].load_kind == K_CORRUPT;
+        foreign += v->f[i].load_kind == K_FOREIGN;
         if (v->f[i].load_kind == K_VALID_A) order[n_order++] = i;
     }
     memset(&rep, 0x5a, sizeof rep);
     rc = rlxkv_store_load(s, c, &rep);
     if (rc != RLXKV_OK) FAIL("store_load: %d", rc);
     if (getenv("FUZZ_STORE_DEBUG")) {
-        fprintf(stderr, "  load cap %zu: loaded %zu stale %zu corrupt %zu skipped %zu bytes %zu\n", cap,
-                rep.loaded, rep.stale, rep.corrupt, rep.skipped, rep.bytes);
+        fprintf(stderr, "  load cap %zu: loaded %llu stale %llu corrupt %llu skipped %llu foreign %llu bytes %llu\n",
+                cap, (unsigned long long)rep.loaded, (unsigned long long)rep.stale,
+                (unsigned long long)rep.corrupt, (unsigned long long)rep.skipped,
+                (unsigned long long)rep.foreign, (unsigned long long)rep.bytes);
         for (const rlxkv_entry *e = rlxkv_cache_next(c, NULL); e; e = rlxkv_cache_next(c, e)) {
             char name[32];
             rlxkv_blob_name(FP_A, rlxkv_entry_tokens(e), rlxkv_entry_n_tokens(e), name);
@@ -599,12 +649,14 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
                     rlxkv_cache_is_dirty(c, e));
         }
     }
-    if (rep.loaded + rep.stale + rep.corrupt + rep.skipped != v->n_considered)
-        FAIL("loaded %zu + stale %zu + corrupt %zu + skipped %zu != %zu files", rep.loaded, rep.stale,
-             rep.corrupt, rep.skipped, v->n_considered);
-    if (rep.stale != stale) FAIL("stale %zu, expected %zu", rep.stale, stale);
-    if (rep.corrupt != corrupt) FAIL("corrupt %zu, expected %zu", rep.corrupt, corrupt);
-    if (rep.loaded + rep.skipped != valid) FAIL("loaded + skipped %zu, valid %zu", rep.loaded + rep.skipped, valid);
+    if (rep.loaded + rep.stale + rep.corrupt + rep.skipped + rep.foreign + rep.too_large +
+            rep.unreadable + rep.shape != v->n_considered)
+        FAIL("the counts do not sum to the %zu files", v->n_considered);
+    if (rep.too_large || rep.unreadable || rep.shape) FAIL("too large, unreadable or shape counted");
+    if (rep.stale != stale) FAIL("stale %llu, expected %zu", (unsigned long long)rep.stale, stale);
+    if (rep.corrupt != corrupt) FAIL("corrupt %llu, expected %zu", (unsigned long long)rep.corrupt, corrupt);
+    if (rep.foreign != foreign) FAIL("foreign %llu, expected %zu", (unsigned long long)rep.foreign, foreign);
+    if (rep.loaded + rep.skipped != valid) FAIL("loaded + skipped != valid %zu", valid);
 
     if (was_empty) {
         /* Newest first while the cap holds them (at least one unless cap
@@ -615,13 +667,13 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
         g_sort_view = v;
         qsort(order, n_order, sizeof *order, cmp_newest);
         for (size_t j = 0; j < n_order && cap; j++) {
-            size_t kv = 4 * v->f[order[j]].p.n_floats;
+            size_t kv = v->f[order[j]].p.vsize * v->f[order[j]].p.n_floats;
             if (held && (held_bytes > cap || kv > cap - held_bytes)) break;
             held++;
             held_bytes += kv;
         }
-        if (rep.loaded != held) FAIL("loaded %zu, expected %zu (cap %zu)", rep.loaded, held, cap);
-        if (rep.bytes != held_bytes) FAIL("loaded bytes %zu, expected %zu", rep.bytes, held_bytes);
+        if (rep.loaded != held) FAIL("loaded %llu, expected %zu (cap %zu)", (unsigned long long)rep.loaded, held, cap);
+        if (rep.bytes != held_bytes) FAIL("loaded bytes %llu, expected %zu", (unsigned long long)rep.bytes, held_bytes);
         rlxkv_cache_stats(c, &st);
         REQUIRE(st.entries == held && st.bytes == held_bytes);
         e = rlxkv_cache_next(c, NULL);
@@ -639,11 +691,12 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
     /* Every clean entry comes from a file, byte for byte. */
     {
         size_t clean = entries_match_files(c, 1);
-        if (was_empty && clean != rep.loaded) FAIL("%zu clean entries, loaded %zu", clean, rep.loaded);
-        if (clean > rep.loaded) FAIL("%zu clean entries, loaded only %zu", clean, rep.loaded);
+        if (was_empty && clean != rep.loaded) FAIL("%zu clean entries, loaded %llu", clean, (unsigned long long)rep.loaded);
+        if (clean > rep.loaded) FAIL("%zu clean entries, loaded only %llu", clean, (unsigned long long)rep.loaded);
     }
 
-    /* store_read agrees with the classification. */
+    /* store_read agrees with the classification: a file read by name is
+     * judged as load judges it, then read whatever its name. */
     g_phase = "read";
     for (size_t i = 0; i < v->n; i++) {
         const xfile *x = &v->f[i];
@@ -651,14 +704,17 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
         uint64_t fa = FP_A;
         if (!x->considered) continue;
         rc = rlxkv_store_read(s, x->name, &fa, &e);
-        if (x->load_kind == K_VALID_A) REQUIRE(rc == RLXKV_OK && e);
-        else if (x->load_kind == K_STALE_LOAD) REQUIRE(rc == RLXKV_STALE && !e);
-        else if (rc >= 0 || e) FAIL("read %s (corrupt) gave %d", x->name, rc);
+        if (!x->p.valid) {
+            if (rc >= 0 || e) FAIL("read %s (corrupt) gave %d", x->name, rc);
+        } else if (x->p.fp == FP_A) {
+            REQUIRE(rc == RLXKV_OK && e);
+        } else {
+            REQUIRE(rc == RLXKV_STALE && !e);
+        }
         rlxkv_entry_free(e);
         e = NULL;
         rc = rlxkv_store_read(s, x->name, NULL, &e);
-        if ((rc == RLXKV_OK) != (x->list_status != RLXKV_BLOB_CORRUPT))
-            FAIL("read %s without fingerprint gave %d", x->name, rc);
+        if ((rc == RLXKV_OK) != x->p.valid) FAIL("read %s without fingerprint gave %d", x->name, rc);
         if (rc == RLXKV_OK) {
             size_t elen;
             uint8_t *enc = encode(e, x->p.fp, &elen);
@@ -678,27 +734,35 @@ static void check_load(const view *v, rlxkv_cache *c, size_t cap, int was_empty)
     rlxkv_store_close(s);
 }
 
-static void check_list(const view *v, rlxkv_store *s) {
+static void check_list(rd *r, const view *v, rlxkv_store *s) {
     rlxkv_blob_info *info = NULL;
     size_t n = 12345;
     int rc;
     g_phase = "list";
-    rc = rlxkv_store_list(s, FP_A, &info, &n);
+    unsigned any = u8(r) % 2 ? RLXKV_ANY_FINGERPRINT : 0;
+    rc = rlxkv_store_list(s, FP_A, any, &info, &n);
     if (rc) FAIL("store_list: %d", rc);
-    if (n != v->n_considered) FAIL("list has %zu, expected %zu", n, v->n_considered);
+    if (n != v->n_considered + v->n_temps)
+        FAIL("list has %zu, expected %zu + %zu temporaries", n, v->n_considered, v->n_temps);
     for (size_t i = 0; i < n; i++) {
         const rlxkv_blob_info *b = &info[i];
         const xfile *x = find_file(v, b->name);
-        if (!x || !x->considered) FAIL("list names %s, not a considered file", b->name);
+        int want = x ? x->list_status : -1;
+        if (!x || !(x->considered || x->temp)) FAIL("list names %s, not a considered file", b->name);
         if (i) REQUIRE(strcmp(info[i - 1].name, b->name) < 0);
         REQUIRE(b->file_bytes == x->len);
-        REQUIRE(b->mtime == x->mtime);
-        if (b->status != x->list_status)
-            FAIL("%s: status %d, expected %d (error %d)", b->name, b->status, x->list_status, b->error);
+        REQUIRE(b->mtime == x->mtime && b->mtime_ns == x->mtime_ns);
+        if (any && want == RLXKV_BLOB_STALE) want = RLXKV_BLOB_OK;
+        if (b->status != want)
+            FAIL("%s: status %d, expected %d (error %d)", b->name, b->status, want, b->error);
         if (b->status == RLXKV_BLOB_CORRUPT) {
-            REQUIRE(b->error < 0 && b->n_tokens == 0 && b->fingerprint == 0);
+            REQUIRE(b->error < 0 && b->n_tokens == 0 && b->fingerprint == 0 && b->dtype == -1);
+        } else if (x->temp) {
+            REQUIRE(b->error == 0 && b->n_tokens == 0 && b->fingerprint == 0);
         } else {
             REQUIRE(b->error == 0 && b->n_tokens == x->p.n_tokens && b->fingerprint == x->p.fp);
+            REQUIRE(b->kv_bytes == x->p.vsize * x->p.n_floats);
+            REQUIRE(b->dtype == (x->p.vsize == 2 ? RLXKV_F16 : RLXKV_F32));
         }
     }
     free(info);
@@ -707,21 +771,34 @@ static void check_list(const view *v, rlxkv_store *s) {
 /* Returns whether every file of keep's entries is still there. */
 static int check_prune(rd *r, const view *v, rlxkv_store *s, const rlxkv_cache *keep) {
     unsigned flags = u8(r) % 8; /* DRY_RUN | KEEP_STALE | ANY_FINGERPRINT */
-    size_t max_bytes, idx[64], n_ok = 0, fp_bytes = 0, want_removed = 0, want_removed_bytes = 0,
-                                    all_bytes = 0;
+    uint64_t max_bytes, counted = 0, want_removed = 0, want_removed_bytes = 0, blob_bytes = 0,
+                        temps_gone = 0, temps_gone_bytes = 0, temps_kept = 0, temps_kept_bytes = 0;
+    size_t idx[64], n_ok = 0;
     int removed[64] = {0};
     rlxkv_prune_report rep;
     static view after;
-    int rc;
+    int rc, any = (flags & RLXKV_PRUNE_ANY_FINGERPRINT) != 0;
     unsigned mb = u8(r);
 
     g_phase = "prune";
-    max_bytes = mb < 64 ? SIZE_MAX : (size_t)mb * (1 + u8(r) % 4);
+    max_bytes = mb < 64 ? UINT64_MAX : (uint64_t)mb * (1 + u8(r) % 4);
     for (size_t i = 0; i < v->n; i++) {
         const xfile *x = &v->f[i];
-        int guarded = 0;
+        int guarded = 0, status = x->list_status;
+        if (x->temp) {
+            if (status == RLXKV_BLOB_ABANDONED) {
+                removed[i] = 1;
+                temps_gone++;
+                temps_gone_bytes += x->len;
+            } else {
+                counted += x->len; /* a save that may be running counts */
+                temps_kept++;
+                temps_kept_bytes += x->len;
+            }
+            continue;
+        }
         if (!x->considered) continue;
-        all_bytes += x->len;
+        blob_bytes += x->len;
         if (keep)
             for (const rlxkv_entry *e = rlxkv_cache_next(keep, NULL); e; e = rlxkv_cache_next(keep, e)) {
                 char name[32];
@@ -729,24 +806,23 @@ static int check_prune(rd *r, const view *v, rlxkv_store *s, const rlxkv_cache *
                                 rlxkv_entry_n_tokens(e), name);
                 guarded |= !strcmp(name, x->name);
             }
-        if (x->list_status == RLXKV_BLOB_OK ||
-            (x->list_status == RLXKV_BLOB_STALE && (flags & RLXKV_PRUNE_ANY_FINGERPRINT))) {
-            fp_bytes += x->len;
+        if (any && status == RLXKV_BLOB_STALE) status = RLXKV_BLOB_OK;
+        if (status == RLXKV_BLOB_OK) {
+            counted += x->len;
             if (!guarded) idx[n_ok++] = i;
-        } else if (!guarded && (x->list_status == RLXKV_BLOB_CORRUPT || !(flags & RLXKV_PRUNE_KEEP_STALE))) {
+        } else if (!guarded && (status == RLXKV_BLOB_CORRUPT ||
+                                (status == RLXKV_BLOB_STALE && !(flags & RLXKV_PRUNE_KEEP_STALE)))) {
             removed[i] = 1;
-        }
+        } /* foreign: never */
     }
-    if (max_bytes != SIZE_MAX) {
-        g_sort_view = v;
-        qsort(idx, n_ok, sizeof *idx, cmp_oldest);
-        for (size_t j = 0; j < n_ok && fp_bytes > max_bytes; j++) {
-            removed[idx[j]] = 1;
-            fp_bytes -= v->f[idx[j]].len;
-        }
+    g_sort_view = v;
+    qsort(idx, n_ok, sizeof *idx, cmp_oldest);
+    for (size_t j = 0; j < n_ok && counted > max_bytes; j++) {
+        removed[idx[j]] = 1;
+        counted -= v->f[idx[j]].len;
     }
     for (size_t i = 0; i < v->n; i++)
-        if (removed[i]) {
+        if (removed[i] && !v->f[i].temp) {
             want_removed++;
             want_removed_bytes += v->f[i].len;
         }
@@ -755,22 +831,23 @@ static int check_prune(rd *r, const view *v, rlxkv_store *s, const rlxkv_cache *
     rc = rlxkv_store_prune(s, FP_A, max_bytes, flags, keep, &rep);
     if (rc) FAIL("prune: %d", rc);
     if (rep.removed != want_removed || rep.removed_bytes != want_removed_bytes)
-        FAIL("removed %zu (%zu bytes), expected %zu (%zu bytes); flags %u max %zu", rep.removed,
-             rep.removed_bytes, want_removed, want_removed_bytes, flags, max_bytes);
+        FAIL("removed %llu (%llu bytes), expected %llu (%llu bytes); flags %u max %llu",
+             (unsigned long long)rep.removed, (unsigned long long)rep.removed_bytes,
+             (unsigned long long)want_removed, (unsigned long long)want_removed_bytes, flags,
+             (unsigned long long)max_bytes);
     REQUIRE(rep.kept == v->n_considered - want_removed);
-    REQUIRE(rep.kept_bytes == all_bytes - want_removed_bytes);
+    REQUIRE(rep.kept_bytes == blob_bytes - want_removed_bytes);
+    REQUIRE(rep.temps_removed == temps_gone && rep.temps_removed_bytes == temps_gone_bytes);
+    REQUIRE(rep.temps_kept == temps_kept && rep.temps_kept_bytes == temps_kept_bytes);
 
     take_view(&after);
-    size_t swept = 0;
     for (size_t i = 0; i < v->n; i++) {
         const xfile *x = &v->f[i], *y = find_file(&after, x->name);
-        int abandoned = x->is_file && save_temp_name(x->name) && x->mtime < (int64_t)time(NULL) - 3600;
-        int gone = (removed[i] || abandoned) && !(flags & RLXKV_PRUNE_DRY_RUN);
-        swept += abandoned && gone;
+        int gone = removed[i] && !(flags & RLXKV_PRUNE_DRY_RUN);
         if (gone && y) FAIL("%s should be gone", x->name);
         if (!gone && !y) FAIL("%s should still be there", x->name);
     }
-    REQUIRE(after.n + (flags & RLXKV_PRUNE_DRY_RUN ? 0 : want_removed + swept) == v->n);
+    REQUIRE(after.n + (flags & RLXKV_PRUNE_DRY_RUN ? 0 : want_removed + temps_gone) == v->n);
     free_view(&after);
     return keep || (flags & RLXKV_PRUNE_DRY_RUN);
 }
@@ -841,7 +918,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
 
     s = rlxkv_store_open(g_dir, &io, &rc);
     if (!s) FAIL("store_open: %d", rc);
-    check_list(&v, s);
+    check_list(&r, &v, s);
     kept = check_prune(&r, &v, s, u8(&r) % 2 ? c : NULL);
     free_view(&v);
     /* Loaded entries are clean: their files must have survived the prune

@@ -8,6 +8,7 @@ import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import init, { RlxkvError } from 'rlxkv';
 import { encodeBlob, decodeBlob } from '../../js/blob.js';
+import { blobName } from '../../js/cli.js';
 import { tempDir, vectorsDir } from './helpers.js';
 
 const rlx = await init();
@@ -73,7 +74,7 @@ test('the big-endian path (per-float words) gives the same bytes and floats', ()
     const e = randomEntry(rand);
     const blocks = [...e.k, ...e.v];
     const fast = encodeBlob(e.tokens, blocks, FP);
-    assert.deepEqual(encodeBlob(e.tokens, blocks, FP, undefined, true), fast);
+    assert.deepEqual(encodeBlob(e.tokens, blocks, FP, undefined, { bytewise: true }), fast);
     assertSameEntry(decodeBlob(at(fast, 4), FP, true, true), e, 'bytewise decode');
   }
 });
@@ -142,22 +143,19 @@ test('JS and C write the same bytes, and each reads what the other wrote', async
   }
 });
 
-test('damaged blobs: the JS decoder and the C decoder agree on every one', async () => {
-  const rand = rng(99);
-  const e = randomEntry(rand);
-  e.k.push(Float32Array.of(1, 2, 3)); // at least one layer
-  e.v.push(new Float32Array(0));
-  const good = rlx.encodeEntry(e, FP);
-  const dir = tempDir();
-  const seed = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
-  seed.insert(e.tokens, e);
-  await seed.close();
-  const [name] = readdirSync(dir);
+/**
+ * Mutates a good blob 3000 ways (truncations, trailing bytes, bit flips,
+ * u64 fields set to edge values) and compares the JS verdict with the C
+ * store's one judge, as it lists a file and as a cache restores it. The
+ * store judges a file whole (a truncated blob of another fingerprint is
+ * corrupt, not stale) and a valid blob under a name not its own is
+ * foreign. content(m, restoredCache) checks a restored entry's values.
+ */
+async function agreeOnDamage(good, name, dir, tokenCount, rand, content) {
   const store = await rlx.openStore(dir);
-  const tokenLow = (i) => i >= 32 && i < 32 + 8 * e.tokens.length && (i - 32) % 8 < 4;
-  const u64s = [0n, 1n, 2n, 3n, BigInt(e.tokens.length), 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n, 2n ** 64n - 1n];
-  const CODES = { [-1]: 'BAD_MAGIC', [-2]: 'TRUNCATED', [-3]: 'CORRUPT' };
-
+  const tokenLow = (i) => i >= 32 && i < 32 + 8 * tokenCount && (i - 32) % 8 < 4;
+  const u64s = [0n, 1n, 2n, 3n, BigInt(tokenCount), 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n, 2n ** 64n - 1n];
+  const CODES = { [-1]: 'BAD_MAGIC', [-2]: 'TRUNCATED', [-3]: 'CORRUPT', [-12]: 'LIMIT' };
   const verdicts = {};
   let contentChecked = 0;
   for (let i = 0; i < 3000; i++) {
@@ -181,37 +179,70 @@ test('damaged blobs: the JS decoder and the C decoder agree on every one', async
         }
       }
     }
-
-    const verdict = (fp) => {
-      try {
-        return rlx.decodeEntry(m, { fingerprint: fp }) ? 'ok' : 'stale';
-      } catch (err) {
-        assert.ok(err instanceof RlxkvError, String(err));
-        return err.code;
-      }
-    };
-    const jsChecks = verdict(undefined); // every check, as rlxkv_inspect
-    const jsDecodes = verdict(FP); // as rlxkv_decode expecting FP: stale whatever follows a right magic
+    let js;
+    try {
+      decodeBlob(m); // every check, as rlxkv_inspect
+      js = 'ok';
+    } catch (err) {
+      assert.ok(err instanceof RlxkvError, String(err));
+      js = err.code;
+    }
     writeFileSync(join(dir, name), m);
+    const fp = js === 'ok' ? new DataView(m.buffer, m.byteOffset).getBigUint64(8, true) : null;
+    // What the one judge must say: invalid is corrupt (LIMIT: too large);
+    // valid under another fingerprint's name is foreign (the name hashes it).
+    const want = js === 'ok' ? (fp === FP ? 'ok' : 'foreign') : js === 'LIMIT' ? 'too-large' : 'corrupt';
 
-    // C, as the store lists it: rlxkv_inspect, then the file name that the
-    // blob's fingerprint gives (so a valid blob of another one is misnamed).
     const [info] = store.list(FP);
-    const listed = info.status === 'corrupt' ? CODES[info.error] : info.status;
-    const misnamed = jsChecks === 'ok' && new DataView(m.buffer, m.byteOffset).getBigUint64(8, true) !== FP;
-    assert.equal(listed, misnamed ? 'CORRUPT' : jsChecks, `mutant ${i} (${m.length} bytes): JS ${jsChecks}, C ${listed}`);
+    assert.equal(info.status, want, `mutant ${i} (${m.length} bytes): JS ${js}, C lists ${info.status}`);
+    if (want === 'corrupt') assert.equal(CODES[info.error], js, `mutant ${i}: the same error`);
 
-    // C, as a cache restores it: rlxkv_decode, and the entry it makes.
     const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
-    const { loaded, stale, corrupt } = cache.restoreReport;
-    const restored = loaded ? 'ok' : stale ? 'stale' : corrupt ? 'corrupt' : 'none';
-    assert.equal(restored, ['ok', 'stale'].includes(jsDecodes) ? jsDecodes : 'corrupt', `mutant ${i}: JS ${jsDecodes}, C restore ${restored}`);
-    if (loaded) assertSameEntry(cache.lookup(e.tokens), rlx.decodeEntry(m), `mutant ${i}: content`);
+    const r = cache.restoreReport;
+    const restored = r.loaded ? 'ok' : r.foreign ? 'foreign' : r.corrupt ? 'corrupt' : r.tooLarge ? 'too-large' : 'none';
+    assert.equal(restored, want, `mutant ${i}: JS ${js}, C restore ${restored}`);
+    assert.equal(r.loaded + r.stale + r.corrupt + r.skipped + r.foreign + r.tooLarge + r.unreadable + r.shape, 1);
+    if (r.loaded && content) {
+      content(m, cache);
+      contentChecked++;
+    }
     await cache.close({ flush: false });
-    verdicts[jsDecodes] = (verdicts[jsDecodes] || 0) + 1;
-    if (loaded) contentChecked++;
+    verdicts[js] = (verdicts[js] || 0) + 1;
+    verdicts[want] = (verdicts[want] || 0) + 1;
   }
   await store.close();
-  for (const v of ['ok', 'stale', 'BAD_MAGIC', 'TRUNCATED', 'CORRUPT']) assert.ok(verdicts[v] > 0, `some ${v} (${JSON.stringify(verdicts)})`);
-  assert.ok(contentChecked > 100);
+  for (const v of ['ok', 'foreign', 'BAD_MAGIC', 'TRUNCATED', 'CORRUPT']) assert.ok(verdicts[v] > 0, `some ${v} (${JSON.stringify(verdicts)})`);
+  return contentChecked;
+}
+
+test('damaged blobs: the JS decoder and the C store agree on every one', async () => {
+  const rand = rng(99);
+  const e = randomEntry(rand);
+  e.k.push(Float32Array.of(1, 2, 3)); // at least one layer
+  e.v.push(new Float32Array(0));
+  const dir = tempDir();
+  const seed = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+  seed.insert(e.tokens, e);
+  await seed.close();
+  const [name] = readdirSync(dir);
+  const good = readFileSync(join(dir, name));
+  const checked = await agreeOnDamage(good, name, dir, e.tokens.length, rand, (m, cache) =>
+    assertSameEntry(cache.lookup(e.tokens), rlx.decodeEntry(m), 'content'));
+  assert.ok(checked > 100);
+});
+
+test('damaged RLXKVF16 blobs: the JS decoder and the C store agree on every one', async () => {
+  const rand = rng(1616);
+  const f16 = (n) => Uint16Array.from({ length: n }, () => rand() * 65536);
+  const tokens = Uint32Array.of(0xffffffff, 3, 9, 27);
+  const good = encodeBlob(tokens, [f16(8), new Uint16Array(0), f16(3), f16(12)], FP);
+  const dir = tempDir();
+  const name = blobName(FP, tokens);
+  writeFileSync(join(dir, name), good);
+  // the C store takes the JS blob whole: listed ok as f16, restored
+  const store = await rlx.openStore(dir);
+  const [info] = store.list(FP);
+  await store.close();
+  assert.deepEqual([info.status, info.dtype, info.tokens, info.kvBytes], ['ok', 'f16', 4, 2 * 23]);
+  await agreeOnDamage(good, name, dir, tokens.length, rand);
 });

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
+import { encodeBlob, widenF16 } from '../../js/blob.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const small = join(vectorsDir, 'seed_small.rlxkv');
@@ -21,7 +22,7 @@ test('inspect --json describes each blob', () => {
   const one = rlxkv('inspect', '--json', model);
   assert.equal(one.code, 0, one.err);
   assert.deepEqual(JSON.parse(one.out), {
-    file: model, fingerprint: '0x123456789abcdef0', pastLen: 37, tokens: 37, layers: 4,
+    file: model, format: 'RLXKV001', dtype: 'f32', fingerprint: '0x123456789abcdef0', pastLen: 37, tokens: 37, layers: 4,
     kLens: [1184, 1184, 1184, 1184], vLens: [1184, 1184, 1184, 1184], kvBytes: 8 * 1184 * 4, rowMajor: true,
   });
   const two = JSON.parse(rlxkv('inspect', '--json', small, model).out);
@@ -61,23 +62,27 @@ test('ls and prune on a directory written by the API', async () => {
     await cache.flush();
   }
   await cache.close();
-  copyFileSync(small, join(dir, 'ffffffffffffffff.rlxkv')); // stale (and misnamed)
+  copyFileSync(small, join(dir, 'ffffffffffffffff.rlxkv')); // valid, another fingerprint, not its own name
   writeFileSync(join(dir, '0123456789abcdef.rlxkv'), 'junk');
 
   const ls = JSON.parse(rlxkv('ls', '--json', '--fingerprint', '0x42', dir).out);
   assert.equal(ls.blobs.length, 6);
-  assert.deepEqual(ls.totals, { ...ls.totals, ok: 4, corrupt: 2 });
+  assert.deepEqual(ls.totals, { ...ls.totals, ok: 4, foreign: 1, corrupt: 1 });
+  assert.equal(ls.blobs.find((b) => b.name === 'ffffffffffffffff.rlxkv').fingerprint, '0x000000000000abcd');
   const table = rlxkv('ls', dir);
   assert.match(table.out, /6 blobs/);
+  assert.match(table.out, /ffffffffffffffff\.rlxkv +RLXKV001 .* foreign/);
 
   const each = ls.blobs.find((b) => b.status === 'ok').bytes;
   const dry = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each), '--dry-run');
-  assert.match(dry.out, /would remove 4 blobs/);
+  assert.match(dry.out, /would remove 3 blobs/); // the junk and the 2 least recently used
   assert.equal(readdirSync(dir).length, 6);
   const real = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each));
   assert.equal(real.code, 0, real.err);
-  assert.match(real.out, /removed 4 blobs/);
-  assert.equal(readdirSync(dir).length, 2);
+  assert.match(real.out, /removed 3 blobs/);
+  assert.deepEqual(readdirSync(dir).filter((n) => n === 'ffffffffffffffff.rlxkv'), ['ffffffffffffffff.rlxkv'], 'verify says ok, ls foreign: prune keeps it');
+  assert.equal(readdirSync(dir).length, 3);
+  assert.match(rlxkv('verify', join(dir, 'ffffffffffffffff.rlxkv')).out, /ok \(RLXKV001\)/);
 });
 
 test('prune without a fingerprint budgets every blob, oldest first', async () => {
@@ -139,4 +144,87 @@ test('clear errors, never a stack trace', () => {
     assert.doesNotMatch(r.err, /\n\s+at /);
   }
   assert.match(rlxkv('prune', '--help').out, /usage: rlxkv prune/);
+});
+
+test('RLXKVF16 blobs: inspect, verify, tokens, and rewrite --as RLXKV001 widens', () => {
+  const dir = tempDir();
+  const f16 = join(dir, 'half.rlxkv');
+  const bits = Uint16Array.of(0x7e01, 0x8000, 0x0001, 0x7c00, 0x3c00, 0xfc01);
+  writeFileSync(f16, encodeBlob(Uint32Array.of(4, 5, 6), [bits, bits.subarray(0, 3)], 0x77n));
+  const info = JSON.parse(rlxkv('inspect', '--json', f16).out);
+  assert.deepEqual(info, {
+    file: f16, format: 'RLXKVF16', dtype: 'f16', fingerprint: '0x0000000000000077', pastLen: 3, tokens: 3, layers: 1,
+    kLens: [6], vLens: [3], kvBytes: 2 * 9, rowMajor: true,
+  });
+  assert.match(rlxkv('inspect', f16).out, /format +RLXKVF16 \(f16 values\)/);
+  assert.match(rlxkv('verify', '--fingerprint', '77', f16).out, /ok \(RLXKVF16\)/);
+  assert.equal(rlxkv('tokens', f16).out.trim(), '[4,5,6]');
+  const same = join(dir, 'same.rlxkv'), wide = join(dir, 'wide.rlxkv');
+  assert.equal(rlxkv('rewrite', f16, same).code, 0);
+  assert.deepEqual(readFileSync(same), readFileSync(f16));
+  const r = rlxkv('rewrite', '--as', 'RLXKV001', f16, wide);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(new Uint8Array(readFileSync(wide)),
+    encodeBlob(Uint32Array.of(4, 5, 6), [widenF16(bits), widenF16(bits.subarray(0, 3))], 0x77n));
+  assert.equal(JSON.parse(rlxkv('inspect', '--json', wide).out).kvBytes, 4 * 9);
+  assert.match(rlxkv('rewrite', '--as', 'RLXKVF16', wide, same).err, /only RLXKV001/);
+});
+
+test('rewrite into a store directory names the blob as the store does and leaves nothing behind', async () => {
+  const dir = tempDir();
+  writeFileSync(join(dir, 'keep.txt'), 'x');
+  const r = rlxkv('rewrite', model, dir);
+  assert.equal(r.code, 0, r.err);
+  const rlx = await init();
+  const store = await rlx.openStore(dir);
+  const listed = store.list(0x123456789abcdef0n);
+  await store.close();
+  assert.deepEqual(listed.map((b) => b.status), ['ok'], 'under its own name: ok, not foreign');
+  assert.deepEqual(readdirSync(dir).sort(), [listed[0].name, 'keep.txt'].sort(), 'no temporary left');
+  // a rewrite that cannot write leaves no temporary either
+  const bad = rlxkv('rewrite', model, join(dir, 'no', 'such', 'dir.rlxkv'));
+  assert.equal(bad.code, 1);
+  assert.match(bad.err, /writing .*ENOENT/);
+  assert.deepEqual(readdirSync(dir).sort(), [listed[0].name, 'keep.txt'].sort());
+});
+
+test('inspect and verify refuse fifos and devices at once instead of hanging', () => {
+  const dir = tempDir();
+  const fifo = join(dir, 'app.rlxkv');
+  assert.equal(spawnSync('mkfifo', [fifo]).status, 0);
+  for (const file of [fifo, '/dev/zero']) {
+    for (const cmd of ['inspect', 'verify', 'tokens', 'rewrite']) {
+      const args = cmd === 'rewrite' ? [cmd, file, join(dir, 'out.rlxkv')] : [cmd, file];
+      const r = spawnSync(process.execPath, [cli, ...args], { encoding: 'utf8', timeout: 20000 });
+      assert.equal(r.signal, null, `${cmd} ${file} hung`);
+      assert.equal(r.status, 1, `${cmd} ${file}`);
+      assert.match(r.stderr, /not a regular file/);
+    }
+  }
+});
+
+test('ls shows the temporaries of saves and prune counts them', async () => {
+  const dir = tempDir();
+  const rlx = await init();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 9n, storage: 'fs', path: dir });
+  cache.insert([1, 2], kvFor(2));
+  await cache.close();
+  const [blob] = readdirSync(dir);
+  const live = `${blob}.2a-1-1.tmp`, dead = `${blob}.2a-1-2.tmp`;
+  writeFileSync(join(dir, live), Buffer.alloc(1000));
+  writeFileSync(join(dir, dead), Buffer.alloc(3000));
+  const old = new Date(Date.now() - 2 * 3600 * 1000);
+  utimesSync(join(dir, dead), old, old);
+  const ls = JSON.parse(rlxkv('ls', '--json', dir).out);
+  assert.deepEqual(ls.temps.map((t) => [t.name, t.status, t.bytes]).sort(), [[dead, 'abandoned', 3000], [live, 'temp', 1000]].sort());
+  assert.equal(ls.totals.temps, 2);
+  assert.equal(ls.totals.tempBytes, 4000);
+  assert.match(rlxkv('ls', dir).out, /2 save temporaries, 4000 bytes/);
+  const dry = rlxkv('prune', dir, '--dry-run');
+  assert.match(dry.out, /would remove 1 abandoned temporaries \(3000 bytes\), 1 live kept \(1000 bytes\)/);
+  // the live temporary counts against the budget: a budget of the blob alone drops the blob
+  const each = ls.blobs[0].bytes;
+  assert.match(rlxkv('prune', dir, '--max-bytes', String(each), '--dry-run').out, /would remove 1 blobs/);
+  assert.match(rlxkv('prune', dir, '--max-bytes', String(each + 1000)).out, /removed 0 blobs/);
+  assert.deepEqual(readdirSync(dir).sort(), [blob, live].sort());
 });
