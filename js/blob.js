@@ -7,6 +7,7 @@
 // thousands of mutated blobs of each format). importBlob decodes here too;
 // blobs restored from storage go through the C store's decoder.
 import { RlxkvError } from '../web/errors.js';
+import { widenF16 } from './f16.js';
 
 const MAGICS = {
   RLXKV001: [82, 76, 88, 75, 86, 48, 48, 49], // f32 values
@@ -58,54 +59,15 @@ export function blobSize(nTokens, blocks, { as } = {}) {
   return blocks.reduce((n, b) => n + 8 + size * b.length, HEAD + 8 + 8 * nTokens);
 }
 
-// ---- f16 -> f32, exactly ----------------------------------------------
-
-const WIDE = new Uint32Array(65536); // the f32 bits of every binary16 pattern, once built
-let wideBuilt = false;
-
-/** The f32 bits of one binary16 pattern (see rlxkv_f16_widen in src/codec.c). */
-function widen1(h) {
-  const sign = (h & 0x8000) << 16;
-  let exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-  if (exp === 0x1f) return (sign | 0x7f800000 | (man << 13)) >>> 0; // inf, NaN: payload kept
-  if (exp) return (sign | ((exp + 112) << 23) | (man << 13)) >>> 0;
-  if (!man) return sign >>> 0;
-  exp = 113; // a subnormal: normalise
-  while (!(man & 0x400)) { man <<= 1; exp--; }
-  return (sign | (exp << 23) | ((man & 0x3ff) << 13)) >>> 0;
-}
-
-/**
- * binary16 bit patterns to the f32 values they stand for, exactly: signed
- * zeros, subnormals, infinities and NaN payloads (shifted into the top of
- * the f32 mantissa) included. Into out (a Float32Array of bits.length) or
- * a new array. One lookup per value in a 256 KiB table built on first use:
- * bits are moved as integers, so no NaN is ever quieted.
- */
-export function widenF16(bits, out) {
-  if (!(bits instanceof Uint16Array)) throw new TypeError('bits must be a Uint16Array');
-  out ??= new Float32Array(bits.length);
-  if (!(out instanceof Float32Array) || out.length !== bits.length) throw new RangeError('out must be a Float32Array of bits.length');
-  if (!wideBuilt) {
-    for (let h = 0; h < 65536; h++) WIDE[h] = widen1(h);
-    wideBuilt = true;
-  }
-  const u32 = new Uint32Array(out.buffer, out.byteOffset, out.length), t = WIDE, n = bits.length;
-  let i = 0;
-  if (LITTLE_ENDIAN && bits.byteOffset % 4 === 0) {
-    // Two patterns per 32-bit load (the first in its low half): ~20% faster.
-    const pairs = new Uint32Array(bits.buffer, bits.byteOffset, n >>> 1);
-    for (let p = 0; p < pairs.length; p++, i += 2) {
-      const w = pairs[p];
-      u32[i] = t[w & 0xffff];
-      u32[i + 1] = t[w >>> 16];
-    }
-  }
-  for (; i < n; i++) u32[i] = t[bits[i]];
-  return out;
-}
+// f16 -> f32, exactly: js/f16.js (the one table of it), re-exported here
+// for the codec's callers.
+export { widenF16 };
 
 // ---- encoding ----------------------------------------------------------
+
+/** KV blocks as the codec takes them: f16 ones as Uint16Array bits (a Float16Array viewed so). */
+export const bitsOf = (blocks) => blocks.map((b) => (b instanceof Float32Array || b instanceof Uint16Array ? b
+  : new Uint16Array(b.buffer, b.byteOffset, b.length)));
 
 /**
  * Writes the blob of tokens (Uint32Array) and blocks (every K block, then
@@ -179,45 +141,11 @@ export function blobFormat(bytes) {
  * are always a fresh Uint32Array.
  */
 export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_ENDIAN) {
-  const len = bytes.length;
-  // A short input that agrees with a magic as far as it goes is truncated.
-  const format = blobFormat(bytes);
-  need(format !== null, 'BAD_MAGIC');
-  need(len >= 16);
-  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
-  const fingerprint = blobFingerprint(bytes);
-  // As the reference: another model's blob is stale whatever follows.
-  if (expectFp !== undefined && fingerprint !== expectFp) return null;
-  need(len >= HEAD);
-  need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT'); // past_len
-  const nTokens = getU64(dv, 24);
-  need(nTokens <= (len - HEAD) / 8);
-  const tokens = new Uint32Array(nTokens);
-  let at = HEAD;
-  for (let i = 0; i < nTokens; i++, at += 8) {
-    need(!dv.getUint32(at + 4, true), 'CORRUPT'); // a token >= 2^32
-    tokens[i] = dv.getUint32(at, true);
-  }
-  need(len - at >= 8);
-  const nLayers = getU64(dv, at);
-  at += 8;
-  need(nLayers <= (len - at) / 16); // two 8-byte lengths per layer
-  if (nLayers > MAX_LAYERS) {
-    throw new RlxkvError('LIMIT', `decoding blob: ${nLayers} layers, more than the ${MAX_LAYERS} this reader builds`);
-  }
-  const dtype = DTYPE_OF[format], vsize = dtype === 'f16' ? 2 : 4;
+  const st = readStructure((at, n) => bytes.subarray(at, at + n), bytes.length, expectFp, bytes.length);
+  if (!st) return null;
+  const { fingerprint, format, dtype, tokens, spans } = st;
+  const nLayers = spans.length / 2, vsize = dtype === 'f16' ? 2 : 4;
   const Type = dtype === 'f16' ? Uint16Array : Float32Array;
-  const spans = []; // [byte offset, value count] per block: at most 2 * MAX_LAYERS
-  for (let b = 0; b < 2 * nLayers; b++) {
-    need(len - at >= 8);
-    const n = getU64(dv, at);
-    at += 8;
-    need(n <= (len - at) / vsize);
-    spans.push([at, n]);
-    at += vsize * n;
-  }
-  need(at === len, 'CORRUPT'); // trailing bytes
-
   const zeroCopy = view && !bytewise && bytes.byteOffset % vsize === 0;
   const blocks = spans.map(([from, n]) => {
     const start = bytes.byteOffset + from;
@@ -234,15 +162,75 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
     }
     return a;
   });
-  return { fingerprint, pastLen: nTokens, tokens, k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), dtype, format };
+  return { fingerprint, pastLen: tokens.length, tokens, k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), dtype, format };
 }
 
-const MAGIC_F16 = [82, 76, 88, 75, 86, 70, 49, 54]; // 'RLXKVF16'
+/**
+ * The one validation of a blob's structure, behind decodeBlob and
+ * blobSpans: the checks of src/codec.c in its order, every length against
+ * the bytes that remain before anything is sized from it. bytesAt(at, n)
+ * gives the n bytes from offset at of a blob of len bytes (fewer at its
+ * end); the first call asks for the first headBytes. Returns null for
+ * another fingerprint than expectFp (if given, after only the magic and
+ * the fingerprint, as the reference does), else { fingerprint, format,
+ * dtype, tokens, spans: [[byte offset, value count]] per block }. Throws
+ * RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT / LIMIT.
+ */
+function readStructure(bytesAt, len, expectFp, headBytes) {
+  const head = bytesAt(0, Math.min(len, Math.max(headBytes, HEAD)));
+  const at0 = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : bytesAt(at, n));
+  const u64At = (at) => {
+    const b = at0(at, 8);
+    need(b.length === 8);
+    return getU64(new DataView(b.buffer, b.byteOffset, 8), 0);
+  };
+  // A short input that agrees with a magic as far as it goes is truncated.
+  const format = blobFormat(head.subarray(0, Math.min(8, len)));
+  need(format !== null, 'BAD_MAGIC');
+  need(len >= 16);
+  const fingerprint = blobFingerprint(head);
+  // As the reference: another model's blob is stale whatever follows.
+  if (expectFp !== undefined && fingerprint !== expectFp) return null;
+  need(len >= HEAD);
+  const dv = new DataView(head.buffer, head.byteOffset, HEAD);
+  need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT'); // past_len
+  const nTokens = getU64(dv, 24);
+  need(nTokens <= (len - HEAD) / 8);
+  const tb = at0(HEAD, 8 * nTokens);
+  need(tb.length === 8 * nTokens);
+  const tdv = new DataView(tb.buffer, tb.byteOffset, tb.length);
+  const tokens = new Uint32Array(nTokens);
+  for (let i = 0; i < nTokens; i++) {
+    need(!tdv.getUint32(8 * i + 4, true), 'CORRUPT'); // a token >= 2^32
+    tokens[i] = tdv.getUint32(8 * i, true);
+  }
+  let at = HEAD + 8 * nTokens;
+  need(len - at >= 8);
+  const nLayers = u64At(at);
+  at += 8;
+  need(nLayers <= (len - at) / 16); // two 8-byte lengths per layer
+  if (nLayers > MAX_LAYERS) {
+    throw new RlxkvError('LIMIT', `decoding blob: ${nLayers} layers, more than the ${MAX_LAYERS} this reader builds`);
+  }
+  const dtype = DTYPE_OF[format], vsize = dtype === 'f16' ? 2 : 4;
+  const spans = []; // at most 2 * MAX_LAYERS
+  for (let b = 0; b < 2 * nLayers; b++) {
+    need(len - at >= 8);
+    const n = u64At(at);
+    at += 8;
+    need(n <= (len - at) / vsize);
+    spans.push([at, n]);
+    at += vsize * n;
+  }
+  need(at === len, 'CORRUPT'); // trailing bytes
+  return { fingerprint, format, dtype, tokens, spans };
+}
 
 /**
  * What the start of a blob says, for indexing it without reading its
  * values: null when `head` (the first bytes of a blob of `size` bytes) is
- * too short to tell, else { ok: false } for a blob that cannot be valid, or
+ * too short to tell, else { ok: false } for a blob that cannot be valid
+ * ({ ok: false, tooLarge: true }: valid maybe, but past MAX_LAYERS), or
  * { ok: true, fingerprint, dtype, tokens, nLayers, nValues, rowMajor } where
  * nValues follows from the size (exact if the blob is valid, which only a
  * full decode shows) and rowMajor from the first block's length (a hint).
@@ -250,8 +238,9 @@ const MAGIC_F16 = [82, 76, 88, 75, 86, 70, 49, 54]; // 'RLXKVF16'
 export function blobHead(head, size) {
   const len = head.length;
   if (len < HEAD) return size < HEAD ? { ok: false } : null;
-  const f16 = MAGIC_F16.every((m, i) => head[i] === m);
-  if (!f16 && !MAGIC.every((m, i) => head[i] === m)) return { ok: false };
+  const format = blobFormat(head.subarray(0, 8));
+  if (!format) return { ok: false };
+  const f16 = format === 'RLXKVF16';
   const dv = new DataView(head.buffer, head.byteOffset, len);
   if (dv.getBigUint64(16, true) !== dv.getBigUint64(24, true)) return { ok: false };
   const nTokens = getU64(dv, 24);
@@ -265,6 +254,7 @@ export function blobHead(head, size) {
   }
   if (size < afterTokens + 8) return { ok: false };
   const nLayers = getU64(dv, afterTokens);
+  if (nLayers > MAX_LAYERS && 16 * nLayers <= size - afterTokens - 8) return { ok: false, tooLarge: true };
   const valueBytes = size - afterTokens - 8 - 16 * nLayers;
   const esize = f16 ? 2 : 4;
   if (valueBytes < 0 || valueBytes % esize) return { ok: false };
@@ -291,48 +281,5 @@ export function blobHead(head, size) {
  * values). Throws RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT.
  */
 export function blobSpans(readAt, size, expectFp, headBytes = 64 << 10) {
-  const head = readAt(0, Math.min(size, Math.max(headBytes, HEAD)));
-  // The bytes [at, at + n), from the first read when it holds them.
-  const bytesAt = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : readAt(at, n));
-  const len = size;
-  const f16 = MAGIC_F16.every((m, i) => i >= len || head[i] === m);
-  need(f16 || MAGIC.every((m, i) => i >= len || head[i] === m), 'BAD_MAGIC');
-  need(len >= 16 && head.length >= Math.min(len, HEAD));
-  const fingerprint = blobFingerprint(head);
-  if (expectFp !== undefined && fingerprint !== expectFp) return null;
-  need(len >= HEAD);
-  const dv = new DataView(head.buffer, head.byteOffset, head.length);
-  need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT');
-  const nTokens = getU64(dv, 24);
-  need(nTokens <= (len - HEAD) / 8);
-  const tb = bytesAt(HEAD, 8 * nTokens);
-  need(tb.length === 8 * nTokens);
-  const tdv = new DataView(tb.buffer, tb.byteOffset, tb.length);
-  const tokens = new Uint32Array(nTokens);
-  for (let i = 0; i < nTokens; i++) {
-    need(!tdv.getUint32(8 * i + 4, true), 'CORRUPT');
-    tokens[i] = tdv.getUint32(8 * i, true);
-  }
-  let at = HEAD + 8 * nTokens;
-  const u64At = (p) => {
-    const b = bytesAt(p, 8);
-    need(b.length === 8);
-    return getU64(new DataView(b.buffer, b.byteOffset, 8), 0);
-  };
-  need(len - at >= 8);
-  const nLayers = u64At(at);
-  at += 8;
-  need(nLayers <= (len - at) / 16);
-  const esize = f16 ? 2 : 4;
-  const spans = [];
-  for (let b = 0; b < 2 * nLayers; b++) {
-    need(len - at >= 8);
-    const n = u64At(at);
-    at += 8;
-    need(n <= (len - at) / esize);
-    spans.push([at, n]);
-    at += esize * n;
-  }
-  need(at === len, 'CORRUPT');
-  return { fingerprint, dtype: f16 ? 'f16' : 'f32', tokens, spans };
+  return readStructure(readAt, size, expectFp, headBytes);
 }

@@ -6,7 +6,7 @@ import { NativeCache, DTYPE } from '../web/native-cache.js';
 import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
-import { encodeBlob, decodeBlob, blobFingerprint } from './blob.js';
+import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ native, storage }) => {
@@ -49,13 +49,22 @@ export class Cache {
     if (preload) this.restoreReport.resident = await this.#preload();
   }
 
-  /** Loads stored entries, most recently used first, while they fit capBytes. */
+  /**
+   * Loads stored entries, most recently used first, while they fit
+   * capBytes and wasm memory (one that memory cannot hold ends it; it
+   * stays stored).
+   */
   async #preload() {
     let n = 0;
     const cap = this.#native.stats().capBytes;
     for (const { tokens, bytes } of this.#native.entries().filter((e) => !e.resident)) {
       if (this.#native.stats().bytes + bytes > cap) break;
-      if (await this.#storage.load(tokens)) n++;
+      try {
+        if (await this.#storage.load(tokens)) n++;
+      } catch (err) {
+        if (err instanceof RlxkvError && err.code === 'NOMEM') break;
+        throw err;
+      }
     }
     return n;
   }
@@ -174,18 +183,24 @@ export class Cache {
   get stats() { return this.#live().stats(); }
 
   /**
-   * The blob of the entry with exactly these tokens, or null: RLXKV001 for
-   * f32 entries.
+   * The blob of the resident entry with exactly these tokens, or null (also
+   * for an entry only stored: `await match()` it first): RLXKV001 for f32
+   * entries, RLXKVF16 for f16 ones, or with { as: 'RLXKV001' } f16 values
+   * widened exactly, for tools that read only RLXKV001.
    * @returns {Uint8Array|null}
    */
-  exportBlob(tokens) {
+  exportBlob(tokens, opts = {}) {
     const native = this.#live();
+    toOptions(opts);
+    if (opts.as !== undefined && opts.as !== 'RLXKV001' && opts.as !== 'RLXKVF16') {
+      throw new RangeError(`opts.as must be 'RLXKV001' or 'RLXKVF16', got ${String(opts.as)}`);
+    }
     const hit = native.get(toTokens(tokens));
-    if (!hit) return null;
-    if (hit.dtype !== 'f32') throw new RlxkvError('INVALID', 'exporting an f16 entry is not supported yet');
+    if (!hit || !hit.resident) return null;
+    if (opts.as === 'RLXKVF16' && hit.dtype !== 'f16') throw new RangeError("opts.as 'RLXKVF16' holds f16 entries only");
     // Encoded in JS from views of the entry: one copy. Allocating the output
     // is JS memory, so the views stay valid while encodeBlob reads them.
-    return encodeBlob(hit.tokens, [...hit.k, ...hit.v], this.#fp);
+    return encodeBlob(hit.tokens, bitsOf([...hit.k, ...hit.v]), this.#fp, undefined, { as: opts.as });
   }
 
   /**

@@ -29,8 +29,17 @@ function wideTable() {
   return (WIDE = t);
 }
 
-/** binary16 bits (Uint16Array, or a Float16Array's buffer) as a new Float32Array, exactly. */
-export function widenF16(bits, out = new Float32Array(bits.length)) {
+/**
+ * binary16 bit patterns (a Uint16Array, or a Float16Array, read as its
+ * bits) to the f32 values they stand for, exactly, into out (a Float32Array
+ * of bits.length) or a new array. One lookup per value in a 256 KiB table
+ * built on first use: bits are moved as integers, so no NaN is quieted.
+ */
+export function widenF16(bits, out) {
+  const F16 = globalThis.Float16Array;
+  if (!(bits instanceof Uint16Array) && !(F16 && bits instanceof F16)) throw new TypeError('bits must be a Uint16Array (or Float16Array)');
+  out ??= new Float32Array(bits.length);
+  if (!(out instanceof Float32Array) || out.length !== bits.length) throw new RangeError('out must be a Float32Array of bits.length');
   const t = wideTable(), n = bits.length;
   const src = new Uint16Array(bits.buffer, bits.byteOffset, n);
   const dst = new Uint32Array(out.buffer, out.byteOffset, n);

@@ -3,7 +3,7 @@
 /** Stable failure codes of RlxkvError. */
 export type RlxkvErrorCode =
   | 'BAD_MAGIC' | 'TRUNCATED' | 'CORRUPT' | 'NOSPACE' | 'QUOTA' | 'IO' | 'NOMEM'
-  | 'INVALID' | 'NOTFOUND' | 'SHAPE' | 'STALE' | 'STALE_VIEW';
+  | 'INVALID' | 'NOTFOUND' | 'SHAPE' | 'CHANGED' | 'LIMIT' | 'STALE' | 'STALE_VIEW';
 
 /** Every failure that is not a wrong argument (those are TypeError/RangeError). */
 export class RlxkvError extends Error {
@@ -116,8 +116,12 @@ export interface RestoreReport {
   stale: number;
   /** Invalid blobs, skipped (a hit never reads them; prune removes them). */
   corrupt: number;
-  /** Valid blobs the cache could not index (out of memory, or a blob under a name not its own), left untouched. */
+  /** Valid blobs the cache could not index (out of memory), left untouched. */
   skipped: number;
+  /** Valid blobs under a name not their own (copied in by hand), left untouched. */
+  foreign: number;
+  /** Blobs past this reader's limits (over RLXKV_MAX_LAYERS layers), kept. */
+  tooLarge: number;
   /** KV bytes of the entries found. */
   bytes: number;
   /** Entries read into memory at open (preload: true), else 0. */
@@ -134,12 +138,23 @@ export interface RestoreReport {
 export interface BlobInfo {
   name: string;
   tokens: number;
+  /** File (or record) bytes. */
   bytes: number;
+  /** When it was last written or used. */
   mtime: Date;
   fingerprint: bigint;
-  status: 'ok' | 'stale' | 'corrupt';
-  /** The C status that made it corrupt, else 0. */
+  /**
+   * ok / stale: valid, of this fingerprint or another; corrupt: invalid (prune removes it);
+   * foreign: valid, under a name not its own (left alone); too-large: past this reader's limits
+   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept. The store (rlx.openStore) also lists
+   * unreadable ones and saves' temporary files (temp, abandoned).
+   */
+  status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
+  /** The C status that made it corrupt or too large, else 0. */
   error: number;
+  /** KV bytes and value type, where known (rlx.openStore's list). */
+  kvBytes?: number;
+  dtype?: 'f32' | 'f16' | null;
 }
 
 export interface PruneReport {
@@ -234,7 +249,12 @@ export interface Cache {
   entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16'; resident: boolean }[];
 
   /** The RLXKV001 blob of the entry with exactly these tokens, or null. */
-  exportBlob(tokens: Tokens): Uint8Array | null;
+  /**
+   * The blob of the resident entry with exactly these tokens, or null (also for a stored-only one:
+   * match() it first). RLXKV001 for f32 entries, RLXKVF16 for f16 ones; as: 'RLXKV001' widens f16
+   * exactly, for tools that read only RLXKV001.
+   */
+  exportBlob(tokens: Tokens, opts?: { as?: 'RLXKV001' | 'RLXKVF16' }): Uint8Array | null;
   /**
    * Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another
    * fingerprint, SHAPE if it does not fit the layout. `cached` is false when the cache is off (capBytes 0).
@@ -254,21 +274,27 @@ export interface Cache {
 
 export interface Entry {
   tokens: Tokens;
-  k: readonly Float32Array[];
-  v: readonly Float32Array[];
+  /** All f32, or all f16 (see KV). */
+  k: readonly KVBlock[];
+  v: readonly KVBlock[];
 }
 
 export interface DecodedEntry {
   fingerprint: bigint;
   pastLen: number;
+  /** 'RLXKV001' (f32) or 'RLXKVF16' (f16, FORMATS.md). */
+  format: 'RLXKV001' | 'RLXKVF16';
+  dtype: 'f32' | 'f16';
   /** Always a fresh array. */
   tokens: Uint32Array;
-  /** Fresh copies, or with `view: true` views of the decoded bytes where they are 4-byte aligned. */
-  k: Float32Array[];
-  v: Float32Array[];
+  /** Fresh copies, or with `view: true` views of the decoded bytes where aligned: Float32Array (f32) or Uint16Array bits (f16). */
+  k: (Float32Array | Uint16Array)[];
+  v: (Float32Array | Uint16Array)[];
 }
 
 export interface EncodeOptions {
+  /** 'RLXKV001' writes f16 blocks widened exactly (default: each dtype's own format). */
+  as?: 'RLXKV001' | 'RLXKVF16';
   /**
    * Write the blob at the start of this buffer instead of a new one, and
    * return that subarray. It must hold rlx.encodedSize(entry) bytes
@@ -299,7 +325,7 @@ export interface Store {
    */
   prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): PruneReport;
   /** Makes an IndexedDB prune durable. */
-  sync(): Promise<void>;
+  flush(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -320,8 +346,8 @@ export interface Rlxkv {
   copyStore(from: StorePlace, to: StorePlace): Promise<{ copied: number; bytes: number }>;
   /** The RLXKV001 blob of an entry: a new Uint8Array, or the filled start of opts.out. */
   encodeEntry(entry: Entry, fingerprint?: Fingerprint, opts?: EncodeOptions): Uint8Array;
-  /** The byte length of encodeEntry(entry), to size an opts.out. */
-  encodedSize(entry: Entry): number;
+  /** The byte length of encodeEntry(entry, fp, opts), to size an opts.out. */
+  encodedSize(entry: Entry, opts?: { as?: 'RLXKV001' | 'RLXKVF16' }): number;
   /** null when opts.fingerprint is given and the blob's differs; malformed bytes throw RlxkvError. */
   decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: DecodeOptions): DecodedEntry | null;
   /** A stable 64-bit hash of a string (UTF-8) or bytes. */

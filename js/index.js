@@ -10,7 +10,7 @@ import { copyBlobs } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore, autoStorage } from '../web/storage.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
-import { blobSize, encodeBlob, decodeBlob } from './blob.js';
+import { blobSize, encodeBlob, decodeBlob, bitsOf } from './blob.js';
 
 export { RlxkvError };
 
@@ -155,9 +155,11 @@ class Rlxkv {
   }
 
   /**
-   * The RLXKV001 blob of one entry: a new Uint8Array, or, with opts.out,
-   * written at the start of out (which must hold encodedSize(entry) bytes
-   * and not overlap the entry's arrays) and returned as that subarray.
+   * The blob of one entry (RLXKV001 for f32 blocks, RLXKVF16 for f16 ones,
+   * or with opts.as 'RLXKV001' f16 widened exactly): a new Uint8Array, or,
+   * with opts.out, written at the start of out (which must hold
+   * encodedSize(entry, opts) bytes and not overlap the entry's arrays) and
+   * returned as that subarray.
    * @returns {Uint8Array}
    */
   encodeEntry(entry, fingerprint, opts = {}) {
@@ -165,13 +167,14 @@ class Rlxkv {
     const fp = toFingerprint(fingerprint);
     toOptions(opts);
     const out = opts.out === undefined ? undefined : toBytes(opts.out, 'opts.out');
-    return encodeBlob(tokens, blocks, fp, out);
+    return encodeBlob(tokens, bitsOf(blocks), fp, out, { as: opts.as });
   }
 
-  /** The byte length of encodeEntry(entry): to encode into memory the caller keeps. */
-  encodedSize(entry) {
+  /** The byte length of encodeEntry(entry, fp, opts): to encode into memory the caller keeps. */
+  encodedSize(entry, opts = {}) {
     const { tokens, blocks } = toEntry(entry);
-    return blobSize(tokens.length, blocks);
+    toOptions(opts);
+    return blobSize(tokens.length, bitsOf(blocks), { as: opts.as });
   }
 
   /**

@@ -20,9 +20,7 @@ export class Store {
   list(fingerprint) {
     const storage = this.#live();
     const fp = fingerprint === undefined ? 0n : toFingerprint(fingerprint);
-    const blobs = storage.list(fp);
-    if (fingerprint === undefined) for (const b of blobs) if (b.status === 'stale') b.status = 'ok';
-    return blobs;
+    return storage.list(fp, fingerprint === undefined);
   }
 
   /**
@@ -39,7 +37,8 @@ export class Store {
     return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
   }
 
-  sync() { return this.#live().sync(); }
+  /** Makes a prune of an IndexedDB store durable. */
+  flush() { return this.#live().flush(); }
 
   async close() {
     if (!this.#storage) return;

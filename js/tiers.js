@@ -25,7 +25,7 @@ import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSpans, decodeBlob, encodeBlob } from './blob.js';
+import { blobHead, blobSpans, decodeBlob, encodeBlob, bitsOf } from './blob.js';
 import { checkShape } from './args.js';
 
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
@@ -87,15 +87,16 @@ export class TieredStore {
     this.readOnly = !!this.#blobs.readOnly;
     // Oldest use first, so that the most recently used ends most recent.
     records.sort((a, b) => a.lastUse - b.lastUse);
-    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, ...this.#temporaries };
+    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, ...this.#temporaries };
     for (const r of records) {
       this.#known.set(r.name, r);
       if (r.status === 'corrupt') { report.corrupt++; continue; }
+      if (r.status === 'too-large') { report.tooLarge++; continue; }
       if (r.fingerprint !== this.#fp) { r.status = 'stale'; report.stale++; continue; }
       // A blob under a name not its own (copied in by hand) is left alone:
       // saves would write its entry under the right name beside it. (The
       // index only ever records names its writer gave.)
-      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.skipped++; continue; }
+      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.foreign++; continue; }
       const st = this.#native.putStored(r.tokens, r.dtype, r.nValues, r.rowMajor);
       if (st < 0) { report.skipped++; continue; }
       report.loaded++;
@@ -171,8 +172,17 @@ export class TieredStore {
 
   async #load(name, tokens) {
     if (this.#blobs.sync) return this.#loadDirect(name, tokens);
-    const bytes = await this.#blobs.read(name);
     const record = this.#known.get(name);
+    let bytes;
+    try {
+      bytes = await this.#blobs.read(name);
+    } catch (err) {
+      if (!(err instanceof RangeError)) throw err;
+      // Larger than this process can hold in one array: too large, kept.
+      if (record) record.status = 'too-large';
+      this.#native.remove(tokens);
+      return false;
+    }
     let entry = null;
     try {
       entry = bytes && decodeBlob(bytes, this.#fp, true);
@@ -180,7 +190,7 @@ export class TieredStore {
       if (entry) checkShape(entry.tokens.length, entry, this.#layout, 'blob');
     } catch (err) {
       if (record) {
-        record.status = err instanceof RlxkvError ? 'corrupt' : 'refused';
+        record.status = !(err instanceof RlxkvError) ? 'refused' : err.code === 'LIMIT' ? 'too-large' : 'corrupt';
         record.error = err.code || 'SHAPE';
       }
       entry = null;
@@ -293,7 +303,7 @@ export class TieredStore {
     // Encoded from views of the heap into JS memory: nothing here allocates
     // in wasm, so the views hold.
     const blocks = [...e.k, ...e.v];
-    const bytes = encodeBlob(tokens, blocks, this.#fp);
+    const bytes = encodeBlob(tokens, bitsOf(blocks), this.#fp);
     const name = this.#native.blobName(tokens);
     return {
       name, parts: [bytes], bytes: bytes.length, tokens, serial,
@@ -408,8 +418,8 @@ export class TieredStore {
       bytes: r.bytes,
       mtime: new Date(r.lastUse),
       fingerprint: r.fingerprint ?? 0n,
-      status: r.status === 'ok' || r.status === 'stale' || r.status === 'corrupt' ? r.status : 'stale',
-      error: r.status === 'corrupt' ? -3 : 0,
+      status: r.status === 'refused' ? 'ok' : r.status, // ok, stale, corrupt, foreign, too-large
+      error: r.status === 'corrupt' ? -3 : r.status === 'too-large' ? -12 : 0,
     }));
   }
 
@@ -470,7 +480,7 @@ function sameTokens(a, b) {
 
 /** A blob record from what blobHead said of it. */
 function recordOf(name, bytes, lastUse, info) {
-  if (!info || !info.ok) return { name, bytes, lastUse, fingerprint: null, status: 'corrupt' };
+  if (!info || !info.ok) return { name, bytes, lastUse, fingerprint: null, status: info?.tooLarge ? 'too-large' : 'corrupt' };
   return {
     name, bytes, lastUse, fingerprint: info.fingerprint, status: 'ok',
     dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor,

@@ -244,3 +244,26 @@ size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
  * BigUint64 fields. */
 _Static_assert(sizeof(rlxkv_load_report) == 9 * sizeof(uint64_t), "load_report layout");
 _Static_assert(sizeof(rlxkv_prune_report) == 8 * sizeof(uint64_t), "prune_report layout");
+
+/* The C codec over the cache's entries, for the tests that hold the JS
+ * codec (js/blob.js) to it. Encodes the entry of the n scratch tokens into
+ * a new buffer (*len bytes; free it) or returns NULL. */
+uint8_t *rlxkv_web_encode(web_cache *w, size_t n, uint64_t fingerprint, size_t *len) {
+    const rlxkv_entry *e = rlxkv_cache_get(w->cache, w->tokens, n);
+    size_t size = e && rlxkv_entry_is_resident(e) ? rlxkv_encoded_size(e) : 0;
+    uint8_t *buf = size ? malloc(size) : NULL;
+    if (buf && rlxkv_encode(e, fingerprint, buf, size, len) != RLXKV_OK) {
+        free(buf);
+        buf = NULL;
+    }
+    return buf;
+}
+
+/* Decodes a blob with the C decoder and puts its entry in the cache: the
+ * decoder's or the put's status (RLXKV_STALE for another fingerprint). */
+int rlxkv_web_decode_put(web_cache *w, const uint8_t *buf, size_t len, uint64_t fingerprint) {
+    rlxkv_entry *e = NULL;
+    int st = rlxkv_decode(buf, len, &fingerprint, &e, NULL);
+    if (st != RLXKV_OK) return st;
+    return rlxkv_cache_put(w->cache, e);
+}

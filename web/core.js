@@ -48,7 +48,6 @@ export class Core {
     this.M = M;
     // Small scratch cells for out-parameters, allocated once.
     this.cell = this.alloc(64);
-    this.blobInfoSize = M._rlxkv_web_blob_info_size();
   }
 
   // Views are re-read on every use: memory growth detaches the old ones.
@@ -94,23 +93,4 @@ export class Core {
 
   i32(p) { return this.u32[p >>> 2] | 0; }
 
-  /** Reads a C rlxkv_blob_info array (web/boundary.c pins the layout). */
-  blobInfos(p, n) {
-    const out = [];
-    const u32 = this.u32;
-    for (let i = 0; i < n; i++) {
-      const r = p + i * this.blobInfoSize;
-      const w = r >>> 2;
-      out.push({
-        name: this.cstringAt(r),
-        tokens: u32[w + 8],
-        bytes: u32[w + 9],
-        mtime: new Date(Number(new BigInt64Array(this.u8.buffer, r + 40, 1)[0]) * 1000),
-        fingerprint: new BigUint64Array(this.u8.buffer, r + 48, 1)[0],
-        status: ['ok', 'stale', 'corrupt'][u32[w + 14]] || 'corrupt',
-        error: u32[w + 15] | 0,
-      });
-    }
-    return out;
-  }
 }

@@ -7,7 +7,7 @@
 export const STATUS = Object.freeze({
   OK: 0, STALE: 1, HIT: 2, MISS: 3,
   BAD_MAGIC: -1, TRUNCATED: -2, CORRUPT: -3, NOMEM: -4, NOSPACE: -5, IO: -6, QUOTA: -7,
-  INVALID: -8, NOTFOUND: -9, SHAPE: -10,
+  INVALID: -8, NOTFOUND: -9, SHAPE: -10, CHANGED: -11, LIMIT: -12,
 });
 
 /** C status (negative) → stable code. */
@@ -15,7 +15,7 @@ const CODES = Object.fromEntries(Object.entries(STATUS).filter(([, v]) => v < 0)
 
 export class RlxkvError extends Error {
   /**
-   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, SHAPE, STALE, STALE_VIEW
+   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, SHAPE, CHANGED, LIMIT, STALE, STALE_VIEW
    * @param {string} message
    * @param {{cause?: unknown}} [options]
    */

@@ -156,7 +156,7 @@ export class IdbMirror {
    * in one transaction. On failure nothing is marked saved, so the next
    * persist tries the same work again.
    */
-  persist() {
+  flush() {
     return this.serialize(() => withLock(`rlxkv-idb:${this.mountpoint}`, async () => {
       const files = this.localFiles();
       const puts = [...files].filter(([path, node]) => this.synced.get(path) !== node);

@@ -214,6 +214,31 @@ export class NativeCache {
     return this.#core.M._rlxkv_web_mark(this.#w, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
   }
 
+  /**
+   * The C codec (src/codec.c) on this cache, for tests of the JS one:
+   * the blob C writes for the entry of these tokens (or null), and a blob
+   * decoded by C and put (its C status).
+   */
+  encodeWithC(tokens) {
+    const core = this.#core, M = core.M;
+    this.#scratch(tokens);
+    const buf = M._rlxkv_web_encode(this.#w, tokens.length, this.#fp, core.cell) >>> 0;
+    if (!buf) return null;
+    const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
+    core.free(buf);
+    return out;
+  }
+  decodeWithC(bytes) {
+    const core = this.#core;
+    const p = core.alloc(bytes.length);
+    try {
+      core.u8.set(bytes, p);
+      return core.M._rlxkv_web_decode_put(this.#w, p, bytes.length, this.#fp);
+    } finally {
+      core.free(p);
+    }
+  }
+
   /** The store's file name of an entry of these tokens under this cache's fingerprint. */
   blobName(tokens) {
     const core = this.#core;

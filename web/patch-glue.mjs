@@ -7,6 +7,10 @@
 //     an ES module lacks (fixed upstream in 3.1.27). We define both from
 //     import.meta.url, only when running under Node, so browsers and workers
 //     never touch node: modules.
+//   - with --node: NODEFS refuses to make a node for anything but a file,
+//     directory or link (EINVAL), so one fifo or socket beside the blobs
+//     failed every readdir-and-stat of the store (rlxkv ls, openStore):
+//     such a node is made (the store then skips it as no regular file).
 // And with --wasm NAME, the glue loads NAME instead of the .wasm it was
 // linked with: both glues share one wasm (the C is the same; only the JS
 // environments differ), so the package ships it once.
@@ -43,6 +47,11 @@ const require = (typeof process === 'object' && process.versions && process.vers
   ? (await import('node:module')).createRequire(import.meta.url) : undefined;
 const __dirname = require ? require('node:path').dirname(require('node:url').fileURLToPath(import.meta.url)) : '';
 ` + glue;
+}
+if (node) {
+  const refuse = 'if(!FS.isDir(mode)&&!FS.isFile(mode)&&!FS.isLink(mode)){throw new FS.ErrnoError(28)}';
+  if (glue.split(refuse).length !== 2) fail(`exactly one NODEFS createNode check "${refuse}"`);
+  glue = glue.replace(refuse, '');
 }
 if (wasm) {
   // Named twice: for locateFile, and as a URL next to the glue.

@@ -147,54 +147,9 @@ export class BlobStore {
     this.ptr = store;
   }
 
-  /**
-   * Loads this cache's fingerprint; returns the C load report: { loaded,
-   * stale, corrupt, skipped, bytes, foreign, tooLarge, unreadable, shape }.
-   */
-  load(cache) {
-    const { core } = this;
-    const rep = core.alloc(9 * 8);
-    try {
-      const st = core.M._rlxkv_store_load(this.ptr, cache, rep);
-      if (st < 0) throw core.fail(st, 'restoring the cache');
-      const [loaded, stale, corrupt, skipped, bytes, foreign, tooLarge, unreadable, shape] = u64s(core, rep, 9);
-      const report = { loaded, stale, corrupt, skipped, bytes };
-      // The counts added with the store's one judge are readable but not
-      // yet enumerable: tests/browser compare the report whole with the
-      // five fields it had. Make them plain fields once those tests and
-      // index.d.ts list them.
-      for (const [k, v] of Object.entries({ foreign, tooLarge, unreadable, shape })) {
-        Object.defineProperty(report, k, { value: v, enumerable: false });
-      }
-      return report;
-    } finally {
-      core.free(rep);
-    }
-  }
-
-  /** Saves dirty entries to the mount; sync() makes them durable. */
-  save(cache) {
-    const st = this.core.M._rlxkv_store_flush(this.ptr, cache);
-    if (st < 0) throw this.core.fail(st, 'flushing the cache');
-  }
-
-  /** Makes what the mount holds durable (IndexedDB): saves and deletions. */
-  async sync() {
-    if (this.mnt.mirror) await this.mnt.mirror.persist();
-  }
-
-  /** Removes the blob of (fingerprint, tokens at p, n); true if there was one. */
-  removeBlob(fingerprint, p, n) {
-    const { core } = this;
-    const name = core.alloc(32);
-    try {
-      core.M._rlxkv_blob_name(fingerprint, p, n, name);
-      const st = core.M._rlxkv_store_remove(this.ptr, name);
-      if (st < 0 && st !== -9) throw core.fail(st, 'removing a blob');
-      return st === 0;
-    } finally {
-      core.free(name);
-    }
+  /** Makes a prune of an IndexedDB mount durable. */
+  async flush() {
+    if (this.mnt.mirror) await this.mnt.mirror.flush();
   }
 
   /** The blobs and temporary files, judged against fingerprint (any: every valid blob is ok). */

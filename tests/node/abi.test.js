@@ -32,6 +32,7 @@ test('dtypes, orders and prune flags match the header', () => {
     { RLXKV_ORDER_ANY: ORDER.any, RLXKV_TOKEN_MAJOR: ORDER['token-major'], RLXKV_HEAD_MAJOR: ORDER['head-major'] });
   const flags = {};
   for (const [, key, value] of header.matchAll(/#define RLXKV_PRUNE_(\w+)\s+(\d+)/g)) flags[key] = Number(value);
+  flags.ANY_FINGERPRINT = Number(header.match(/#define RLXKV_ANY_FINGERPRINT\s+(\d+)/)[1]); // list's flag too
   assert.deepEqual(PRUNE, flags);
 });
 

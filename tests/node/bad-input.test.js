@@ -181,7 +181,8 @@ test('a small valid blob of ten million empty layers is refused with LIMIT every
   writeFileSync(file, bytes);
   const restored = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 5n, storage: 'fs', path: dir });
   assert.deepEqual([restored.restoreReport.loaded, restored.restoreReport.tooLarge], [0, 1]);
-  assert.equal(restored.lookup([0, 1]), null);
+  assert.equal(await restored.match([0, 1]), null);
+  assert.equal(restored.listBlobs()[0].status, 'too-large');
   await restored.close();
   const r = cliRun('inspect', file);
   assert.equal(r.status, 1);
@@ -225,17 +226,17 @@ test('byte budgets and reports are 64-bit: 6 GiB of blobs against a 5 GiB budget
 test('blobs that do not fit in memory are skipped and counted, not a failed open', async () => {
   const dir = tempDir();
   for (let t = 1; t <= 4; t++) sparseBlob(dir, 0x88n, t, GiB - 4096);
-  // The case as reported: capBytes 3.5e9 and four 1 GiB blobs. The fourth
-  // is past the budget: judged from its header, never read.
+  // The case as reported: capBytes 3.5e9 and four 1 GiB blobs. Opening
+  // reads the index only: all four are known, none is read.
   let cache = await rlx.openCache({ capBytes: 3.5e9, fingerprint: 0x88n, storage: 'fs', path: dir, newInstance: true });
   let r = cache.restoreReport;
-  assert.deepEqual([r.loaded, r.skipped, r.tooLarge, r.corrupt], [3, 1, 0, 0], full(r));
+  assert.deepEqual([r.loaded, r.resident, r.tooLarge, r.corrupt], [4, 0, 0, 0], full(r));
+  assert.equal(cache.stats.storedEntries, 4);
   await cache.close({ flush: false });
-  // A budget that admits all four (just under 4 GiB): wasm memory cannot
-  // hold them, so what does not fit is counted too large and the rest loads.
-  cache = await rlx.openCache({ capBytes: 2 ** 32 - 1, fingerprint: 0x88n, storage: 'fs', path: dir, newInstance: true });
+  // preload reads what capBytes admits, most recent first, and stops there.
+  cache = await rlx.openCache({ capBytes: 2.5 * GiB, fingerprint: 0x88n, storage: 'fs', path: dir, newInstance: true, preload: true });
   r = cache.restoreReport;
-  assert.ok(r.loaded >= 2 && r.tooLarge >= 1 && r.loaded + r.tooLarge === 4, full(r));
-  assert.equal(r.corrupt + r.skipped + r.unreadable, 0, full(r));
+  assert.deepEqual([r.loaded, r.resident], [4, 2], full(r));
+  assert.equal(cache.stats.storedEntries, 2);
   await cache.close({ flush: false });
 });

@@ -228,3 +228,21 @@ test('ls shows the temporaries of saves and prune counts them', async () => {
   assert.match(rlxkv('prune', dir, '--max-bytes', String(each + 1000)).out, /removed 0 blobs/);
   assert.deepEqual(readdirSync(dir).sort(), [blob, live].sort());
 });
+
+test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cache open work', async () => {
+  const dir = tempDir();
+  const blob = rlxkv('rewrite', small, dir);
+  assert.equal(blob.code, 0, blob.err);
+  assert.equal(spawnSync('mkfifo', [join(dir, 'app.lock')]).status, 0);
+  const sock = spawnSync('python3', ['-c', `import socket; socket.socket(socket.AF_UNIX).bind(${JSON.stringify(join(dir, 'helper.sock'))})`]);
+  assert.equal(sock.status, 0, String(sock.stderr));
+  const ls = rlxkv('ls', '--json', dir);
+  assert.equal(ls.code, 0, ls.err);
+  assert.equal(JSON.parse(ls.out).blobs.filter((b) => b.status === 'ok').length, 1);
+  assert.equal(rlxkv('prune', '--dry-run', dir).code, 0);
+  const rlx = await init();
+  const e = rlx.decodeEntry(readFileSync(small));
+  const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
+  assert.equal(cache.restoreReport.loaded, 1);
+  await cache.close();
+});
