@@ -91,14 +91,7 @@ export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !L
   out ??= new Uint8Array(size); // too large: a RangeError
   if (out.length < size) throw new RangeError(`opts.out holds ${out.length} bytes, the blob needs ${size}`);
   const dv = new DataView(out.buffer, out.byteOffset, size);
-  out.set(MAGICS[format]);
-  dv.setBigUint64(8, fingerprint, true);
-  setU64(dv, 16, tokens.length); // past_len
-  setU64(dv, 24, tokens.length);
-  let at = HEAD;
-  for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
-  setU64(dv, at, blocks.length / 2);
-  at += 8;
+  let at = writePreamble(out, dv, format, fingerprint, tokens, blocks.length / 2);
   for (const block of blocks) {
     setU64(dv, at, block.length);
     at += 8;
@@ -114,6 +107,45 @@ export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !L
     at += vsize * b.length;
   }
   return out.subarray(0, size);
+}
+
+/** Magic, fingerprint, past_len, n_tokens, the tokens and n_layers at the start of out; the offset after. */
+function writePreamble(out, dv, format, fingerprint, tokens, nLayers) {
+  out.set(MAGICS[format]);
+  dv.setBigUint64(8, fingerprint, true);
+  setU64(dv, 16, tokens.length); // past_len
+  setU64(dv, 24, tokens.length);
+  let at = HEAD;
+  for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
+  setU64(dv, at, nLayers);
+  return at + 8;
+}
+
+/**
+ * The bytes encodeBlob writes for these tokens and blocks (in their own
+ * format), in pieces, for writing a blob without the whole of it in memory:
+ * the preamble, then each block after its length, each piece a fresh array
+ * made when the iteration asks for it. blocksAt() gives the blocks at that
+ * moment (views that may have moved, e.g. of the wasm heap across awaits;
+ * it may throw to stop). Little-endian hosts only (others: encodeBlob).
+ */
+export function* encodePieces(tokens, blocksAt, fingerprint) {
+  const first = blocksAt();
+  const format = formatFor(first);
+  if (first.length / 2 > MAX_LAYERS) {
+    throw new RlxkvError('LIMIT', `encoding blob: ${first.length / 2} layers, more than the ${MAX_LAYERS} a blob may have`);
+  }
+  if (!LITTLE_ENDIAN) throw new RangeError('encodePieces: little-endian hosts only');
+  const pre = new Uint8Array(HEAD + 8 * tokens.length + 8);
+  writePreamble(pre, new DataView(pre.buffer), format, fingerprint, tokens, first.length / 2);
+  yield pre;
+  for (let i = 0; i < first.length; i++) {
+    const b = blocksAt()[i];
+    const piece = new Uint8Array(8 + b.byteLength);
+    setU64(new DataView(piece.buffer), 0, b.length);
+    piece.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), 8);
+    yield piece;
+  }
 }
 
 // ---- decoding ----------------------------------------------------------

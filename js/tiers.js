@@ -25,12 +25,13 @@ import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSpans, decodeBlob, encodeBlob, bitsOf } from './blob.js';
+import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf } from './blob.js';
 import { checkShape } from './args.js';
 
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 const INDEX_MAGIC = 'RLXKVIX1';
+const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -257,7 +258,7 @@ export class TieredStore {
     if (st === null || st === 'refused') {
       if (st === null) this.#known.delete(name);
       else if (record && refused) {
-        record.status = refused instanceof RlxkvError ? 'corrupt' : 'refused';
+        record.status = !(refused instanceof RlxkvError) ? 'refused' : refused.code === 'LIMIT' ? 'too-large' : 'corrupt';
         record.error = refused.code || 'SHAPE';
       }
       this.#native.remove(tokens);
@@ -279,10 +280,15 @@ export class TieredStore {
     let batch = [], batchBytes = 0;
     const idb = this.#blobs.kind === 'idb';
     for (const d of dirty) {
-      const item = this.#encode(d);
+      const item = this.#encode(d, this.#blobs.kind === 'fs' && LITTLE_ENDIAN);
       if (!item) continue; // replaced or gone since
       if (!idb) {
-        await this.#blobs.write([item], () => this.#saved(item));
+        try {
+          await this.#blobs.write([item], () => this.#saved(item));
+        } catch (err) {
+          // Replaced or evicted mid-save: the next flush saves what is there.
+          if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
+        }
         continue;
       }
       batch.push(item);
@@ -296,10 +302,35 @@ export class TieredStore {
     if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
   }
 
-  /** The blob of the dirty entry { tokens, serial } if it is still that entry, else null. */
-  #encode({ tokens, serial }) {
+  /**
+   * The blob of the dirty entry { tokens, serial } if it is still that
+   * entry, else null: for a directory (pieces: true) its parts made one
+   * block at a time as they are written, each from the entry as it is then
+   * (a part asked for after the entry changed stops the save with CHANGED),
+   * so no whole copy of it is made and no long task runs; for IndexedDB,
+   * whose record is one value, encoded whole.
+   */
+  #encode({ tokens, serial }, pieces = false) {
     const e = this.#native.get(tokens);
     if (!e || !e.dirty || e.serial !== serial) return null;
+    if (pieces) {
+      const blocksAt = () => {
+        const now = this.#native.get(tokens);
+        if (!now || !now.dirty || now.serial !== serial) throw new RlxkvError('CHANGED', 'the entry changed while it was saved');
+        return bitsOf([...now.k, ...now.v]);
+      };
+      const blocks = [...e.k, ...e.v];
+      const nValues = blocks.reduce((n, b) => n + b.length, 0);
+      const bytes = blobSize(tokens.length, bitsOf(blocks));
+      const name = this.#native.blobName(tokens);
+      return {
+        name, parts: encodePieces(tokens, blocksAt, this.#fp), bytes, tokens, serial,
+        record: {
+          name, bytes, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens, nValues,
+          rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
+        },
+      };
+    }
     // Encoded from views of the heap into JS memory: nothing here allocates
     // in wasm, so the views hold.
     const blocks = [...e.k, ...e.v];

@@ -264,3 +264,30 @@ test('blobSpans (the read-into-the-heap path) judges blobs as decodeBlob does', 
     assert.equal(got, want, `mutation ${t}`);
   }
 });
+
+test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry replaced mid-save is saved whole by the next', async () => {
+  const { encodeBlob, encodePieces } = await import('../../js/blob.js');
+  for (const blocks of [[new Float32Array([1, 2, NaN, -0]), new Float32Array(0)], [Uint16Array.of(0x7e01, 0x8000), Uint16Array.of(1)]]) {
+    const tokens = Uint32Array.of(5, 6);
+    const parts = [...encodePieces(tokens, () => blocks, 9n)];
+    const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    parts.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
+    assert.deepEqual(joined, encodeBlob(tokens, blocks, 9n));
+  }
+  const dir = tempDir();
+  const rlx = await page();
+  const big = (seed) => ({ k: Array.from({ length: 16 }, () => new Float32Array(1 << 16).fill(seed)), v: Array.from({ length: 16 }, () => new Float32Array(1 << 16).fill(-seed)) });
+  const cache = await rlx.openCache({ capBytes: 1 << 26, fingerprint: FP, storage: 'fs', path: dir });
+  const tokens = range(1, 4);
+  cache.insert(tokens, big(1));
+  const first = cache.flush();
+  await new Promise((r) => setImmediate(r));
+  cache.insert(tokens, big(2)); // while the first save may be under way
+  await first;
+  await cache.flush();
+  await cache.close();
+  const again = await rlx.openCache({ capBytes: 1 << 26, fingerprint: FP, storage: 'fs', path: dir });
+  const hit = await again.match(tokens);
+  assert.ok(hit.k.every((b) => b.every((x) => x === 2)) && hit.v.every((b) => b.every((x) => x === -2)), 'the second version, whole');
+  await again.close();
+});
