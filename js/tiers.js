@@ -213,7 +213,8 @@ export class TieredStore {
     const record = this.#known.get(name);
     if (record) record.lastUse = Date.now();
     this.#used.add(name);
-    if (this.#blobs.kind !== 'idb') await this.#blobs.touch(name);
+    // Recorded on the side: a hit does not wait for its bookkeeping.
+    if (this.#blobs.kind !== 'idb') this.#blobs.touch(name).catch(() => {});
     return true;
   }
 
