@@ -240,9 +240,9 @@ const commands = {
     const fp = parseFingerprint(flags.fingerprint);
     const maxBytes = flags['max-bytes'] === undefined ? Infinity : parseBytes(flags['max-bytes']);
     const dryRun = !!flags['dry-run'];
-    const { before, report, after } = await withStore(rlx, rest[0], (store) => {
+    const { before, report, after } = await withStore(rlx, rest[0], async (store) => {
       const before = store.list(fp);
-      const report = store.prune(fp, { maxBytes, stale: fp !== undefined, dryRun });
+      const report = await store.prune(fp, { maxBytes, stale: fp !== undefined, dryRun });
       return { before, report, after: dryRun ? null : store.list(fp) };
     });
     const gone = dryRun ? null : new Set(after.map((b) => b.name));

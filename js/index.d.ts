@@ -315,16 +315,20 @@ export interface DecodeOptions {
   view?: boolean;
 }
 
-/** The blobs of a store directory or IndexedDB mount, without a cache (rlx.openStore). */
+/**
+ * The blobs of a store without a cache, for tools (rlx.openStore): a Node directory through the C
+ * store (the CLI's judge), IndexedDB or OPFS through the same backends a cache uses.
+ */
 export interface Store {
   /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. */
   list(fingerprint?: Fingerprint): BlobInfo[];
   /**
-   * Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the oldest until maxBytes.
-   * Also deletes temporary files that crashed saves left (over an hour old); the report counts blobs.
+   * Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the least recently
+   * used until maxBytes. In a Node directory also the temporary files of saves no live writer owns.
+   * Durable when it resolves.
    */
-  prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): PruneReport;
-  /** Makes an IndexedDB prune durable. */
+  prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;
+  /** Kept for 0.1.0's callers of sync(): prune() is durable by itself. */
   flush(): Promise<void>;
   close(): Promise<void>;
 }
@@ -335,7 +339,7 @@ export interface Rlxkv {
   readonly memoryBytes: number;
   createCache(opts: CacheOptions): Cache;
   openCache(opts: OpenCacheOptions): Promise<Cache>;
-  openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' }): Promise<Store>;
+  openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' | 'opfs' }): Promise<Store>;
   /**
    * Copies every blob of one store into another, bytes unchanged (every
    * fingerprint, any status; a blob of the same name is replaced), one blob

@@ -3,12 +3,13 @@
 //   import init from 'rlxkv';
 //   const rlx = await init();
 //   const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint, storage: 'auto' });
-import { loadCore } from '../web/core.js';
+import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
-import { copyBlobs } from './tiers.js';
+import { copyBlobs, TieredStore } from './tiers.js';
 import { Store } from './store.js';
-import { BlobStore, autoStorage } from '../web/storage.js';
+import { BlobStore } from '../web/storage.js';
+import { NativeCache } from '../web/native-cache.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
 import { blobSize, encodeBlob, decodeBlob, bitsOf } from './blob.js';
 
@@ -128,8 +129,18 @@ class Rlxkv {
     if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
     toOptions(opts);
     const kind = !opts.storage || opts.storage === 'auto' ? autoStorage() : opts.storage;
-    if (kind !== 'fs' && kind !== 'idb') throw new RangeError(`storage must be 'fs' or 'idb' here, got ${String(kind)}`);
-    return new Store(await BlobStore.open(this.#core, kind, path));
+    if (!['fs', 'idb', 'opfs'].includes(kind)) throw new RangeError(`storage must be 'fs', 'idb' or 'opfs' here, got ${String(kind)}`);
+    // A Node directory: the C store (the CLI's judge). IndexedDB and OPFS:
+    // the tiered store's backends, over a cache that holds nothing.
+    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, kind, path));
+    const native = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
+    try {
+      const tier = await TieredStore.open(native, kind, kind === 'idb' ? idbPath(path) : path, { fingerprint: 0n, layout: null });
+      return new Store(tier.asToolStore(), () => native.free());
+    } catch (err) {
+      native.free();
+      throw err;
+    }
   }
 
   /**

@@ -1,11 +1,15 @@
-// Store: the blobs of a directory or IndexedDB mount, without a cache.
+// Store: the blobs of a store without a cache, for tools: a Node directory
+// through the C store (web/storage.js), IndexedDB or OPFS through the
+// tiered store's backends (js/tiers.js), judged the same way.
 import { toFingerprint, toByteCount } from './args.js';
 
 export class Store {
   #storage;
+  #release;
   /** @internal use rlx.openStore */
-  constructor(storage) {
+  constructor(storage, release = () => {}) {
     this.#storage = storage;
+    this.#release = release;
   }
 
   #live() {
@@ -25,25 +29,28 @@ export class Store {
 
   /**
    * Removes corrupt blobs, blobs of other fingerprints (with a fingerprint
-   * and stale: true), then the oldest (of that fingerprint, or of all)
-   * until they total at most maxBytes. Synchronous for directories; call
-   * sync() to make an IndexedDB prune durable.
+   * and stale: true), then the least recently used (of that fingerprint,
+   * or of all) until they total at most maxBytes. Durable when it resolves.
+   * @returns {Promise<import('./index.js').PruneReport>}
    */
-  prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
+  async prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
     const storage = this.#live();
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
+    const report = await storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
+    if (!dryRun) await storage.flush();
+    return report;
   }
 
-  /** Makes a prune of an IndexedDB store durable. */
-  flush() { return this.#live().flush(); }
+  /** Kept for callers of 0.1.0's sync(): prune() is durable by itself now. */
+  async flush() { await this.#live().flush(); }
 
   async close() {
     if (!this.#storage) return;
     const s = this.#storage;
     this.#storage = null;
     await s.close();
+    this.#release();
   }
 }

@@ -404,14 +404,7 @@ export class TieredStore {
     const removing = [...gone, ...drop.map((d) => d.r)];
     const report = { removed: removing.length, removedBytes: removing.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
     if (dryRun || !removing.length) return report;
-    const names = removing.map((r) => r.name);
-    if (this.#blobs.kind !== 'idb') await this.#blobs.remove(names);
-    else await this.#blobs.write([], names, (cur) => {
-      const merged = parseIndex(cur);
-      for (const n of names) merged.delete(n);
-      return encodeIndex(merged);
-    });
-    for (const n of names) this.#known.delete(n);
+    await this.#removeNames(removing.map((r) => r.name));
     for (const { tokens, isResident } of drop) {
       if (isResident) native.markUnstored(tokens);
       else native.remove(tokens);
@@ -432,7 +425,69 @@ export class TieredStore {
 
   async #removePending() {
     const names = [...this.#known.values()].filter((r) => r.removing).map((r) => r.name);
-    if (!names.length) return;
+    if (names.length) await this.#removeNames(names);
+  }
+
+  /** Every blob as the API lists them (BlobInfo). */
+  list() {
+    return [...this.#known.values()].map((r) => infoOf(r, r.status === 'refused' ? 'ok' : r.status));
+  }
+
+  // ---- a store without a cache (rlx.openStore on IndexedDB or OPFS) ------
+
+  /** Every blob judged against fingerprint (any: every valid blob is ok), as the C store judges. */
+  #judged(fingerprint, any) {
+    return [...this.#known.values()].map((r) => {
+      if (r.status === 'corrupt' || r.status === 'too-large') return [r, r.status];
+      if (this.#native.blobName(r.tokens, r.fingerprint) !== r.name) return [r, 'foreign'];
+      return [r, any || r.fingerprint === fingerprint ? 'ok' : 'stale'];
+    });
+  }
+
+  listAll(fingerprint, any) { return this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)); }
+
+  /** The interface js/store.js drives (web/storage.js's for the C store). */
+  asToolStore() {
+    return {
+      kind: this.kind,
+      list: (fp, any) => this.listAll(fp, any),
+      prune: (fp, { anyFingerprint, ...opts }) => this.pruneAll(fp, { ...opts, any: anyFingerprint }),
+      flush: async () => {},
+      close: () => this.close(),
+    };
+  }
+
+  /**
+   * Store.prune over these blobs: corrupt ones, stale ones when `stale`,
+   * then the least recently used of those that count (the fingerprint's,
+   * or with `any` every valid one) until they total at most maxBytes.
+   */
+  async pruneAll(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, any = false } = {}) {
+    const gone = [], counted = [];
+    let kept = 0, keptBytes = 0;
+    for (const [r, status] of this.#judged(fingerprint, any)) {
+      if (status === 'corrupt' || (stale && status === 'stale')) gone.push(r);
+      else if (status === 'ok') counted.push(r);
+      else { kept++; keptBytes += r.bytes; }
+    }
+    counted.sort((a, b) => a.lastUse - b.lastUse);
+    let total = counted.reduce((n, r) => n + r.bytes, 0);
+    for (const r of counted) {
+      if (total > maxBytes) {
+        gone.push(r);
+        total -= r.bytes;
+      } else {
+        kept++;
+        keptBytes += r.bytes;
+      }
+    }
+    const report = { removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
+    if (!dryRun && gone.length) await this.#removeNames(gone.map((r) => r.name));
+    return report;
+  }
+
+  /** Deletes these blobs (and, in IndexedDB, their index records in the same transaction). */
+  async #removeNames(names) {
     if (this.#blobs.kind !== 'idb') await this.#blobs.remove(names);
     else await this.#blobs.write([], names, (cur) => {
       const merged = parseIndex(cur);
@@ -440,19 +495,6 @@ export class TieredStore {
       return encodeIndex(merged);
     });
     for (const n of names) this.#known.delete(n);
-  }
-
-  /** Every blob as the API lists them (BlobInfo). */
-  list() {
-    return [...this.#known.values()].map((r) => ({
-      name: r.name,
-      tokens: r.tokens ? r.tokens.length : 0,
-      bytes: r.bytes,
-      mtime: new Date(r.lastUse),
-      fingerprint: r.fingerprint ?? 0n,
-      status: r.status === 'refused' ? 'ok' : r.status, // ok, stale, corrupt, foreign, too-large
-      error: r.status === 'corrupt' ? -3 : r.status === 'too-large' ? -12 : 0,
-    }));
   }
 
 
@@ -508,6 +550,20 @@ function sameTokens(a, b) {
   if (a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
   return true;
+}
+
+/** A blob record as the API lists it (BlobInfo). */
+function infoOf(r, status) {
+  return {
+    name: r.name,
+    tokens: r.tokens ? r.tokens.length : 0,
+    bytes: r.bytes,
+    mtime: new Date(r.lastUse),
+    fingerprint: r.fingerprint ?? 0n,
+    status, // ok, stale, corrupt, foreign, too-large
+    error: status === 'corrupt' ? -3 : status === 'too-large' ? -12 : 0,
+    dtype: r.dtype ?? null,
+  };
 }
 
 /** A blob record from what blobHead said of it. */

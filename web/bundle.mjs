@@ -17,12 +17,19 @@ const browserGlue = {
   },
 };
 
+// What only Node runs (the C store on a Node directory, node:fs blobs): in
+// the bundle, a module that says so if reached.
+const NODE_ONLY = /\/web\/(storage|fs-blobs)\.js$/;
 const noNode = {
   name: 'no-node',
   setup(b) {
     b.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: 'no-node' }));
     b.onLoad({ filter: /.*/, namespace: 'no-node' }, (args) => ({
       contents: `throw new Error(${JSON.stringify(`rlxkv: ${args.path} is not available in the browser bundle`)});`,
+    }));
+    b.onLoad({ filter: NODE_ONLY }, (args) => ({
+      contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${args.path.split('/').pop()} (storage 'fs') is Node only`)}); };
+export const BlobStore = { open: no }, FsBlobs = { open: no }, fsError = no;`,
     }));
   },
 };

@@ -9,6 +9,12 @@ export const isNode =
   typeof process === 'object' && !!(process.versions && process.versions.node) &&
   typeof window === 'undefined';
 
+/** Which storage openCache's 'auto' means here. */
+export function autoStorage() {
+  if (isNode && typeof globalThis.indexedDB === 'undefined') return 'fs';
+  return typeof globalThis.indexedDB === 'object' ? 'idb' : 'none';
+}
+
 /** size_t's largest value in wasm32: "no limit" for byte counts. */
 const SIZE_MAX = 0xffffffff;
 /** A non-negative byte count as a wasm32 size_t (larger ones saturate). */

@@ -12,7 +12,7 @@
 // never lost. It is still only a hint: list() compares it with the keys
 // and reports the blobs it does not describe.
 import { RlxkvError } from './errors.js';
-import { STORE, openIdbfs, request, committed, idbError } from './idb-sync.js';
+import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
 
 export const INDEX_NAME = '.rlxkv-index';
 const FILE_MODE = 0o100644; // what IDBFS writes for a file

@@ -239,12 +239,12 @@ export class NativeCache {
     }
   }
 
-  /** The store's file name of an entry of these tokens under this cache's fingerprint. */
-  blobName(tokens) {
+  /** The store's file name of an entry of these tokens under this cache's fingerprint (or another). */
+  blobName(tokens, fingerprint = this.#fp) {
     const core = this.#core;
     const p = this.#scratch(tokens, 8); // 32 bytes for the name after the tokens
     const name = p + 4 * tokens.length;
-    core.M._rlxkv_blob_name(this.#fp, p, tokens.length, name);
+    core.M._rlxkv_blob_name(fingerprint, p, tokens.length, name);
     return core.cstringAt(name);
   }
 

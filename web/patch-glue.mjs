@@ -18,11 +18,13 @@ import { readFileSync, writeFileSync } from 'node:fs';
 
 const args = process.argv.slice(2);
 const node = args.includes('--node');
+// --no-fs: a glue linked without Emscripten's file system (the browser one).
+const noFs = args.includes('--no-fs');
 const wasmAt = args.indexOf('--wasm');
 const wasm = wasmAt >= 0 ? args[wasmAt + 1] : null;
-const [from, to] = args.filter((a, i) => a !== '--node' && i !== wasmAt && i !== wasmAt + 1);
+const [from, to] = args.filter((a, i) => a !== '--node' && a !== '--no-fs' && i !== wasmAt && i !== wasmAt + 1);
 if (!from || !to || (wasmAt >= 0 && !wasm)) {
-  console.error('usage: node web/patch-glue.mjs [--node] [--wasm NAME] GLUE_IN GLUE_OUT');
+  console.error('usage: node web/patch-glue.mjs [--node] [--no-fs] [--wasm NAME] GLUE_IN GLUE_OUT');
   process.exit(2);
 }
 
@@ -35,8 +37,12 @@ let glue = readFileSync(from, 'utf8');
 
 // doStat writes tv_sec of st_mtim at buf+64 and a zero tv_nsec at buf+68.
 const mtimeNsec = 'HEAP32[buf+68>>>2]=0';
-if (glue.split(mtimeNsec).length !== 2) fail(`exactly one "${mtimeNsec}"`);
-glue = glue.replace(mtimeNsec, 'HEAP32[buf+68>>>2]=stat.mtime.getTime()%1e3*1e6|0');
+if (!noFs) {
+  if (glue.split(mtimeNsec).length !== 2) fail(`exactly one "${mtimeNsec}"`);
+  glue = glue.replace(mtimeNsec, 'HEAP32[buf+68>>>2]=stat.mtime.getTime()%1e3*1e6|0');
+} else if (glue.includes('FS.mount')) {
+  fail('no file system (--no-fs), but the glue has one:');
+}
 
 if (node) {
   for (const needle of ['require("fs")', '__dirname', 'import.meta.url']) {

@@ -1,9 +1,8 @@
-// Where blobs live: the C store (src/store.c) opened on a directory of the
-// Emscripten file system, mounted on a real directory (NODEFS, Node) or on a
-// MEMFS mount mirrored to IndexedDB by idb-sync.js (browsers, workers,
-// fake-indexeddb).
+// The C store (src/store.c) on a directory of the Emscripten file system,
+// mounted on a real directory (NODEFS): what rlx.openStore and the CLI use
+// in Node. Node only: the browser glue has no file system (caches reach
+// their stores from JS: js/tiers.js).
 import { RlxkvError } from './errors.js';
-import { IdbMirror } from './idb-sync.js';
 import { isNode } from './core.js';
 
 /** rlxkv_store_prune's and rlxkv_store_list's flags (src/rlxkv.h). */
@@ -59,11 +58,6 @@ function mounts(core) {
   return m;
 }
 
-/** Which storage 'auto' means here. */
-export function autoStorage() {
-  if (isNode && typeof globalThis.indexedDB === 'undefined') return 'fs';
-  return typeof globalThis.indexedDB === 'object' ? 'idb' : 'none';
-}
 
 async function mountFs(core, dir) {
   const { mkdir, stat } = await import('node:fs/promises');
@@ -82,49 +76,23 @@ async function mountFs(core, dir) {
     const point = `/rlxkv-fs/${m.next++}`;
     core.M.FS.mkdirTree(point);
     core.M.FS.mount(core.M.NODEFS, { root }, point);
-    mnt = { key, point, refs: 0, mirror: null };
+    mnt = { key, point, refs: 0 };
     m.byKey.set(key, mnt);
   }
   mnt.refs++;
-  return mnt;
-}
-
-async function mountIdb(core, path) {
-  const factory = globalThis.indexedDB;
-  if (!factory) throw new RlxkvError('IO', "storage 'idb' needs IndexedDB, which this environment lacks");
-  if (!path.startsWith('/')) path = '/' + path;
-  const m = mounts(core);
-  const key = `idb:${path}`;
-  let mnt = m.byKey.get(key);
-  if (!mnt) {
-    const { FS } = core.M;
-    FS.mkdirTree(path);
-    // Plain MEMFS: the mirror, not Emscripten's IDBFS, syncs it.
-    FS.mount(FS.filesystems.MEMFS, {}, path);
-    mnt = { key, point: path, refs: 0, mirror: new IdbMirror(FS, path, factory) };
-    m.byKey.set(key, mnt);
-  }
-  mnt.refs++;
-  try {
-    await mnt.mirror.restore();
-  } catch (err) {
-    await unmount(core, mnt);
-    throw err;
-  }
   return mnt;
 }
 
 async function unmount(core, mnt) {
   if (--mnt.refs > 0) return;
   mounts(core).byKey.delete(mnt.key);
-  if (mnt.mirror) await mnt.mirror.close();
   try { core.M.FS.unmount(mnt.point); } catch { /* already gone */ }
 }
 
-/** A C store (rlxkv_store) over a mounted directory, with its mirror. */
+/** A C store (rlxkv_store) over a mounted directory. */
 export class BlobStore {
   static async open(core, kind, path) {
-    const mnt = kind === 'fs' ? await mountFs(core, path) : await mountIdb(core, path);
+    const mnt = await mountFs(core, path);
     const dir = core.cstring(mnt.point);
     let store;
     try {
@@ -147,10 +115,8 @@ export class BlobStore {
     this.ptr = store;
   }
 
-  /** Makes a prune of an IndexedDB mount durable. */
-  async flush() {
-    if (this.mnt.mirror) await this.mnt.mirror.flush();
-  }
+  /** Nothing to do: a directory's prune is durable as it happens. */
+  async flush() {}
 
   /** The blobs and temporary files, judged against fingerprint (any: every valid blob is ok). */
   list(fingerprint, any = false) {

@@ -15,7 +15,7 @@ set(RLXKV_LINK_OPTIONS
   -Oz
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createRlxkvCore
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=16MB -sTOTAL_STACK=256KB
-  -sWASM_BIGINT=1 -sASSERTIONS=0 -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1
+  -sWASM_BIGINT=1 -sASSERTIONS=0
   # A library must not take over the process: by default the Node glue
   # installs uncaughtException/unhandledRejection handlers that rethrow, so
   # an app's own errors are reported from inside the glue.
@@ -29,10 +29,13 @@ foreach(t rlxkv_core rlxkv_core_web)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
+# The universal build carries Emscripten's file system for the C store
+# (rlx.openStore on a Node directory, the CLI); browsers reach their stores
+# from JS (js/tiers.js), so the browser glue has none.
 target_link_options(rlxkv_core PRIVATE -sENVIRONMENT=web,worker,node -lnodefs.js
-  -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
+  -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
 target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
-  -sEXPORTED_RUNTIME_METHODS=FS,HEAPU8,HEAPU32,HEAPF32)
+  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
@@ -46,7 +49,7 @@ add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
   COMMAND ${CMAKE_COMMAND} -E compare_files $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm
           $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --wasm rlxkv_core.wasm
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --wasm rlxkv_core.wasm
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E rm -f ${RLXKV_DIST}/rlxkv_core_web.wasm
   VERBATIM)

@@ -291,3 +291,23 @@ test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry repla
   assert.ok(hit.k.every((b) => b.every((x) => x === 2)) && hit.v.every((b) => b.every((x) => x === -2)), 'the second version, whole');
   await again.close();
 });
+
+test('idb: openStore lists and prunes an IndexedDB store without a cache, judged as the C store judges', async () => {
+  const path = await storeOf('idb', 3);
+  const rlx = await page();
+  const other = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 0x99n, storage: 'idb', path });
+  other.insert(range(50, 8), kv(50));
+  await other.close();
+  const store = await rlx.openStore(path, { storage: 'idb' });
+  assert.deepEqual(store.list(FP).map((b) => b.status).sort(), ['ok', 'ok', 'ok', 'stale']);
+  assert.deepEqual(store.list().map((b) => b.status), ['ok', 'ok', 'ok', 'ok']);
+  const dry = await store.prune(FP, { maxBytes: 0, dryRun: true });
+  assert.deepEqual([dry.removed, dry.kept], [3, 1]);
+  const report = await store.prune(FP, { stale: true, maxBytes: 2 * (ENTRY_BYTES + 200) });
+  assert.deepEqual([report.removed, report.kept], [2, 2]); // the stale blob and the least recently used
+  await store.close();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.deepEqual([cache.restoreReport.loaded, cache.restoreReport.stale], [2, 0]);
+  assert.equal(cache.has(range(0, 8)), false, 'the least recently used went');
+  await cache.close();
+});

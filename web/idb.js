@@ -1,0 +1,59 @@
+// IndexedDB in IDBFS's layout, the pieces web/idb-blobs.js builds on: one
+// database named by the mount path (IDBFS.DB_VERSION 21), store FILE_DATA;
+// requests and transactions as promises, where 3.1.6's IDBFS lost errors
+// (it passes `undefined`, or never calls back when a quota error aborts a
+// transaction); and a cross-tab lock.
+import { RlxkvError } from './errors.js';
+
+export const STORE = 'FILE_DATA';
+export const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
+
+export function idbError(err, what) {
+  const name = err && err.name;
+  if (name === 'QuotaExceededError') {
+    return new RlxkvError('QUOTA', `${what}: storage quota exceeded`, { cause: err });
+  }
+  const detail = (err && err.message) || name || 'unknown IndexedDB error';
+  return new RlxkvError('IO', `${what}: ${detail}`, { cause: err });
+}
+
+export function request(req) {
+  return new Promise((resolve, reject) => {
+    req.onsuccess = () => resolve(req.result);
+    req.onerror = (ev) => { ev.preventDefault(); reject(req.error); };
+  });
+}
+
+/** Resolves when tx commits; rejects on error or abort (quota included). */
+export function committed(tx) {
+  return new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve();
+    tx.onerror = (ev) => ev.preventDefault();
+    tx.onabort = () => reject(tx.error || new DOMException('transaction aborted', 'AbortError'));
+  });
+}
+
+/** The IDBFS database of a mount path (created in IDBFS's layout if new). */
+export async function openIdbfs(factory, name) {
+  const req = factory.open(name, VERSION);
+  req.onupgradeneeded = () => {
+    const db = req.result;
+    const store = db.objectStoreNames.contains(STORE)
+      ? req.transaction.objectStore(STORE)
+      : db.createObjectStore(STORE);
+    if (!store.indexNames.contains('timestamp')) {
+      store.createIndex('timestamp', 'timestamp', { unique: false });
+    }
+  };
+  try {
+    return await request(req);
+  } catch (err) {
+    throw idbError(err, `opening IndexedDB "${name}"`);
+  }
+}
+
+/** Runs fn under a cross-tab lock where the Web Locks API exists. */
+export function withLock(name, fn) {
+  const locks = typeof navigator === 'object' && navigator && navigator.locks;
+  return locks ? locks.request(name, fn) : fn();
+}
