@@ -73,6 +73,19 @@ export async function openCache(rlx, opts) {
  * The cache panel's numbers. `describe`: { fingerprint, fingerprintKey,
  * decode(tokens) → text, isDefault(tokens) → bool }.
  */
+/** What both engines report of opening: the timings and what the store held. */
+export function openedInfo({ wasmMs, modelMs, openMs, restore, cache }) {
+  return {
+    wasmMs: round(wasmMs),
+    modelMs: round(modelMs),
+    openMs: round(openMs),
+    restore,
+    restoredEntries: restore ? restore.loaded : 0,
+    storage: cache.storage,
+    openError: cache.openError || null,
+  };
+}
+
 export async function cacheInfo(rlx, cache, origins, describe) {
   const entries = cache.entries();
   origins.keepOnly(entries);

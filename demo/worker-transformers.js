@@ -12,7 +12,7 @@
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { layoutOf, kvDtypeOf, cachedGenerate } from '../js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
-import { Origins, cacheInfo, clearCache, hex, now, openCache, round, serveRequests } from './worker-common.js';
+import { Origins, cacheInfo, openedInfo, clearCache, hex, now, openCache, round, serveRequests } from './worker-common.js';
 
 export const DEFAULT_MODEL = '/build/models/rlxkv-demo/';
 const LIBS = {
@@ -166,13 +166,7 @@ async function doInit({ model: folderPath = DEFAULT_MODEL, dtype = 'fp32', tjs =
     chatTemplate,
     kvDtype,
     canVerify: false,
-    wasmMs: round(wasmMs),
-    modelMs: round(modelMs),
-    openMs: round(openMs),
-    restore,
-    restoredEntries: restore ? restore.loaded : 0,
-    storage: cache.storage,
-    openError: cache.openError || null,
+    ...openedInfo({ wasmMs, modelMs, openMs, restore, cache }),
     asset: { status: 'none', ms: 0, tokens: 0, bytes: 0, error: null },
     defaultTokens: defaultSystem.length,
     defaultCached: cache.entries().some((e) => startsWith(Array.from(e.tokens), defaultSystem)),

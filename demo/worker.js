@@ -16,7 +16,7 @@
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { createModel, kvHash } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
-import { Origins, cacheInfo, clearCache, keyOf, now, openCache, round, serveRequests } from './worker-common.js';
+import { Origins, cacheInfo, openedInfo, clearCache, keyOf, now, openCache, round, serveRequests } from './worker-common.js';
 
 const CAP_BYTES = 256 * 1024 * 1024;
 /** Stored blobs beyond this (oldest first, not the pinned prompts) are pruned on flush. */
@@ -98,13 +98,7 @@ async function doInit({ useAsset = true } = {}) {
     engine: 'builtin',
     modelName: `built-in transformer (${model.config.layers} layers, d_model ${model.config.dModel}, byte tokens)`,
     canVerify: true,
-    wasmMs: round(wasmMs),
-    modelMs: round(modelMs),
-    openMs: round(openMs),
-    restore,
-    restoredEntries: restore ? restore.loaded : 0,
-    storage: cache.storage,
-    openError: cache.openError || null,
+    ...openedInfo({ wasmMs, modelMs, openMs, restore, cache }),
     asset: { ...asset, ms: round(asset.ms) },
     defaultTokens: defaultTokens.length,
     config: model.config,
