@@ -163,3 +163,28 @@ test('a sparse K array names the hole', () => {
   assert.throws(() => cache.insert([1], { k: [, new Float32Array(1)], v: [new Float32Array(1), new Float32Array(1)] }), { name: 'TypeError', message: /kv\.k\[0\] must be/ });
   cache.close();
 });
+
+test('f16 bits survive a flush and a reopen bit for bit, through a directory and through IndexedDB', async () => {
+  await import('fake-indexeddb/auto');
+  const { tempDir } = await import('./helpers.js');
+  const k = Uint16Array.from(F16_BITS), v = Uint16Array.from(F16_BITS).reverse();
+  for (const [storage, path] of [['fs', tempDir()], ['idb', '/f16-round-trip']]) {
+    const mod = await init({ newInstance: true });
+    const first = await mod.openCache({ capBytes: 1 << 20, fingerprint: 16n, storage, path, f16As: 'Uint16Array' });
+    first.insert([4, 5], { k: [k], v: [v] });
+    await first.close();
+    const again = await (await init({ newInstance: true })).openCache({ capBytes: 1 << 20, fingerprint: 16n, storage, path, f16As: 'Uint16Array' });
+    const hit = await again.match([4, 5, 6]);
+    assert.equal(hit.dtype, 'f16', storage);
+    assert.deepEqual([...hit.k[0]], F16_BITS, `${storage}: K bits`);
+    assert.deepEqual([...hit.v[0]], [...v], `${storage}: V bits`);
+    assert.equal(again.listBlobs()[0].bytes, 32 + 16 + 8 + 16 + 2 * 2 * 12, `${storage}: stored as RLXKVF16, 2 bytes a value`);
+    // Widened for tools that read only RLXKV001: every value exact.
+    const wide = rlx.decodeEntry(again.exportBlob([4, 5], { as: 'RLXKV001' }));
+    assert.equal(wide.format, 'RLXKV001');
+    const { widenF16 } = await import('../../js/f16.js');
+    const bits32 = (f) => [...new Uint32Array(f.buffer, f.byteOffset, f.length)];
+    assert.deepEqual(bits32(wide.k[0]), bits32(widenF16(k)), `${storage}: widened exactly`);
+    await again.close();
+  }
+});
