@@ -1169,6 +1169,19 @@ void rlxkv_cache_mark_unstored(rlxkv_cache *c, const rlxkv_entry *e) {
 
 /* ---- consistency check (tests) ---------------------------------------- */
 
+/* The node after x in preorder, or NULL: down the first child, else on to
+ * the next sibling of the nearest ancestor that has one. Iterative: the
+ * tree can be as deep as the longest entry is long. */
+static const node *preorder_next(const rlxkv_cache *c, const node *x) {
+    if (x->nkids) return x->kids[0];
+    for (; x != c->root; x = x->parent) {
+        const node *p = x->parent;
+        size_t i = kid_place(p, x->label[0]);
+        if (i + 1 < p->nkids) return p->kids[i + 1];
+    }
+    return NULL;
+}
+
 /* What a walk of the tree adds up, to compare with the cache's totals. */
 struct tally {
     size_t entries, bytes, pinned, stubs;
@@ -1269,26 +1282,11 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     size_t n_nodes = 0, n_label = 0, lru_n = 0, pin_n = 0, stored_n = 0;
     uint64_t lru_bytes = 0, pin_bytes = 0, stored_bytes = 0;
     struct tally t = {0, 0, 0, 0, 0};
-    const node *x = c->root;
     int ok = 1;
-    /* Preorder, iteratively: down the first child, else on to the next
-     * sibling of the nearest ancestor that has one. */
-    for (;;) {
+    for (const node *x = c->root; x; x = preorder_next(c, x)) {
         n_nodes++;
         n_label += x->nlabel;
         if (!check_node(c, x, &t)) ok = 0;
-        if (x->nkids) {
-            x = x->kids[0];
-            continue;
-        }
-        while (x != c->root) {
-            const node *p = x->parent;
-            size_t i = kid_place(p, x->label[0]);
-            if (i + 1 < p->nkids) break;
-            x = p;
-        }
-        if (x == c->root) break;
-        x = x->parent->kids[kid_place(x->parent, x->label[0]) + 1];
     }
     if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
     if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
@@ -1305,22 +1303,9 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
 
 size_t rlxkv_cache_tree_bytes(const rlxkv_cache *c) {
     size_t bytes = 0;
-    const node *x = c->root;
-    /* Preorder, as above. */
-    for (;;) {
+    for (const node *x = c->root; x; x = preorder_next(c, x)) {
         bytes += sizeof *x + x->kids_cap * (sizeof *x->kids + sizeof *x->keys);
         if (x->hash) bytes += 2 * x->kids_cap * sizeof *x->hash;
-        if (x->nkids) {
-            x = x->kids[0];
-            continue;
-        }
-        while (x != c->root) {
-            const node *p = x->parent;
-            if (kid_place(p, x->label[0]) + 1 < p->nkids) break;
-            x = p;
-        }
-        if (x == c->root) break;
-        x = x->parent->kids[kid_place(x->parent, x->label[0]) + 1];
     }
     return bytes;
 }
