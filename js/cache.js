@@ -55,18 +55,22 @@ export class Cache {
    * stays stored).
    */
   async #preload() {
-    let n = 0;
     const cap = this.#native.stats().capBytes;
+    let room = cap - this.#native.stats().bytes;
+    const fits = [];
     for (const { tokens, bytes } of this.#native.entries().filter((e) => !e.resident)) {
-      if (this.#native.stats().bytes + bytes > cap) break;
-      try {
-        if (await this.#storage.load(tokens)) n++;
-      } catch (err) {
-        if (err instanceof RlxkvError && err.code === 'NOMEM') break;
-        throw err;
-      }
+      if (bytes > room) break;
+      room -= bytes;
+      fits.push(tokens);
     }
-    return n;
+    // All reads in flight at once (IndexedDB runs them side by side); each
+    // entry is put as its blob arrives. One that wasm memory cannot hold
+    // stays stored.
+    const loaded = await Promise.all(fits.map((t) => this.#storage.load(t).catch((err) => {
+      if (err instanceof RlxkvError && err.code === 'NOMEM') return false;
+      throw err;
+    })));
+    return loaded.filter(Boolean).length;
   }
 
   #live() {
