@@ -58,18 +58,41 @@ export class IdbBlobs {
     }
   }
 
-  /** The bytes of blob `name`, or null if there is none (one get: the record is read whole). */
-  async read(name) {
-    let rec;
+  /**
+   * The bytes of blob `name`, or null if there is none (one get: the record
+   * is read whole). Reads asked for in the same task share one transaction,
+   * their gets all in flight (a preload of many entries reads as fast as a
+   * raw getAll).
+   */
+  read(name) {
+    return new Promise((resolve, reject) => {
+      if (!this.#reads) {
+        this.#reads = [];
+        queueMicrotask(() => this.#readBatch());
+      }
+      this.#reads.push({ name, resolve, reject });
+    });
+  }
+
+  #reads = null;
+
+  #readBatch() {
+    const reads = this.#reads;
+    this.#reads = null;
+    let store;
     try {
-      const tx = this.#live().transaction([STORE], 'readonly');
-      rec = await request(tx.objectStore(STORE).get(this.#key(name)));
+      store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
     } catch (err) {
-      throw idbError(err, `reading ${name}`);
+      for (const r of reads) r.reject(idbError(err, `reading ${r.name}`));
+      return;
     }
-    if (!rec || !rec.contents) return null;
-    const c = rec.contents;
-    return c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength);
+    for (const { name, resolve, reject } of reads) {
+      request(store.get(this.#key(name))).then((rec) => {
+        if (!rec || !rec.contents) return resolve(null);
+        const c = rec.contents;
+        resolve(c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength));
+      }, (err) => reject(idbError(err, `reading ${name}`)));
+    }
   }
 
   /**
