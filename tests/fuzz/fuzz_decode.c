@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sanitizer/allocator_interface.h>
 
@@ -222,7 +223,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     track_end();
     if (g_total_alloc) FAIL("inspect allocated %zu bytes", (size_t)g_total_alloc);
 
+    /* The cost of reading a blob is bounded by its size: a decode may take
+     * at most 2 us per input byte and 20 ms besides (generous under ASan;
+     * the decoder is linear, so only a blow-up like the 10M-layer blob's
+     * ever comes near). */
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     rc_d = decode_tracked(data, size, NULL, &e, &fp);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
+    if (ns > 2000.0 * (double)size + 20e6) FAIL("decoding %zu bytes took %.0f ns", size, ns);
     if (rc_i != rc_d) FAIL("inspect says %d, decode says %d", rc_i, rc_d);
     if (rc_d == RLXKV_OK) {
         check_entry_matches(e, &meta, fp, data, size);

@@ -193,7 +193,10 @@ async function agreeOnDamage(good, name, dir, tokenCount, rand, content) {
     }
     let js;
     try {
-      decodeBlob(m); // every check, as rlxkv_inspect
+      const d = decodeBlob(m); // every check, as rlxkv_inspect
+      // The JS objects a decode makes are bounded by the input's size (two
+      // 8-byte lengths a layer), whatever its fields claim.
+      assert.ok(d.k.length + d.v.length <= m.length / 8, `mutant ${i}: ${d.k.length + d.v.length} blocks from ${m.length} bytes`);
       js = 'ok';
     } catch (err) {
       assert.ok(err instanceof RlxkvError, String(err));
