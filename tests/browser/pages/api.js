@@ -128,6 +128,12 @@ export function makeApi(rlx) {
       return true;
     },
 
+    /** Starts a hit on entry id (a stored-only entry is read from storage) and does not wait for it. */
+    matchNoWait(id, shape = DEFAULT_SHAPE) {
+      cache.match(tokensOf(id, shape)).catch(() => {});
+      return true;
+    },
+
     /** Where the flushNoWait() flush is: 'running', 'done' or its error. */
     flushState() { return flushState; },
 

@@ -32,6 +32,25 @@ const T = {
       return put.apply(this, args);
     };
   },
+  /**
+   * Logs the first IndexedDB get() of a blob (a key ending .rlxkv) to the
+   * console and holds that read's transaction open for 5 s, so that a test
+   * can kill the page while a hit is reading.
+   */
+  watchBlobGets() {
+    const get = IDBObjectStore.prototype.get;
+    let seen = false;
+    IDBObjectStore.prototype.get = function (key, ...rest) {
+      if (!seen && typeof key === 'string' && key.endsWith('.rlxkv')) {
+        seen = true;
+        const until = performance.now() + 5000;
+        const spin = () => { if (performance.now() < until) get.call(this, 'rlxkv-test: nothing').onsuccess = spin; };
+        spin();
+        console.log('rlxkv-test: first blob get');
+      }
+      return get.call(this, key, ...rest);
+    };
+  },
   /** Starts a module worker running worker.js; returns its index. */
   async spawnWorker() {
     const w = new Worker('/tests/browser/pages/worker.js', { type: 'module' });
