@@ -35,7 +35,9 @@ const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
- * status: 'ok' | 'stale' | 'corrupt', dtype?, tokens?, nValues?, rowMajor?, error? }.
+ * status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'refused'
+ * (not of the cache's layout), dtype?, tokens?, nValues?, rowMajor?,
+ * error?, indexed? (from the IndexedDB index record), removing? }.
  */
 
 export class TieredStore {
@@ -190,10 +192,7 @@ export class TieredStore {
       if (entry && !sameTokens(entry.tokens, tokens)) entry = null;
       if (entry) checkShape(entry.tokens.length, entry, this.#layout, 'blob');
     } catch (err) {
-      if (record) {
-        record.status = !(err instanceof RlxkvError) ? 'refused' : err.code === 'LIMIT' ? 'too-large' : 'corrupt';
-        record.error = err.code || 'SHAPE';
-      }
+      refuse(record, err);
       entry = null;
     }
     if (!entry) {
@@ -201,10 +200,8 @@ export class TieredStore {
       this.#native.remove(tokens);
       return false;
     }
-    const blocks = [...entry.k, ...entry.v];
-    const dtype = entry.dtype ?? (blocks.length && !(blocks[0] instanceof Float32Array) ? 'f16' : 'f32');
-    const st = this.#native.put(entry.tokens, blocks, DTYPE[dtype]);
-    if (st < 0) throw new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
+    const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype]);
+    if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, entry.tokens);
   }
 
@@ -258,14 +255,11 @@ export class TieredStore {
     const record = this.#known.get(name);
     if (st === null || st === 'refused') {
       if (st === null) this.#known.delete(name);
-      else if (record && refused) {
-        record.status = !(refused instanceof RlxkvError) ? 'refused' : refused.code === 'LIMIT' ? 'too-large' : 'corrupt';
-        record.error = refused.code || 'SHAPE';
-      }
+      else if (refused) refuse(record, refused);
       this.#native.remove(tokens);
       return false;
     }
-    if (st < 0) throw new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
+    if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, tokens);
   }
 
@@ -314,37 +308,24 @@ export class TieredStore {
   #encode({ tokens, serial }, pieces = false) {
     const e = this.#native.get(tokens);
     if (!e || !e.dirty || e.serial !== serial) return null;
-    if (pieces) {
-      const blocksAt = () => {
-        const now = this.#native.get(tokens);
-        if (!now || !now.dirty || now.serial !== serial) throw new RlxkvError('CHANGED', 'the entry changed while it was saved');
-        return bitsOf([...now.k, ...now.v]);
-      };
-      const blocks = [...e.k, ...e.v];
-      const nValues = blocks.reduce((n, b) => n + b.length, 0);
-      const bytes = blobSize(tokens.length, bitsOf(blocks));
-      const name = this.#native.blobName(tokens);
-      return {
-        name, parts: encodePieces(tokens, blocksAt, this.#fp), bytes, tokens, serial,
-        record: {
-          name, bytes, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens, nValues,
-          rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
-        },
-      };
-    }
-    // Encoded from views of the heap into JS memory: nothing here allocates
-    // in wasm, so the views hold.
-    const blocks = [...e.k, ...e.v];
-    const bytes = encodeBlob(tokens, bitsOf(blocks), this.#fp);
-    const name = this.#native.blobName(tokens);
-    return {
-      name, parts: [bytes], bytes: bytes.length, tokens, serial,
-      record: {
-        name, bytes: bytes.length, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens,
-        nValues: blocks.reduce((n, b) => n + b.length, 0),
-        rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
-      },
+    // Pieces: each block taken from the entry as it is when it is written.
+    const blocksAt = () => {
+      const now = this.#native.get(tokens);
+      if (!now || !now.dirty || now.serial !== serial) throw new RlxkvError('CHANGED', 'the entry changed while it was saved');
+      return bitsOf([...now.k, ...now.v]);
     };
+    const blocks = [...e.k, ...e.v];
+    const name = this.#native.blobName(tokens);
+    // Whole: encoded from views of the heap into JS memory (nothing here
+    // allocates in wasm, so the views hold).
+    const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp) : [encodeBlob(tokens, bitsOf(blocks), this.#fp)];
+    const bytes = pieces ? blobSize(tokens.length, bitsOf(blocks)) : parts[0].length;
+    const record = {
+      name, bytes, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens,
+      nValues: blocks.reduce((n, b) => n + b.length, 0),
+      rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
+    };
+    return { name, parts, bytes, tokens, serial, record };
   }
 
   #saved(item) {
@@ -369,7 +350,7 @@ export class TieredStore {
   /**
    * Removes blobs: corrupt ones, other fingerprints' when `stale`, then
    * this fingerprint's least recently used until they total at most
-   * maxBytes. Blobs of pinned entries stay, and unless `stored` those of
+   * maxBytes. Blobs of pinned entries stay, and unless `resident` those of
    * resident entries too. A removed stored-only entry leaves the cache; a
    * resident one stays in memory, no longer stored. dryRun: report only.
    */
@@ -545,6 +526,16 @@ export async function copyBlobs(from, to) {
     if (dst) await dst.close();
   }
 }
+
+/** Records why a blob cannot be loaded: too large (LIMIT), not of the layout (refused), else corrupt. */
+function refuse(record, err) {
+  if (!record) return;
+  record.status = !(err instanceof RlxkvError) ? 'refused' : err.code === 'LIMIT' ? 'too-large' : 'corrupt';
+  record.error = err.code || 'SHAPE';
+}
+
+/** The error of a put that found no room for a loaded entry. */
+const putFailed = (st, name) => new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
 
 function sameTokens(a, b) {
   if (a.length !== b.length) return false;

@@ -43,20 +43,30 @@ export function fsError(err, what) {
   return new RlxkvError(quota ? 'QUOTA' : 'IO', `${what}: ${err && err.message}`, { cause: err });
 }
 
+/**
+ * The absolute path of store directory `dir`, made if missing: IO (naming
+ * it) when it cannot be made or is not a directory. The one check of a
+ * Node store directory, for this backend and for web/storage.js.
+ */
+export async function storeDirectory(dir) {
+  const fs = await nodeFs();
+  const root = pathMod.resolve(dir);
+  try {
+    await fs.mkdir(root, { recursive: true });
+    if (!(await fs.stat(root)).isDirectory()) throw new Error('not a directory');
+  } catch (err) {
+    throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
+  }
+  return root;
+}
+
 let seq = 0;
 
 export class FsBlobs {
   /** Opens (creating if missing) the directory `dir`. */
   static async open(dir) {
-    const fs = await nodeFs();
-    const root = pathMod.resolve(dir);
-    try {
-      await fs.mkdir(root, { recursive: true });
-      if (!(await fs.stat(root)).isDirectory()) throw new Error('not a directory');
-    } catch (err) {
-      throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
-    }
-    const readOnly = await fs.access(root, fs.constants.W_OK).then(() => false, () => true);
+    const root = await storeDirectory(dir);
+    const readOnly = await fsp.access(root, fsp.constants.W_OK).then(() => false, () => true);
     return new FsBlobs(root, readOnly);
   }
 

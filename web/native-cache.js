@@ -3,6 +3,7 @@
 // else. Arguments arrive checked by js/; this file only moves bytes and
 // reads the result record whose layout web/boundary.c fixes.
 import { RlxkvError, STATUS } from './errors.js';
+import { toSize } from './core.js';
 
 // The result record (web/boundary.c, enum REC_*), in u32 words.
 export const REC = {
@@ -324,10 +325,8 @@ export class NativeCache {
     const e = this.#withTokens('_rlxkv_cache_get', tokens) >>> 0;
     return e !== 0 && this.#core.M._rlxkv_cache_is_pinned(this.ptr, e) === 1;
   }
-  /** Calls fn(ptr, n) with the tokens in the heap (for the store's name of them). */
-  withTokens(tokens, fn) { return fn(this.#scratch(tokens), tokens.length); }
   clear() { this.#core.M._rlxkv_cache_clear(this.ptr); }
-  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.ptr, Math.min(bytes, 0xffffffff)); }
+  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.ptr, toSize(bytes)); }
 
   /**
    * Entries: resident ones (pinned first, then most recent first), then

@@ -2,8 +2,7 @@
 // mounted on a real directory (NODEFS): what rlx.openStore and the CLI use
 // in Node. Node only: the browser glue has no file system (caches reach
 // their stores from JS: js/tiers.js).
-import { RlxkvError } from './errors.js';
-import { isNode } from './core.js';
+import { storeDirectory } from './fs-blobs.js';
 
 /** rlxkv_store_prune's and rlxkv_store_list's flags (src/rlxkv.h). */
 export const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
@@ -60,15 +59,7 @@ function mounts(core) {
 
 
 async function mountFs(core, dir) {
-  const { mkdir, stat } = await import('node:fs/promises');
-  const { resolve } = await import('node:path');
-  const root = resolve(dir);
-  try {
-    await mkdir(root, { recursive: true });
-    if (!(await stat(root)).isDirectory()) throw new Error('not a directory');
-  } catch (err) {
-    throw new RlxkvError('IO', `cannot use directory ${root}: ${err.message}`, { cause: err });
-  }
+  const root = await storeDirectory(dir);
   const m = mounts(core);
   const key = `fs:${root}`;
   let mnt = m.byKey.get(key);
