@@ -202,14 +202,14 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
  * blobSpans: the checks of src/codec.c in its order, every length against
  * the bytes that remain before anything is sized from it. bytesAt(at, n)
  * gives the n bytes from offset at of a blob of len bytes (fewer at its
- * end); the first call asks for the first headBytes. Returns null for
+ * end); the first call asks for the first firstRead bytes. Returns null for
  * another fingerprint than expectFp (if given, after only the magic and
  * the fingerprint, as the reference does), else { fingerprint, format,
  * dtype, tokens, spans: [[byte offset, value count]] per block }. Throws
  * RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT / LIMIT.
  */
-function readStructure(bytesAt, len, expectFp, headBytes) {
-  const head = bytesAt(0, Math.min(len, Math.max(headBytes, HEAD)));
+function readStructure(bytesAt, len, expectFp, firstRead) {
+  const head = bytesAt(0, Math.min(len, Math.max(firstRead, HEAD)));
   const at0 = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : bytesAt(at, n));
   const u64At = (at) => {
     const b = at0(at, 8);
@@ -230,11 +230,21 @@ function readStructure(bytesAt, len, expectFp, headBytes) {
   need(nTokens <= (len - HEAD) / 8);
   const tb = at0(HEAD, 8 * nTokens);
   need(tb.length === 8 * nTokens);
-  const tdv = new DataView(tb.buffer, tb.byteOffset, tb.length);
   const tokens = new Uint32Array(nTokens);
-  for (let i = 0; i < nTokens; i++) {
-    need(!tdv.getUint32(8 * i + 4, true), 'CORRUPT'); // a token >= 2^32
-    tokens[i] = tdv.getUint32(8 * i, true);
+  if (LITTLE_ENDIAN && tb.byteOffset % 4 === 0) {
+    const words = new Uint32Array(tb.buffer, tb.byteOffset, 2 * nTokens);
+    let high = 0;
+    for (let i = 0; i < nTokens; i++) {
+      tokens[i] = words[2 * i];
+      high |= words[2 * i + 1];
+    }
+    need(!high, 'CORRUPT'); // a token >= 2^32
+  } else {
+    const tdv = new DataView(tb.buffer, tb.byteOffset, tb.length);
+    for (let i = 0; i < nTokens; i++) {
+      need(!tdv.getUint32(8 * i + 4, true), 'CORRUPT'); // a token >= 2^32
+      tokens[i] = tdv.getUint32(8 * i, true);
+    }
   }
   let at = HEAD + 8 * nTokens;
   need(len - at >= 8);
@@ -302,6 +312,25 @@ export function blobHead(head, size) {
   };
 }
 
+/** The bytes of a blob of nTokens tokens before its first value: header, tokens, layer count, first block's length. */
+export const headBytes = (nTokens) => HEAD + 8 * nTokens + 16;
+
+/**
+ * The first block's length (values) if `head`, the first bytes of a blob
+ * of `size` bytes, holds it and the size is what it would be were every
+ * block that long; else -1. A guess to check, not a validation.
+ */
+export function uniformBlockLength(head, size) {
+  const format = head.length >= HEAD ? blobFormat(head.subarray(0, 8)) : null;
+  if (!format) return -1;
+  const dv = new DataView(head.buffer, head.byteOffset, head.length);
+  const afterTokens = HEAD + 8 * getU64(dv, 24);
+  if (head.length < afterTokens + 16) return -1; // headBytes(n_tokens)
+  const nLayers = getU64(dv, afterTokens), first = getU64(dv, afterTokens + 8);
+  const esize = DTYPE_OF[format] === 'f16' ? 2 : 4;
+  return nLayers && size === afterTokens + 8 + 2 * nLayers * (8 + esize * first) ? first : -1;
+}
+
 /**
  * Where the values of a blob lie, for reading them straight into memory
  * the caller chose (the wasm heap): the structure validated exactly as
@@ -312,6 +341,6 @@ export function blobHead(head, size) {
  * (a span per block, K blocks then V blocks, offset in bytes, count in
  * values). Throws RlxkvError BAD_MAGIC / TRUNCATED / CORRUPT.
  */
-export function blobSpans(readAt, size, expectFp, headBytes = 64 << 10) {
-  return readStructure(readAt, size, expectFp, headBytes);
+export function blobSpans(readAt, size, expectFp, firstRead = 64 << 10) {
+  return readStructure(readAt, size, expectFp, firstRead);
 }

@@ -25,7 +25,7 @@ import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf } from './blob.js';
+import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, uniformBlockLength } from './blob.js';
 import { checkShape } from './args.js';
 
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
@@ -120,7 +120,7 @@ export class TieredStore {
       if (!info) {
         // More tokens than the first read holds: read up to the first block's length.
         const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
-        info = blobHead(await this.#blobs.head(name, Math.min(bytes, 32 + 8 * nTokens + 16)), bytes);
+        info = blobHead(await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens))), bytes);
       }
       return recordOf(name, bytes, mtimeMs, info);
     }));
@@ -210,47 +210,57 @@ export class TieredStore {
     const record = this.#known.get(name);
     if (record) record.lastUse = Date.now();
     this.#used.add(name);
-    // Recorded on the side: a hit does not wait for its bookkeeping.
-    if (this.#blobs.kind !== 'idb') this.#blobs.touch(name).catch(() => {});
+    // Recorded on the side, after the hit has returned: a hit does not wait for its bookkeeping.
+    if (this.#blobs.kind !== 'idb') setTimeout(() => this.#blobs.touch(name).catch(() => {}), 0);
     return true;
   }
 
   /**
    * load() over a backend's synchronous reads (readWith): the blob's
-   * structure checked as decodeBlob checks it (blobSpans), then each
-   * block read straight into the new entry's memory. Same outcomes as
-   * the copying path.
+   * structure checked as decodeBlob checks it (blobSpans), then its values
+   * read straight into the new entry's memory, the block headers between
+   * them into a scratch buffer, in one scatter read (readv) where the
+   * backend has one. Most blobs have every block of one length: then the
+   * headers past the first bytes are taken to repeat the first's, the
+   * structure is checked against that, and the scatter read shows whether
+   * they do; if one does not, the blob is read again the general way. Same
+   * outcomes as the copying path.
    */
   async #loadDirect(name, tokens) {
     let refused = null;
     const st = await this.#blobs.readWith(name, (f) => {
-      let plan;
-      try {
-        plan = blobSpans((at, n) => {
-          const b = new Uint8Array(n);
-          return b.subarray(0, f.read(b, at));
-        }, f.size, this.#fp, HEAD_READ);
-        if (plan && !sameTokens(plan.tokens, tokens)) plan = null;
-        if (plan) {
-          const lens = plan.spans.map(([, n]) => ({ length: n }));
-          const layers = lens.length / 2;
-          checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
+      const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length)));
+      const first = uniformBlockLength(head, f.size);
+      const guess = first >= 0 ? u64Bytes(first) : null;
+      for (const speculate of guess ? [true, false] : [false]) {
+        let plan;
+        try {
+          plan = blobSpans((at, n) => {
+            if (at + n <= head.length) return head.subarray(at, at + n);
+            if (speculate && n === 8) return guess; // a block header, when the head holds the first
+            return readAt(f, at, n);
+          }, f.size, this.#fp, head.length);
+          if (plan && !sameTokens(plan.tokens, tokens)) plan = null;
+          if (plan) {
+            const lens = plan.spans.map(([, n]) => ({ length: n }));
+            const layers = lens.length / 2;
+            checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
+          }
+        } catch (err) {
+          if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
+          if (speculate) continue;
+          refused = err;
+          plan = null;
         }
-      } catch (err) {
-        if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
-        refused = err;
-        plan = null;
+        if (!plan) return 'refused';
+        try {
+          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values, name));
+        } catch (err) {
+          if (err !== MISPREDICTED) throw err;
+        }
       }
-      if (!plan) return 'refused';
-      const esize = plan.dtype === 'f16' ? 2 : 4;
-      return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => {
-        let to = 0;
-        for (const [at, n] of plan.spans) {
-          const dst = values.subarray(to, to + esize * n);
-          if (f.read(dst, at) !== dst.length) throw new RlxkvError('TRUNCATED', `reading ${name}: the file shrank`);
-          to += dst.length;
-        }
-      });
+      // Read the general way, a header still differs: the file changed meanwhile.
+      throw new RlxkvError('CORRUPT', `reading ${name}: the file changed while it was read`);
     });
     const record = this.#known.get(name);
     if (st === null || st === 'refused') {
@@ -535,6 +545,58 @@ function refuse(record, err) {
 }
 
 /** The error of a put that found no room for a loaded entry. */
+/** Fills bufs one after another from offset at of a readWith file (its readv if it has one); the bytes read. */
+function readAll(f, bufs, at) {
+  if (f.readv) return f.readv(bufs, at);
+  let got = 0;
+  for (const b of bufs) {
+    const n = f.read(b, at + got);
+    got += n;
+    if (n < b.length) break;
+  }
+  return got;
+}
+
+/** The n bytes from offset at of a readWith file (fewer at its end). */
+function readAt(f, at, n) {
+  const b = new Uint8Array(n);
+  return b.subarray(0, f.read(b, at));
+}
+
+const MISPREDICTED = new Error('a block header differs from the first block\'s');
+const u64Bytes = (n) => {
+  const b = new Uint8Array(8), dv = new DataView(b.buffer);
+  dv.setUint32(0, n % 2 ** 32, true);
+  dv.setUint32(4, Math.floor(n / 2 ** 32), true);
+  return b;
+};
+
+/**
+ * Reads the values of blob `name` (its structure: plan, from blobSpans)
+ * into values (the new entry's bytes), its block headers after the first
+ * into a scratch buffer, in one scatter read; throws MISPREDICTED if a
+ * header is not the length the plan has for its block.
+ */
+function readValues(f, plan, values, name) {
+  const esize = plan.dtype === 'f16' ? 2 : 4;
+  const headers = new Uint8Array(8 * Math.max(0, plan.spans.length - 1));
+  const bufs = [];
+  let to = 0;
+  plan.spans.forEach(([, n], b) => {
+    if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
+    bufs.push(values.subarray(to, to + esize * n));
+    to += esize * n;
+  });
+  const want = to + headers.length;
+  if (readAll(f, bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) {
+    throw new RlxkvError('TRUNCATED', `reading ${name}: the file shrank`);
+  }
+  const dv = new DataView(headers.buffer);
+  for (let b = 1; b < plan.spans.length; b++) {
+    if (dv.getUint32(8 * b - 4, true) * 2 ** 32 + dv.getUint32(8 * b - 8, true) !== plan.spans[b][1]) throw MISPREDICTED;
+  }
+}
+
 const putFailed = (st, name) => new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
 
 function sameTokens(a, b) {

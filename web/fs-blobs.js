@@ -8,6 +8,7 @@
 import { RlxkvError } from './errors.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
+const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
 const SUFFIX = '.rlxkv';
 /** A save's temporary file: <16 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
 const TEMP = /^[0-9a-f]{16}\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
@@ -80,10 +81,11 @@ export class FsBlobs {
   }
 
   /**
-   * fn({ size, read(buffer, at) }) over blob `name`, whose read() fills
+   * fn({ size, read(buffer, at), readv(buffers, at) }) over blob `name`, whose read() fills
    * buffer from offset `at` with synchronous reads (so that it can be a
    * view of the wasm heap, which may not move under an await) and returns
-   * the bytes read; fn's result, or null if the blob is gone. One hit's
+   * the bytes read, and whose readv(buffers, at) fills the buffers one after
+   * another in one call; fn's result, or null if the blob is gone. One hit's
    * blob is read in one go: the event loop waits that long (about 5 ms
    * per 24 MB here), in exchange for no copy of it in JS memory.
    */
@@ -107,7 +109,27 @@ export class FsBlobs {
         }
         return got;
       };
-      return fn({ size: st.size, read });
+      // One scatter read (preadv) for many buffers, IOV_BATCH at a time,
+      // on until they are full or the file ends.
+      const readv = (buffers, at) => {
+        let got = 0, i = 0, into = 0; // buffers[i] filled up to into
+        while (i < buffers.length) {
+          const batch = buffers.slice(i, i + IOV_BATCH);
+          if (into) batch[0] = batch[0].subarray(into);
+          const n = fsSync.readvSync(fd, batch, at + got);
+          if (!n) break;
+          got += n;
+          let left = n;
+          while (i < buffers.length && left >= buffers[i].length - into) {
+            left -= buffers[i].length - into;
+            into = 0;
+            i++;
+          }
+          into += left;
+        }
+        return got;
+      };
+      return fn({ size: st.size, read, readv });
     } catch (err) {
       if (err instanceof RlxkvError || err instanceof RangeError) throw err;
       throw fsError(err, `reading ${name}`);

@@ -265,6 +265,48 @@ test('blobSpans (the read-into-the-heap path) judges blobs as decodeBlob does', 
   }
 });
 
+test('fs: a hit reads a blob whose block lengths differ, or lie, exactly as decodeBlob judges it', async () => {
+  // The hit's read takes the block headers past its first 64 KiB to repeat
+  // the first one's when the file's size allows it: blobs whose headers say
+  // otherwise, at that size.
+  const { encodeBlob, decodeBlob } = await import('../../js/blob.js');
+  const tokens = Uint32Array.of(7, 8, 9);
+  const N = 8192; // values per block: 32 KiB, so that blocks 2 and 3 start past the first 64 KiB
+  const blocks = Array.from({ length: 4 }, (_, b) => Float32Array.from({ length: N }, (_, i) => 10 * b + i));
+  const base = encodeBlob(tokens, blocks, FP);
+  const rlx = await page();
+  const name = await blobName(rlx, tokens);
+  const firstHeader = 32 + 8 * tokens.length + 8;
+  const headerAt = (b) => firstHeader + b * (8 + 4 * N);
+  let x = 7;
+  const rnd = (n) => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return (x >>> 0) % n; };
+  const seen = new Set();
+  for (let t = 0; t < 60; t++) {
+    const b = base.slice(), dv = new DataView(b.buffer);
+    const p = 1 + rnd(3), d = 1 + rnd(5);
+    if (t % 3 === 0) { // lengths that still add up: a valid blob
+      dv.setUint32(headerAt(p - 1), N + d, true); // block p - 1 grows by d values, p shrinks by d
+      dv.setBigUint64(headerAt(p) + 4 * d, BigInt(N - d), true);
+    } else if (t % 3 === 1) dv.setUint32(headerAt(p) + 4 * rnd(2), rnd(2 ** 31), true); // a lie
+    else dv.setUint32(headerAt(p), N + d, true); // too long for what follows
+    let want;
+    try { want = decodeBlob(b, FP); } catch { want = null; }
+    seen.add(want ? 'valid' : 'invalid');
+    const dir = tempDir();
+    writeFileSync(join(dir, name), b);
+    const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
+    const hit = await cache.match(tokens);
+    if (!want) assert.equal(hit, null, `mutation ${t}: refused`);
+    else {
+      assert.equal(hit && hit.matched, 3, `mutation ${t}: loaded`);
+      assert.deepEqual([...hit.k, ...hit.v].map((a) => [...a]), [...want.k, ...want.v].map((a) => [...a]), `mutation ${t}: its values`);
+    }
+    assert.ok(readdirSync(dir).includes(name), 'a refused blob stays where it is');
+    await cache.close({ flush: false });
+  }
+  assert.deepEqual([...seen].sort(), ['invalid', 'valid']);
+});
+
 test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry replaced mid-save is saved whole by the next', async () => {
   const { encodeBlob, encodePieces } = await import('../../js/blob.js');
   for (const blocks of [[new Float32Array([1, 2, NaN, -0]), new Float32Array(0)], [Uint16Array.of(0x7e01, 0x8000), Uint16Array.of(1)]]) {
