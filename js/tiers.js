@@ -28,6 +28,8 @@ import { OpfsBlobs } from '../web/opfs-blobs.js';
 import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, uniformBlockLength } from './blob.js';
 import { checkShape } from './args.js';
 
+/** The restore report's count of a blob left out of the tree, by its status. */
+const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign' };
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 const INDEX_MAGIC = 'RLXKVIX1';
@@ -85,27 +87,37 @@ export class TieredStore {
   // ---- open ------------------------------------------------------------
 
   async #index() {
-    const records = this.#blobs.kind === 'idb' ? await this.#readIndex() : await this.#scanDir();
+    if (this.#blobs.kind === 'idb') await this.#readIndex();
+    else this.#admit(await this.#scanDir());
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
+    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, ...this.#temporaries };
+    for (const r of this.#known.values()) {
+      if (r.admitted) {
+        report.loaded++;
+        report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
+      } else report[ADMIT_COUNT[r.status] ?? 'skipped']++;
+    }
+    this.report = report;
+  }
+
+  /** Records blobs as known, and those of this cache as stored-only entries (admitted). */
+  #admit(records) {
     // Oldest use first, so that the most recently used ends most recent.
     records.sort((a, b) => a.lastUse - b.lastUse);
-    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, ...this.#temporaries };
+    const mine = [];
     for (const r of records) {
       this.#known.set(r.name, r);
-      if (r.status === 'corrupt') { report.corrupt++; continue; }
-      if (r.status === 'too-large') { report.tooLarge++; continue; }
-      if (r.fingerprint !== this.#fp) { r.status = 'stale'; report.stale++; continue; }
+      if (r.status !== 'ok') continue;
+      if (r.fingerprint !== this.#fp) { r.status = 'stale'; continue; }
       // A blob under a name not its own (copied in by hand) is left alone:
       // saves would write its entry under the right name beside it. (The
       // index only ever records names its writer gave.)
-      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; report.foreign++; continue; }
-      const st = this.#native.putStored(r.tokens, r.dtype, r.nValues, r.rowMajor);
-      if (st < 0) { report.skipped++; continue; }
-      report.loaded++;
-      report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
+      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; continue; }
+      mine.push(r);
     }
-    this.report = report;
+    const status = this.#native.putStored(mine);
+    mine.forEach((r, i) => { r.admitted = status[i] >= 0; });
   }
 
   /** A directory (Node, OPFS): every blob's first bytes; temporary files of dead writers swept. */
@@ -126,23 +138,32 @@ export class TieredStore {
     }));
   }
 
-  /** IndexedDB: the index record, repaired from the keys. */
+  /**
+   * IndexedDB: the index record, checked against a census of the store
+   * (web/idb-blobs.js list()): if its records count or timestamp disagree,
+   * against every key, then repaired: the entries whose blob is gone leave
+   * the tree, and blobs it does not describe are read once and added.
+   */
   async #readIndex() {
-    const { names, index } = await this.#blobs.list();
-    const stored = parseIndex(index);
-    const present = new Set(names);
+    const listing = this.#blobs.list();
+    const index = await listing.index;
+    const stored = parseIndex(index && index.bytes);
+    this.#admit([...stored.values()]);
+    const { records, newest } = await listing.census;
+    const current = !!index && records === stored.size + 1 && newest <= index.timestamp;
+    const present = new Set(current ? stored.keys() : await this.#blobs.names());
     const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    const repaired = [];
-    const out = [];
-    for (const name of names) {
-      const r = stored.get(name);
-      if (r) { out.push(r); continue; }
-      const bytes = await this.#blobs.read(name);
-      if (!bytes) continue;
-      const r2 = recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length));
-      repaired.push(r2);
-      out.push(r2);
+    for (const name of dropped) {
+      if (this.#known.get(name).admitted) this.#native.remove(stored.get(name).tokens);
+      this.#known.delete(name);
     }
+    const repaired = [];
+    for (const name of present) {
+      if (stored.has(name)) continue;
+      const bytes = await this.#blobs.read(name);
+      if (bytes) repaired.push(recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length)));
+    }
+    this.#admit(repaired);
     if (repaired.length || dropped.length) {
       await this.#blobs.write([], [], (cur) => {
         const merged = parseIndex(cur);
@@ -151,7 +172,6 @@ export class TieredStore {
         return encodeIndex(merged);
       });
     }
-    return out;
   }
 
   // ---- hits ------------------------------------------------------------
@@ -509,9 +529,9 @@ export async function copyBlobs(from, to) {
     dst = await BACKENDS[to.kind].open(to.path);
     let names;
     if (src.kind === 'idb') {
-      const { names: all, index } = await src.list();
-      const uses = parseIndex(index);
-      names = all.map((name) => [name, uses.get(name)?.lastUse ?? 0]);
+      const index = await src.list().index;
+      const uses = parseIndex(index && index.bytes);
+      names = (await src.names()).map((name) => [name, uses.get(name)?.lastUse ?? 0]);
     } else {
       names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, mtimeMs]);
     }

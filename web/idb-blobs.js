@@ -9,8 +9,9 @@
 // fills: what it needs of every blob without reading it. Every write and
 // removal updates it in the same readwrite transaction, which IndexedDB
 // runs alone against other writers (other tabs included), so it is merged,
-// never lost. It is still only a hint: list() compares it with the keys
-// and reports the blobs it does not describe.
+// never lost. It is still only a hint, checked at every open against a
+// count of the records and their newest timestamp (list()), and against
+// every key (names()) if they disagree.
 import { RlxkvError } from './errors.js';
 import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
 
@@ -41,21 +42,58 @@ export class IdbBlobs {
   }
 
   /**
-   * The blob names under the path and the index record's bytes (or null):
-   * { names: string[], index: Uint8Array|null }. Reads no blob.
+   * What opening needs, asked in one transaction, reading no blob:
+   * { index: Promise<{ bytes, timestamp }|null> (the index record and when
+   * it was written, ms), census: Promise<{ records, newest }> (how many
+   * records lie under the path, index included, and the newest timestamp
+   * of any record in the database, ms, or NaN if one is not a Date) }.
+   * Every writer that keeps the index writes it last, with the timestamp
+   * of what it wrote: an index whose records count and timestamp agree
+   * with the census describes every key (an IDBFS writer that adds a file
+   * makes a newer timestamp; one that deletes, a smaller count). Listing
+   * the keys instead (names()) is most of an open's time.
    */
-  async list() {
+  list() {
+    let store;
     try {
-      const tx = this.#live().transaction([STORE], 'readonly');
-      const store = tx.objectStore(STORE);
-      const prefix = `${this.path}/`;
-      const range = IDBKeyRange.bound(prefix, `${prefix}\uffff`);
-      const [keys, index] = await Promise.all([request(store.getAllKeys(range)), request(store.get(this.#key(INDEX_NAME)))]);
-      const names = keys.map(String).map((k) => k.slice(prefix.length)).filter((n) => n.endsWith(SUFFIX) && !n.includes('/'));
-      return { names, index: index && index.contents ? new Uint8Array(index.contents) : null };
+      store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
+    } catch (err) {
+      const failed = Promise.reject(idbError(err, 'listing IndexedDB'));
+      failed.catch(() => {});
+      return { index: failed, census: failed };
+    }
+    const fail = (err) => { throw idbError(err, 'listing IndexedDB'); };
+    const index = request(store.get(this.#key(INDEX_NAME))).then((rec) => (rec && rec.contents
+      ? { bytes: new Uint8Array(rec.contents), timestamp: rec.timestamp instanceof Date ? rec.timestamp.getTime() : NaN }
+      : null), fail);
+    // A store made without IDBFS's timestamp index has no newest: never current.
+    const newest = !store.indexNames.contains('timestamp') ? Promise.resolve(NaN)
+      : request(store.index('timestamp').openKeyCursor(null, 'prev'))
+        .then((cursor) => (!cursor ? -Infinity : cursor.key instanceof Date ? cursor.key.getTime() : NaN));
+    const census = Promise.all([request(store.count(this.#range())), newest])
+      .then(([records, at]) => ({ records, newest: at }), fail);
+    // Whoever awaits one first must not leave the other's failure unhandled.
+    index.catch(() => {});
+    census.catch(() => {});
+    return { index, census };
+  }
+
+  /** The blob names under the path (every key listed). */
+  async names() {
+    try {
+      const store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
+      const keys = await request(store.getAllKeys(this.#range()));
+      const at = this.path.length + 1;
+      return keys.map((k) => String(k).slice(at)).filter((n) => n.endsWith(SUFFIX) && !n.includes('/'));
     } catch (err) {
       throw idbError(err, 'listing IndexedDB');
     }
+  }
+
+  /** The keys under the path. */
+  #range() {
+    const prefix = `${this.path}/`;
+    return IDBKeyRange.bound(prefix, `${prefix}\uffff`);
   }
 
   /**

@@ -16,6 +16,11 @@ export const DTYPE = { f32: 0, f16: 1 };
 /** rlxkv_order (src/rlxkv.h) */
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
+/** Words of each entry's head in rlxkv_web_put_stored's scratch (web/boundary.c, STORED_HEAD). */
+export const STORED_HEAD = 4;
+/** Scratch words per rlxkv_web_put_stored call: 1 MiB. */
+const STORED_BATCH = 1 << 18;
+
 /** rlxkv_web_stats' doubles, in order (web/boundary.c, STATS_FIELDS). */
 export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBytes', 'hits', 'misses', 'evictions',
   'tokensReused', 'storedEntries', 'storedBytes'];
@@ -170,10 +175,39 @@ export class NativeCache {
     return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]) };
   }
 
-  /** Records a stored-only entry (rlxkv_cache_put_stored): its C status. */
-  putStored(tokens, dtype, nValues, rowMajor) {
-    this.#scratch(tokens);
-    return this.#core.M._rlxkv_web_put_stored(this.#w, tokens.length, DTYPE[dtype], nValues, rowMajor ? 1 : 0);
+  /**
+   * Stored-only entries (src/rlxkv.h, Tiers) for records { tokens, dtype,
+   * nValues, rowMajor }, in order, a few C calls for them all (an index's
+   * thousands at open): each one's C status, in an Int32Array.
+   */
+  putStored(records) {
+    const core = this.#core, M = core.M;
+    const status = new Int32Array(records.length);
+    for (let i = 0; i < records.length;) {
+      // A batch: as many as fit STORED_BATCH words of scratch (at least one).
+      let end = i, words = 0;
+      while (end < records.length && (end === i || words + STORED_HEAD + records[end].tokens.length <= STORED_BATCH)) {
+        words += STORED_HEAD + records[end].tokens.length;
+        end++;
+      }
+      const p = M._rlxkv_web_scratch(this.#w, words) >>> 2;
+      if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${words} words of stored entries`);
+      const u32 = core.u32;
+      let tokensAt = p + STORED_HEAD * (end - i);
+      for (let k = i, head = p; k < end; k++, head += STORED_HEAD) {
+        const r = records[k];
+        u32[head] = r.tokens.length;
+        const fits = r.nValues >= 0 && r.nValues === toSize(r.nValues); // else INVALID
+        u32[head + 1] = DTYPE[r.dtype] | (r.rowMajor ? 1 << 8 : 0) | (fits ? 0 : 1 << 16);
+        u32[head + 2] = fits ? r.nValues : 0;
+        u32.set(r.tokens, tokensAt);
+        tokensAt += r.tokens.length;
+      }
+      M._rlxkv_web_put_stored(this.#w, end - i);
+      for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = core.u32[head] | 0;
+      i = end;
+    }
+    return status;
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */

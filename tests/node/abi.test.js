@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { STATUS } from '../../web/errors.js';
-import { REC, DTYPE, ORDER, STATS } from '../../web/native-cache.js';
+import { REC, DTYPE, ORDER, STATS, STORED_HEAD } from '../../web/native-cache.js';
 import { PRUNE } from '../../web/storage.js';
 
 const header = readFileSync(new URL('../../src/rlxkv.h', import.meta.url), 'utf8');
@@ -44,4 +44,8 @@ test('the lookup record is read at the offsets web/boundary.c writes', () => {
 
 test('stats are read as many doubles as web/boundary.c writes', () => {
   assert.equal(STATS.length, Number(boundary.match(/STATS_FIELDS = (\d+)/)[1]));
+});
+
+test('stored entries are described in heads of the words web/boundary.c reads', () => {
+  assert.equal(STORED_HEAD, Number(boundary.match(/STORED_HEAD = (\d+)/)[1]));
 });

@@ -119,11 +119,11 @@ test('fs: fifos and directories named like blobs are skipped, never opened', asy
   await cache.close();
 });
 
-/** Runs fn(store) on the raw FILE_DATA store of an IDBFS database. */
+/** Runs fn(store) on the raw FILE_DATA store of an IDBFS database (made as IDBFS makes it). */
 function rawIdb(path, fn) {
   return new Promise((resolve, reject) => {
     const req = indexedDB.open(path, 21);
-    req.onupgradeneeded = () => req.result.createObjectStore('FILE_DATA');
+    req.onupgradeneeded = () => req.result.createObjectStore('FILE_DATA').createIndex('timestamp', 'timestamp', { unique: false });
     req.onsuccess = () => {
       const tx = req.result.transaction(['FILE_DATA'], 'readwrite');
       fn(tx.objectStore('FILE_DATA'));
@@ -147,9 +147,11 @@ test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and 
   assert.equal(cache.restoreReport.loaded, 3);
   assert.deepEqual((await cache.match(range(2000, 9))).k, kv(2).k);
   await cache.close();
-  // Behind the index's back: one blob deleted, one added by someone else.
+  // Behind the index's back: one blob deleted, one added by someone else
+  // (IDBFS timestamps are milliseconds: a later one).
   const extra = { tokens: range(9000, 8), bytes: rlx.encodeEntry({ tokens: range(9000, 8), ...kv(9) }, FP) };
   const extraName = await blobName(rlx, extra.tokens);
+  await new Promise((resolve) => setTimeout(resolve, 5));
   await rawIdb(path, (store) => {
     store.delete(`${path}/${blobs[0].name}`);
     store.put({ timestamp: new Date(), mode: 0o100644, contents: extra.bytes }, `${path}/${extraName}`);
@@ -159,6 +161,36 @@ test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and 
   assert.equal(again.has(blobs[0].tokens), false);
   assert.deepEqual((await again.match(range(9000, 8))).v, kv(9).v);
   await again.close();
+});
+
+test('idb: an index that agrees with the store opens without listing its keys; one that does not is checked key by key', async () => {
+  const path = await storeOf('idb', 4);
+  const listings = [];
+  const getAllKeys = IDBObjectStore.prototype.getAllKeys;
+  IDBObjectStore.prototype.getAllKeys = function (...args) { listings.push(args); return getAllKeys.apply(this, args); };
+  try {
+    const rlx = await page();
+    const open = () => rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+    let cache = await open();
+    assert.equal(cache.restoreReport.loaded, 4);
+    assert.equal(listings.length, 0, 'what the index says is what the store holds');
+    await cache.close();
+    // A blob deleted behind the index's back: fewer records than it says.
+    const gone = await blobName(rlx, range(3000, 8));
+    await rawIdb(path, (store) => store.delete(`${path}/${gone}`));
+    cache = await open();
+    assert.equal(listings.length, 1);
+    assert.equal(cache.restoreReport.loaded, 3);
+    assert.equal(cache.has(range(3000, 8)), false);
+    await cache.close();
+    // Repaired: the next open trusts it again.
+    cache = await open();
+    assert.equal(listings.length, 1);
+    assert.equal(cache.restoreReport.loaded, 3);
+    await cache.close();
+  } finally {
+    IDBObjectStore.prototype.getAllKeys = getAllKeys;
+  }
 });
 
 /** The file name the store gives an entry of these tokens (the one file a flush writes). */
