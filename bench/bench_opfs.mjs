@@ -1,20 +1,24 @@
 // Chromium: the hit-load of one stored entry (1, 10, 50, 200 MiB of KV)
 // from rlxkv's 'opfs' storage, in a worker (sync access handles, read into
 // the wasm heap) and in a window (File reads), against a raw IndexedDB get
-// of the same blob, rlxkv's 'idb' storage, and a bare OPFS read() of the
-// same file, all in the same page and run (bench/opfs_page.js).
+// of the same blob, rlxkv's 'idb' storage, and a bare OPFS read of the
+// same file (getFileHandle, createSyncAccessHandle, read(), close), all in
+// the same page and run (bench/opfs_page.js). BENCHMARKS.md gets the
+// figures through bench/report_opfs.mjs.
 //
 //   node bench/bench_opfs.mjs [OUT.json] [--quick]     (default bench/opfs.json)
 //
-// Every repetition is a fresh page load and a fresh worker, on a persistent
-// profile (on disk, as users have it: a non-persistent context keeps OPFS
-// in memory). Medians; ratios are medians of each repetition's own ratio.
-// Nothing asserts on time.
+// Every repetition is a fresh page load and two fresh workers (the bare
+// read in one, the hit-load in the other, which goes first alternating),
+// on a persistent profile (on disk, as users have it: a non-persistent
+// context keeps OPFS in memory). Medians; ratios are medians of each
+// repetition's own ratio. Nothing asserts on time.
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
+import { opfsTable } from './report_opfs.mjs';
 
 const quick = process.argv.includes('--quick');
 const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || new URL('./opfs.json', import.meta.url).pathname;
@@ -32,15 +36,25 @@ const median = (a) => {
 const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
   ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
 
-/** Each row's medians (field_ms), then ratios computed per repetition. */
-const TIMES = ['idb_get', 'idb_hit', 'file_read', 'opfs_window_hit', 'bare_read', 'bare_open_read', 'opfs_worker_hit', 'opfs_worker_hit_warm'];
+/**
+ * Each row's medians (field_ms), then ratios computed per repetition.
+ * Worker: bare_read is the whole bare read into a new buffer (fresh pages,
+ * as the cold hit's heap), bare_read_warm the same into a buffer touched
+ * beforehand (as the warm hit's heap), read_call that read() alone,
+ * worker_file_read the File API's getFile().arrayBuffer() copied once;
+ * opfs_worker_hit_grow is the time of the cold hit's memory.grow() calls.
+ */
+const TIMES = ['idb_get', 'idb_hit', 'file_read', 'opfs_window_hit', 'bare_read', 'worker_file_read', 'bare_read_warm', 'read_call',
+  'opfs_worker_hit', 'opfs_worker_hit_warm', 'opfs_worker_hit_grow'];
 const RATIOS = {
   worker_over_idb_get: (r) => r.opfs_worker_hit / r.idb_get,
-  worker_over_bare_read: (r) => r.opfs_worker_hit / r.bare_read,
-  worker_over_bare_open_read: (r) => r.opfs_worker_hit / r.bare_open_read,
-  worker_warm_over_bare_read: (r) => r.opfs_worker_hit_warm / r.bare_read,
   worker_warm_over_idb_get: (r) => r.opfs_worker_hit_warm / r.idb_get,
   window_over_idb_get: (r) => r.opfs_window_hit / r.idb_get,
+  bare_read_over_idb_get: (r) => r.bare_read / r.idb_get,
+  file_read_over_idb_get: (r) => r.file_read / r.idb_get,
+  worker_file_read_over_bare_read: (r) => r.worker_file_read / r.bare_read,
+  worker_over_bare_read: (r) => r.opfs_worker_hit / r.bare_read,
+  worker_warm_over_bare_read_warm: (r) => r.opfs_worker_hit_warm / r.bare_read_warm,
   window_over_file_read: (r) => r.opfs_window_hit / r.file_read,
   idb_hit_over_idb_get: (r) => r.idb_hit / r.idb_get,
 };
@@ -70,10 +84,13 @@ try {
     const reps = [];
     for (let r = 0; r < REPS; r++) {
       await page.goto(at); // a fresh page: new realm, new wasm instance
-      reps.push({ ...(await call('windowPhase', { size, entry })), ...(await inWorker({ size, entry })) });
+      const rep = await call('windowPhase', { size, entry });
+      for (const phase of r % 2 ? ['hit', 'bare'] : ['bare', 'hit']) Object.assign(rep, await inWorker({ size, entry, phase }));
+      reps.push(rep);
     }
     const row = { mib: size, kv_bytes: size * 1048576, ...written };
     for (const k of TIMES) row[`${k}_ms`] = median(reps.map((x) => x[k]));
+    row.opfs_worker_hit_grew_bytes = median(reps.map((x) => x.opfs_worker_hit_grew));
     for (const [k, f] of Object.entries(RATIOS)) row[k] = median(reps.map(f));
     row.reps = reps;
     results.rows.push(row);
@@ -86,16 +103,5 @@ try {
 }
 writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
 
-const f = (x) => (x < 10 ? x.toFixed(2) : x.toFixed(1));
-const cols = [['MiB', (r) => String(r.mib)], ['IDB get', (r) => f(r.idb_get_ms)], ["'idb' hit", (r) => f(r.idb_hit_ms)],
-  ['file read', (r) => f(r.file_read_ms)], ['opfs window hit', (r) => f(r.opfs_window_hit_ms)],
-  ['bare read()', (r) => f(r.bare_read_ms)], ['open+read()', (r) => f(r.bare_open_read_ms)],
-  ['opfs worker hit', (r) => f(r.opfs_worker_hit_ms)], ['warm heap', (r) => f(r.opfs_worker_hit_warm_ms)],
-  ['worker/IDB get', (r) => r.worker_over_idb_get.toFixed(2)], ['warm/IDB get', (r) => r.worker_warm_over_idb_get.toFixed(2)],
-  ['worker/read()', (r) => r.worker_over_bare_read.toFixed(2)], ['warm/read()', (r) => r.worker_warm_over_bare_read.toFixed(2)],
-  ['worker/open+read', (r) => r.worker_over_bare_open_read.toFixed(2)],
-  ['window/IDB get', (r) => r.window_over_idb_get.toFixed(2)]];
-console.log(`ms, median of ${REPS} page loads (Chromium ${results.config.chromium})`);
-console.log(cols.map(([h]) => h).join(' | '));
-for (const r of results.rows) console.log(cols.map(([, g]) => g(r)).join(' | '));
+console.log(opfsTable(results));
 console.log(`wrote ${out}`);

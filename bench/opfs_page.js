@@ -3,8 +3,8 @@
 // put in memory) from rlxkv's 'opfs' storage in a window and in a worker,
 // from its 'idb' storage, next to the raw reads of the same bytes: an
 // IndexedDB get of the blob as one record, a File read of the OPFS file,
-// and a sync access handle's read() of it (worker). Imported by the page
-// and by opfs_worker.js.
+// and a bare read of it through a sync access handle (worker). Imported by
+// the page and by opfs_worker.js.
 const FP = 0x0bf5n;
 const TOKENS = 256, LAYERS = 4;
 const mib = (n) => n * 1048576;
@@ -43,23 +43,29 @@ async function timed(fn) {
   return [performance.now() - t0, result];
 }
 
-/** The cache's hit-load of the stored entry of `size` MiB from `storage`: ms (opening, which reads no KV, untimed). */
-async function hitLoad(rlx, storage, size) {
+/**
+ * The cache's hit-load of the stored entry of `size` MiB from `storage`:
+ * ms (opening, which reads no KV, untimed); grows, if given, gets the ms
+ * spent in memory.grow() during the hit and the bytes grown.
+ */
+async function hitLoad(rlx, storage, size, grows = null) {
   const cache = await rlx.openCache({ capBytes: mib(size + 8), fingerprint: FP, storage, path: path(size) });
   try {
     if (cache.stats.entries !== 0 || cache.stats.storedEntries !== 1) throw new Error(`${storage}: expected one stored-only entry`);
-    const [ms, hit] = await timed(() => cache.match(tokensOf(size), { view: true }));
+    const [ms, hit, growMs, grown] = await timedGrows(() => cache.match(tokensOf(size), { view: true }));
     if (!hit || hit.matched !== TOKENS) throw new Error(`${storage}: no hit`);
+    if (grows) Object.assign(grows, { ms: growMs, bytes: grown });
     return ms;
   } finally {
     await cache.close({ flush: false });
   }
 }
 
+/** [the OPFS directory of the entry of `size` MiB, its blob's name] (as an open cache has them before a hit). */
 async function opfsFile(size) {
   let dir = await navigator.storage.getDirectory();
   for (const seg of path(size).split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
-  for await (const [name, h] of dir.entries()) if (name.endsWith('.rlxkv')) return h;
+  for await (const [name, h] of dir.entries()) if (h.kind === 'file' && name.endsWith('.rlxkv')) return [dir, name];
   throw new Error('no OPFS blob');
 }
 
@@ -95,8 +101,8 @@ export async function windowPhase({ size, entry }) {
     if (!v || v.byteLength < mib(size)) throw new Error('raw record missing');
   });
   db.close();
-  const h = await opfsFile(size);
-  const [file_read] = await timed(async () => (await h.getFile()).arrayBuffer());
+  const [dir, name] = await opfsFile(size);
+  const [file_read] = await timed(async () => (await (await dir.getFileHandle(name)).getFile()).arrayBuffer());
   return {
     idb_get,
     file_read,
@@ -105,19 +111,65 @@ export async function windowPhase({ size, entry }) {
   };
 }
 
-/** In a fresh worker: the bare sync-handle read (into a ready buffer; and with opening the handle), then the hit-load, cold and warm heap. */
-export async function workerPhase({ size, entry }) {
-  const rlx = await init(entry);
-  const h = await opfsFile(size);
-  const [open_ms, s] = await timed(() => h.createSyncAccessHandle({ mode: 'read-only' }));
-  const buf = new Uint8Array(s.getSize()).fill(1); // ready: its pages touched before the timed read
-  const [read] = await timed(() => s.read(buf, { at: 0 }));
-  s.close();
-  return {
-    bare_read: read,
-    bare_open_read: open_ms + read,
-    opfs_worker_hit: await hitLoad(rlx, 'opfs', size),
-    // Again on the same instance: the heap has grown and its pages are touched (steady state).
-    opfs_worker_hit_warm: await hitLoad(rlx, 'opfs', size),
+/** What the grows of wasm memory cost while fn runs: [ms of fn, its result, ms in memory.grow(), bytes grown]. */
+async function timedGrows(fn) {
+  const Memory = WebAssembly.Memory.prototype, grow = Memory.grow;
+  let growMs = 0, grown = 0;
+  Memory.grow = function (pages) {
+    const t0 = performance.now();
+    try { return grow.call(this, pages); } finally { growMs += performance.now() - t0; grown += pages * 65536; }
   };
+  try {
+    const [ms, result] = await timed(fn);
+    return [ms, result, growMs, grown];
+  } finally {
+    Memory.grow = grow;
+  }
+}
+
+/**
+ * A bare read of the whole file, as the least code would: its handle
+ * (getFileHandle), a sync access handle, read() into `buf`, close. Returns
+ * [ms of it all, ms of the read() alone].
+ */
+async function bareRead(dir, name, buf) {
+  let readMs = 0;
+  const [ms] = await timed(async () => {
+    const s = await (await dir.getFileHandle(name)).createSyncAccessHandle({ mode: 'read-only' });
+    try {
+      const b = buf || new Uint8Array(s.getSize());
+      [readMs] = await timed(() => s.read(b, { at: 0 }));
+    } finally {
+      s.close();
+    }
+  });
+  return [ms, readMs];
+}
+
+/**
+ * In a fresh worker, one of two phases (each in its own worker, so that
+ * each pays its first sync access handle and its fresh memory): 'bare',
+ * the bare read into a new buffer (fresh pages, as a cold hit's heap), the
+ * File API's read of it, then the bare read again into a buffer touched
+ * beforehand; or 'hit', the hit-load on a new module instance (the heap
+ * growing, its new pages touched by the read), then again on the same
+ * instance (warm heap).
+ */
+export async function workerPhase({ size, entry, phase }) {
+  if (phase === 'bare') {
+    const [dir, name] = await opfsFile(size);
+    const [bare_read] = await bareRead(dir, name, null);
+    // The File API instead (getFile().arrayBuffer()), copied once into new memory as into a heap.
+    const [worker_file_read] = await timed(async () => {
+      const ab = await (await (await dir.getFileHandle(name)).getFile()).arrayBuffer();
+      new Uint8Array(ab.byteLength).set(new Uint8Array(ab));
+    });
+    const touched = new Uint8Array((await (await dir.getFileHandle(name)).getFile()).size).fill(1);
+    const [bare_read_warm, read_call] = await bareRead(dir, name, touched);
+    return { bare_read, worker_file_read, bare_read_warm, read_call };
+  }
+  const rlx = await init(entry);
+  const grows = {};
+  const opfs_worker_hit = await hitLoad(rlx, 'opfs', size, grows);
+  return { opfs_worker_hit, opfs_worker_hit_grow: grows.ms, opfs_worker_hit_grew: grows.bytes, opfs_worker_hit_warm: await hitLoad(rlx, 'opfs', size) };
 }

@@ -11,7 +11,9 @@
 #   5. storage tiers: open time against store size, hit-load against the raw
 #      read, memory, event-loop stalls in Node (bench/bench_tiers.mjs) and
 #      IndexedDB in Chromium (bench/bench_tiers_browser.mjs); f16 vs f32 and
-#      the public insert (bench/bench_insert.mjs);
+#      the public insert (bench/bench_insert.mjs); OPFS hit-load in a worker
+#      and a window against a raw IndexedDB get and a bare OPFS read
+#      (bench/bench_opfs.mjs);
 #   6. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
@@ -24,7 +26,7 @@ out=build/bench
 mkdir -p "$out"
 rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
   "$out"/transformers-node.json "$out"/transformers-browser.json \
-  "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json
+  "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json "$out"/opfs.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -62,9 +64,9 @@ if ! node bench/bench_transformers_browser.mjs "$out/transformers-browser.json" 
   rm -f "$out/transformers-browser.json"
 fi
 
-for b in "tiers:--expose-gc bench/bench_tiers.mjs" "tiers_browser:bench/bench_tiers_browser.mjs" "insert:--expose-gc bench/bench_insert.mjs"; do
+for b in "tiers:--expose-gc bench/bench_tiers.mjs" "tiers_browser:bench/bench_tiers_browser.mjs" "insert:--expose-gc bench/bench_insert.mjs" "opfs:bench/bench_opfs.mjs"; do
   name=${b%%:*}
-  echo "== storage tiers, f16, insert: $name"
+  echo "== storage tiers, f16, insert, OPFS: $name"
   # shellcheck disable=SC2086
   if ! node ${b#*:} "$out/$name.json" $quick; then
     echo "bench: $name failed; BENCHMARKS.md will say it was not measured" >&2
