@@ -37,9 +37,9 @@ export class Cache {
   }
 
   /** @internal */
-  async attach(kind, path, storageCapBytes, preload) {
+  async attach(kind, path, storageCapBytes, { preload, watch }) {
     this.#native.setStoredIndex(true);
-    this.#storage = await TieredStore.open(this.#native, kind, path, { fingerprint: this.#fp, layout: this.#layout });
+    this.#storage = await TieredStore.open(this.#native, kind, path, { fingerprint: this.#fp, layout: this.#layout, watch });
     this.#storageCap = storageCapBytes;
     leaks.unregister(this.#token);
     leaks.register(this, { native: this.#native.leakRecord, storage: this.#storage }, this.#token);

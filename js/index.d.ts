@@ -200,6 +200,12 @@ export interface OpenCacheOptions extends CacheOptions {
    * Default false: open reads only the index, and match() reads each entry on its first hit.
    */
   preload?: boolean;
+  /**
+   * Learn at once of the blobs other caches on the same store save and delete (other tabs and workers of
+   * the origin; in Node, other threads of the process), through a BroadcastChannel: their entries become
+   * stored-only entries here, found by match(). Default false: what others save is found at the next open.
+   */
+  watch?: boolean;
 }
 
 /** A store as openCache names it: storage and path (default as openCache's). */

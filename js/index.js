@@ -99,19 +99,26 @@ class Rlxkv {
    * its root), 'fs' (Node, directory `path`), 'auto' or 'none'. Opening reads
    * the store's index, not its KV: stored entries are found by
    * `await cache.match()` and read on a hit; `preload: true` also loads
-   * them now, most recent first, while they fit capBytes.
+   * them now, most recent first, while they fit capBytes. `watch: true`
+   * learns at once what other caches on the same store (other tabs and
+   * workers; in Node, other threads) save and delete, through a
+   * BroadcastChannel; without it, at the next open.
    */
   async openCache(opts) {
     const base = cacheOptions(opts);
     const { kind, path } = storagePlace(opts);
     const storageCap = opts.storageCapBytes === undefined
       ? Infinity : toByteCount(opts.storageCapBytes, 'storageCapBytes', { infinite: true });
-    const preload = opts.preload === undefined ? false : opts.preload;
-    if (typeof preload !== 'boolean') throw new TypeError('preload must be a boolean');
+    const flag = (name) => {
+      const v = opts[name] === undefined ? false : opts[name];
+      if (typeof v !== 'boolean') throw new TypeError(`${name} must be a boolean`);
+      return v;
+    };
+    const preload = flag('preload'), watch = flag('watch');
     const cache = new Cache(this.#core, base);
     if (kind === 'none') return cache;
     try {
-      await cache.attach(kind, path, storageCap, preload);
+      await cache.attach(kind, path, storageCap, { preload, watch });
     } catch (err) {
       await cache.close({ flush: false });
       throw err;

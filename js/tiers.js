@@ -47,7 +47,9 @@ export class TieredStore {
    * @param native  web/native-cache.js NativeCache
    * @param {'fs'|'idb'|'opfs'} kind
    * @param {string} path
-   * @param {{fingerprint: bigint, layout: object|null}} opts
+   * @param {{fingerprint: bigint, layout: object|null, watch?: boolean}} opts
+   *   watch: learn at once of the blobs other caches on this store save
+   *   and delete (other tabs, workers, threads), not only at the next open
    */
   static async open(native, kind, path, opts) {
     const blobs = await BACKENDS[kind].open(path);
@@ -58,6 +60,8 @@ export class TieredStore {
       await blobs.close();
       throw err;
     }
+    if (opts.watch) store.#watch(`rlxkv:${kind}:${path}`);
+    else store.#channelName = `rlxkv:${kind}:${path}`;
     return store;
   }
 
@@ -71,6 +75,11 @@ export class TieredStore {
   #used = new Set();
   /** name -> promise of a load under way. */
   #loading = new Map();
+  /** The BroadcastChannel of a watching store; its name, to tell the watchers of others. */
+  #channel = null;
+  #channelName = null;
+  /** What this flush saved, told to the watchers at its end. */
+  #savedRecords = [];
   /** What the open found of saves' temporary files (Node). */
   #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
 
@@ -297,6 +306,16 @@ export class TieredStore {
 
   /** Writes every dirty entry; see the header. Rejects with QUOTA / IO, nothing flushed before lost. */
   async flush() {
+    try {
+      await this.#flush();
+    } finally {
+      // What was saved before a failure is saved all the same.
+      if (this.#savedRecords.length) this.#tell({ saved: this.#savedRecords });
+      this.#savedRecords = [];
+    }
+  }
+
+  async #flush() {
     await this.#removePending();
     // Least recently used first, so that file times follow use.
     const dirty = [];
@@ -361,6 +380,7 @@ export class TieredStore {
   #saved(item) {
     this.#known.set(item.name, item.record);
     this.#native.mark(item.tokens, item.serial, 'clean');
+    this.#savedRecords.push(item.record);
   }
 
   async #writeIdb(items) {
@@ -506,10 +526,67 @@ export class TieredStore {
       return encodeIndex(merged);
     });
     for (const n of names) this.#known.delete(n);
+    this.#tell({ removed: names });
   }
 
+  // ---- watching --------------------------------------------------------
 
-  async close() { await this.#blobs.close(); }
+  #watch(name) {
+    if (typeof BroadcastChannel !== 'function') {
+      throw new RlxkvError('IO', 'watch needs BroadcastChannel, which this environment lacks');
+    }
+    this.#channel = new BroadcastChannel(name);
+    this.#channel.onmessage = (ev) => this.#heard(ev.data);
+    // Node: a watching cache does not keep the process alive by itself.
+    if (typeof this.#channel.unref === 'function') this.#channel.unref();
+  }
+
+  /**
+   * Tells watching stores of the same store what this one saved
+   * ({ saved: [record] }) or deleted ({ removed: [name] }). Only a hint:
+   * a store that misses it finds the same at its next open.
+   */
+  #tell(news) {
+    if (this.#channel) return this.#channel.postMessage(news);
+    if (typeof BroadcastChannel !== 'function' || !this.#channelName) return;
+    const once = new BroadcastChannel(this.#channelName);
+    once.postMessage(news);
+    once.close();
+  }
+
+  /**
+   * What another store saved or deleted: blobs saved there become known
+   * here (stored-only entries, if they are of this cache); of a deleted
+   * one, the stored-only entry goes, and a resident one is kept in memory
+   * but no longer stored (as this cache's own prune leaves it).
+   */
+  #heard({ saved = [], removed = [] } = {}) {
+    if (!this.#channel || this.#native.closed) return;
+    for (const name of removed) {
+      const r = this.#known.get(name);
+      if (!r) continue;
+      this.#known.delete(name);
+      const e = r.status === 'ok' && r.tokens ? this.#native.get(r.tokens) : null;
+      if (e && e.resident) this.#native.markUnstored(r.tokens);
+      else if (e) this.#native.remove(r.tokens);
+    }
+    const fresh = [];
+    for (const r of saved) {
+      const record = { ...r };
+      this.#known.set(record.name, record);
+      if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
+      const e = this.#native.get(record.tokens);
+      if (!e) fresh.push(record);
+      else if (e.resident && !e.dirty) this.#native.markLoaded(record.tokens); // stored again
+    }
+    this.#native.putStored(fresh);
+  }
+
+  async close() {
+    if (this.#channel) this.#channel.close();
+    this.#channel = null;
+    await this.#blobs.close();
+  }
 }
 
 const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
@@ -694,8 +771,8 @@ function parseIndex(bytes) {
     let at = 12;
     for (let k = dv.getUint32(8, true); k > 0; k--) {
       const len = bytes[at++];
-      let name = '';
-      for (let i = 0; i < len; i++) name += String.fromCharCode(bytes[at++]);
+      const name = String.fromCharCode.apply(null, bytes.subarray(at, at + len));
+      at += len;
       const corrupt = bytes[at++] === 1, f16 = bytes[at++] === 1, rowMajor = bytes[at++] === 1;
       at++;
       const fingerprint = dv.getBigUint64(at, true); at += 8;

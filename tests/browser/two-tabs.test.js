@@ -42,3 +42,15 @@ browserTest('two tabs flushing at once keep both sets, none torn', async (t, ses
 
   await Promise.all([call(a, 'close', { flush: false }), call(b, 'close', { flush: false })]);
 });
+
+browserTest('a tab that watches finds what another tab saves without reopening', async (t, session) => {
+  const [a, b] = [await session.open(), await session.open()];
+  const path = `${PATH}-watch`;
+  await Promise.all([call(a, 'open', { path }), call(b, 'open', { path, watch: true })]);
+  await call(a, 'insert', TAB_A, 'A', SHAPE);
+  assert.deepEqual(await call(a, 'flush'), { ok: true });
+  assert.deepEqual(await call(b, 'knows', TAB_A, SHAPE), TAB_A, 'tab B knows every entry tab A saved');
+  const found = await call(b, 'verify', TAB_A, ['A'], SHAPE);
+  for (const id of TAB_A) assert.equal(found[id].version, 'A', `entry ${id} read from IndexedDB by tab B`);
+  await Promise.all([call(a, 'close', { flush: false }), call(b, 'close', { flush: false })]);
+});

@@ -193,6 +193,51 @@ test('idb: an index that agrees with the store opens without listing its keys; o
   }
 });
 
+for (const kind of ['fs', 'idb']) {
+  test(`${kind}: a watching cache learns at once what another cache on its store saves and deletes`, async () => {
+    const path = kind === 'fs' ? tempDir() : freshPath();
+    const open = async (opts) => (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path, ...opts });
+    // Two pages of one app (BroadcastChannel reaches other instances, tabs, workers, threads).
+    const writer = await open(), watcher = await open({ watch: true }), other = await open({ fingerprint: FP + 1n });
+    const heard = () => new Promise((resolve) => setTimeout(resolve, 20));
+    writer.insert(range(0, 8), kv(0));
+    writer.insert(range(1000, 8), kv(1));
+    other.insert(range(2000, 8), kv(2));
+    await Promise.all([writer.flush(), other.flush()]);
+    await heard();
+    assert.equal(watcher.stats.storedEntries, 2, 'its fingerprint\'s entries, stored-only');
+    assert.deepEqual((await watcher.match(range(1000, 9))).v, kv(1).v, 'read from the blob on the hit');
+    assert.equal(watcher.has(range(2000, 8)), false, 'another fingerprint\'s blob is known, not an entry');
+    assert.equal(watcher.listBlobs().filter((b) => b.status === 'stale').length, 1);
+    // Deleted there: the stored-only entry goes; the resident one stays in memory, unstored.
+    writer.remove(range(0, 8));
+    writer.remove(range(1000, 8));
+    await writer.flush();
+    await heard();
+    assert.equal(watcher.has(range(0, 8)), false);
+    assert.deepEqual(watcher.lookup(range(1000, 8)).k, kv(1).k);
+    assert.equal(watcher.stats.storedEntries, 0);
+    assert.equal(watcher.listBlobs().filter((b) => b.status === 'ok').length, 0);
+    await watcher.flush(); // the deletion holds: not saved again
+    const reopened = await open();
+    assert.equal(reopened.restoreReport.loaded, 0);
+    await Promise.all([writer.close(), watcher.close(), other.close(), reopened.close()]);
+    // Not watching: nothing changes until the next open.
+    const quiet = await open();
+    const again = await open();
+    again.insert(range(5000, 8), kv(5));
+    await again.flush();
+    await heard();
+    assert.equal(quiet.has(range(5000, 8)), false);
+    await Promise.all([quiet.close(), again.close()]);
+  });
+}
+
+test('watch is a boolean', async () => {
+  const rlx = await page();
+  await assert.rejects(rlx.openCache({ capBytes: 1, fingerprint: FP, storage: 'fs', path: tempDir(), watch: 'yes' }), TypeError);
+});
+
 /** The file name the store gives an entry of these tokens (the one file a flush writes). */
 async function blobName(rlx, tokens) {
   const dir = tempDir();

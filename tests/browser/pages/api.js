@@ -90,14 +90,22 @@ export function makeApi(rlx) {
   let flushState = null;
   const api = {
     /** Opens the cache (IndexedDB unless `storage` says otherwise); fingerprint as hex. */
-    async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes } = {}) {
+    async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes, watch = false } = {}) {
       if (cache && !cache.closed) throw new Error('a cache is already open here');
-      const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path };
+      const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path, watch };
       if (storageCapBytes !== undefined) opts.storageCapBytes = storageCapBytes;
       cache = await within(rlx.openCache(opts), 30000, 'openCache');
       // Opening reads the index: entries are known (stored-only) until a hit reads them.
       const { entries, storedEntries } = cache.stats;
       return { storage: cache.storage, size: entries, known: entries + storedEntries, restoreReport: plainReport(cache.restoreReport) };
+    },
+
+    /** Resolves once the cache knows an entry of every id (or after ms): which it knows. */
+    async knows(ids, shape = DEFAULT_SHAPE, ms = 5000) {
+      const until = performance.now() + ms;
+      const known = () => ids.filter((id) => cache.has(tokensOf(id, shape)));
+      while (known().length < ids.length && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
+      return known();
     },
 
     /** Inserts (id, version) for every id; returns the KV digests. */
