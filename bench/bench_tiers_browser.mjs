@@ -5,6 +5,7 @@
 //     for the count, a few of 24.6 MB for the bytes): the index only;
 //   - one large entry's hit-load (await cache.match of a stored-only
 //     entry) vs a raw IndexedDB get of the same record, back to back;
+//   - float16 KV as an f16 entry and widened to f32: record bytes, hit-loads;
 //   - every large entry reachable through match.
 //
 //   node bench/bench_tiers_browser.mjs [OUT.json] [--quick]   (default build/bench/tiers_browser.json)
@@ -71,6 +72,15 @@ try {
     load_ms: median(h.load), get_ms: median(h.get), load_over_get: median(h.load.map((l, i) => l / h.get[i])), record_bytes: h.record_bytes, reps: h.load.length,
   };
   note(`hit-load ${results.hit.load_ms.toFixed(1)} ms vs raw get ${results.hit.get_ms.toFixed(1)} ms: ${results.hit.load_over_get.toFixed(2)}×`);
+  await page.goto(at);
+  const f = await call('f16', { entry, reps: quick ? 5 : 15 });
+  results.f16 = {
+    f16: { load_ms: median(f.f16.load_ms), record_bytes: f.f16.record_bytes },
+    f32: { load_ms: median(f.f32.load_ms), record_bytes: f.f32.record_bytes },
+    ratio: { record_bytes: f.f16.record_bytes / f.f32.record_bytes, hit_load: median(f.f16.load_ms.map((x, i) => x / f.f32.load_ms[i])) },
+    reps: f.f16.load_ms.length,
+  };
+  note(`f16/f32 in IndexedDB: bytes ${results.f16.ratio.record_bytes.toFixed(3)}×, hit-load ${results.f16.ratio.hit_load.toFixed(3)}×`);
   await page.goto(at);
   results.check = await call('check', { entry, large: LARGE });
   note(`check: ${results.check.reachable} of ${LARGE} large entries reachable through match; a small one: ${results.check.small_hit}`);

@@ -126,3 +126,44 @@ export async function check({ entry, large }) {
   await cache.close({ flush: false });
   return { large, reachable: ok, small_hit: !!s && s.matched === SMALL.tokens };
 }
+
+/**
+ * One large entry of float16 KV and the same values widened exactly to
+ * float32, each in a store of its own: their records' bytes and hit-loads
+ * (await cache.match of the stored-only entry), alternating.
+ */
+export async function f16({ entry, reps }) {
+  const rlx = await init(entry);
+  const { widenF16 } = await import('/js/f16.js');
+  const id = 0x20000, tokens = tokensOf(id, LARGE), q = queryOf(id, LARGE);
+  // Pseudo-random finite binary16 values (exponent below all ones).
+  const bits = (seed) => Uint16Array.from({ length: LARGE.block }, (_, j) => mix32(seed * 65537 + j) & 0xfbff);
+  const k = Array.from({ length: LARGE.layers }, (_, l) => bits(l + 1));
+  const v = Array.from({ length: LARGE.layers }, (_, l) => bits(l + 1001));
+  const kvs = { f16: { k, v }, f32: { k: k.map((b) => widenF16(b)), v: v.map((b) => widenF16(b)) } };
+  const caches = {}, out = {};
+  for (const dtype of ['f16', 'f32']) {
+    const path = `/tiers-${dtype}`;
+    const c = await rlx.openCache({ ...opts, path, f16As: 'Uint16Array' });
+    c.insert(tokens, kvs[dtype]);
+    await c.flush();
+    caches[dtype] = c;
+    out[dtype] = { record_bytes: c.listBlobs()[0].bytes, load_ms: [] };
+  }
+  for (let r = -1; r < reps; r++) { // r = -1: a warm-up pair, not kept
+    for (const dtype of r % 2 ? ['f32', 'f16'] : ['f16', 'f32']) {
+      const c = caches[dtype];
+      c.clear();
+      const t0 = performance.now();
+      const h = await c.match(q, { view: true });
+      const ms = performance.now() - t0;
+      if (!h || h.dtype !== dtype || h.k[1][7] !== kvs[dtype].k[1][7]) throw new Error(`f16: the ${dtype} hit-load`);
+      if (r >= 0) out[dtype].load_ms.push(ms);
+    }
+  }
+  for (const dtype of ['f16', 'f32']) {
+    await caches[dtype].close({ flush: false });
+    await request(indexedDB.deleteDatabase(`/tiers-${dtype}`));
+  }
+  return out;
+}
