@@ -229,13 +229,12 @@ export class TieredStore {
       this.#native.remove(tokens);
       return false;
     }
-    const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype]);
+    const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype], true);
     if (st < 0) throw putFailed(st, name);
-    return this.#loaded(name, entry.tokens);
+    return this.#loaded(name);
   }
 
-  async #loaded(name, tokens) {
-    this.#native.markLoaded(tokens);
+  async #loaded(name) {
     const record = this.#known.get(name);
     if (record) record.lastUse = Date.now();
     this.#used.add(name);
@@ -283,7 +282,7 @@ export class TieredStore {
         }
         if (!plan) return 'refused';
         try {
-          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values, name));
+          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values, name), true);
         } catch (err) {
           if (err !== MISPREDICTED) throw err;
         }
@@ -299,7 +298,7 @@ export class TieredStore {
       return false;
     }
     if (st < 0) throw putFailed(st, name);
-    return this.#loaded(name, tokens);
+    return this.#loaded(name);
   }
 
   // ---- flush -----------------------------------------------------------
@@ -577,7 +576,7 @@ export class TieredStore {
       if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
       const e = this.#native.get(record.tokens);
       if (!e) fresh.push(record);
-      else if (e.resident && !e.dirty) this.#native.markLoaded(record.tokens); // stored again
+      else if (e.resident && !e.dirty) this.#native.mark(record.tokens, e.serial, 'clean'); // stored again
     }
     this.#native.putStored(fresh);
   }

@@ -97,8 +97,9 @@ export class NativeCache {
    * all Float32Array, or all 16-bit arrays for f16), each copied once into
    * the entry's own memory, then put in the cache. Returns the C status of
    * the put (RLXKV_OK, NOSPACE, SHAPE, NOMEM); nothing leaks on failure.
+   * stored: the entry is its blob's (loaded from it), so clean, not dirty.
    */
-  put(tokens, blocks, dtype) {
+  put(tokens, blocks, dtype, stored = false) {
     const core = this.#core;
     // Blocks that are views of the heap (a view hit fed back in) are found
     // again by address after allocating, which may grow the heap and
@@ -114,7 +115,7 @@ export class NativeCache {
         else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset, len), to);
         to += len;
       }
-    });
+    }, stored);
   }
 
   /**
@@ -123,9 +124,9 @@ export class NativeCache {
    * over the entry's values in the heap, the blocks one after another. Then
    * put in the cache: what a blob read straight into the heap uses. fill
    * must not allocate in wasm. Returns the C status of the put; if fill throws, the
-   * entry is freed and the error goes on.
+   * entry is freed and the error goes on. stored: as put's.
    */
-  putFilled(tokens, lengths, dtype, fill) {
+  putFilled(tokens, lengths, dtype, fill, stored = false) {
     const core = this.#core, M = core.M;
     const layers = lengths.length / 2;
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
@@ -141,7 +142,8 @@ export class NativeCache {
       M._rlxkv_entry_free(e);
       throw err;
     }
-    return M._rlxkv_web_put(this.#w, e); // takes e in every case
+    if (stored) this.#scratch(tokens); // what marks it clean once put
+    return M._rlxkv_web_put(this.#w, e, stored ? tokens.length : 0); // takes e in every case
   }
 
   /**
@@ -302,12 +304,6 @@ export class NativeCache {
       resident: (flags & REC_FLAG.RESIDENT) !== 0,
       pinned: (flags & REC_FLAG.PINNED) !== 0,
     });
-  }
-
-  /** Marks the entry of these tokens, just put from its blob, clean (stored). */
-  markLoaded(tokens) {
-    const e = this.get(tokens);
-    if (e && e.resident) this.mark(tokens, e.serial, 'clean');
   }
 
   /** Marks the resident entry of these tokens as having no blob any more. */
