@@ -5,11 +5,8 @@
 // opfsTable(data).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { ms, mib, times } from './format.mjs';
 
-const sig = (x, n = 3) => (Math.abs(x) >= 10 ** n ? Math.round(x).toLocaleString('en-US') : Number(x.toPrecision(n)).toString());
-const ms = (x) => (x < 1 ? `${sig(x * 1000)} µs` : x < 1000 ? `${sig(x)} ms` : `${sig(x / 1000)} s`);
-const times = (r) => (r >= 100 ? `${Math.round(r)}×` : r >= 10 ? `${r.toFixed(1)}×` : `${r.toFixed(2)}×`);
-const mib = (b) => `${sig(b / 2 ** 20)} MiB`;
 
 /** Columns of the two tables: [heading, (row) => text]. */
 const TIMES = [

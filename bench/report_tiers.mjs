@@ -5,14 +5,8 @@
 // calls tiersMarkdown(dir); the benches print tiersTable(data).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { sig, ms, us, mb, mib, times, n0 } from './format.mjs';
 
-const sig = (x, n = 3) => (Math.abs(x) >= 10 ** n ? Math.round(x).toLocaleString('en-US') : Number(x.toPrecision(n)).toString());
-const ms = (x) => (x < 1 ? `${sig(x * 1000)} µs` : x < 1000 ? `${sig(x)} ms` : `${sig(x / 1000)} s`);
-const us = (x) => ms(x / 1000);
-const mb = (b) => `${sig(b / 1e6)} MB`;
-const mib = (b) => `${sig(b / 2 ** 20)} MiB`;
-const times = (r) => (r >= 100 ? `${Math.round(r)}×` : r >= 10 ? `${r.toFixed(1)}×` : `${r.toFixed(2)}×`);
-const n0 = (n) => n.toLocaleString('en-US');
 
 /** Rows { section, workload, value, reference, ratio } and targets { name, met, measured, why } of whatever data is there. */
 function build({ tiers, browser, insert }) {
