@@ -280,11 +280,12 @@ const workloads = {
     }
     if (reopened.f16 && reopened.f32) {
       const t = { f16: [], f32: [] };
+      // One collection before all the pairs, none between: the first load
+      // after a collection runs 1-2 ms slower (its file calls, its first
+      // touches of memory), which would land on one side of each pair. A
+      // load makes little garbage (views, not copies). The order alternates.
+      gc();
       for (let k = 0; k < Number(reps); k++) {
-        // A collection before each pair, not each load: the first file
-        // calls after one run several times slower, and would weigh on
-        // the smaller load most. The order alternates.
-        gc();
         for (const dtype of k % 2 ? ['f32', 'f16'] : ['f16', 'f32']) {
           const back = reopened[dtype];
           back.clear();

@@ -15,6 +15,8 @@ export function autoStorage() {
   return typeof globalThis.indexedDB === 'object' ? 'idb' : 'none';
 }
 
+const UTF8 = new TextDecoder();
+
 /** size_t's largest value in wasm32: "no limit" for byte counts. */
 const SIZE_MAX = 0xffffffff;
 /** A non-negative byte count as a wasm32 size_t (larger ones saturate). */
@@ -80,7 +82,7 @@ export class Core {
     const u8 = this.u8;
     let end = p;
     while (u8[end]) end++;
-    return new TextDecoder().decode(u8.subarray(p, end));
+    return UTF8.decode(u8.subarray(p, end));
   }
   /** A NUL-terminated copy of a JS string in the heap; free it. */
   cstring(s) {
