@@ -113,11 +113,7 @@ export class Cache {
   lookup(tokens, opts = {}) {
     const native = this.#live();
     const t = toTokens(tokens);
-    toOptions(opts);
-    const { view = false, partial = false } = opts;
-    let maxMatched = t.length;
-    if (opts.maxMatched !== undefined) maxMatched = Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
-    return native.lookup(t, { partial: !!partial, maxMatched, view: !!view });
+    return native.lookup(t, lookupOptions(opts, t));
   }
 
   /** Marks the entry with exactly these tokens as never evicted. */
@@ -141,14 +137,11 @@ export class Cache {
   async match(tokens, opts = {}) {
     const native = this.#live();
     const t = toTokens(tokens);
-    toOptions(opts);
-    const { view = false, partial = false } = opts;
-    let maxMatched = t.length;
-    if (opts.maxMatched !== undefined) maxMatched = Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
+    const how = lookupOptions(opts, t);
     // Each round either returns or makes one stored-only entry resident
     // (or drops it, if its blob is gone or bad): it ends.
     for (;;) {
-      const hit = this.#live().match(t, { partial: !!partial, maxMatched, view: !!view });
+      const hit = this.#live().match(t, how);
       if (!hit || !hit.stored) return hit;
       if (!this.#storage) return null;
       await this.#storage.load(hit.entryTokens);
@@ -315,3 +308,9 @@ async function readSource(source) {
   return toBytes(source, 'source');
 }
 
+/** lookup()'s and match()'s options, checked: { partial, maxMatched, view } for tokens t. */
+function lookupOptions(opts, t) {
+  toOptions(opts);
+  const maxMatched = opts.maxMatched === undefined ? t.length : Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
+  return { partial: !!opts.partial, maxMatched, view: !!opts.view };
+}
