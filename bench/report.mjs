@@ -6,6 +6,7 @@ import { execFileSync } from 'node:child_process';
 import os from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { tiersMarkdown } from './report_tiers.mjs';
+import { sig, time, us, ms, mbs, times as x, kb, mib, n0 } from './format.mjs';
 
 const [dir, mdPath, svgPath] = process.argv.slice(2);
 const quick = process.argv.includes('--quick');
@@ -23,27 +24,6 @@ const sz = load('size.json');
 const tjs = [['Node, onnxruntime-node', load('transformers-node.json')], ['Chromium, onnxruntime-web wasm', load('transformers-browser.json')]]
   .filter(([, r]) => r);
 if (!nat) throw new Error(`no ${join(dir, 'native.json')}: run scripts/bench.sh`);
-
-// ---- formatting --------------------------------------------------------------
-const sig = (x, n = 3) => (x >= 10 ** n ? Math.round(x).toLocaleString('en-US') : Number(x.toPrecision(n)).toString());
-function time(s) {
-  if (s < 1e-6) return `${sig(s * 1e9)} ns`;
-  if (s < 1e-3) return `${sig(s * 1e6)} µs`;
-  if (s < 1) return `${sig(s * 1e3)} ms`;
-  return `${sig(s)} s`;
-}
-const us = (x) => time(x * 1e-6);
-const ms = (x) => time(x * 1e-3);
-const mbs = (bytes, s) => `${sig(bytes / s / 1e6)} MB/s`;
-const x = (r) => {
-  if (r >= 100) return `${Math.round(r).toLocaleString('en-US')}×`;
-  if (r >= 10) return `${r.toFixed(1)}×`;
-  if (r >= 0.995) return `${r.toFixed(2)}×`;
-  return `${Number(r.toPrecision(2))}×`;
-};
-const kb = (b) => `${sig(b / 1000, 3)} KB`;
-const mib = (b) => `${sig(b / 1048576, 3)} MiB`;
-const n0 = (n) => n.toLocaleString('en-US');
 
 // ---- machine -----------------------------------------------------------------
 function firstLine(cmd, args) {
@@ -221,7 +201,7 @@ if (nod) {
 }
 
 const BR = 'Chromium + IndexedDB (same page)';
-const idbSizes = [1, 10, 50];
+const idbSizes = br ? Object.keys(br).map((k) => /^idb_(\d+)$/.exec(k)).filter(Boolean).map((m) => Number(m[1])).sort((a, b) => a - b) : [];
 if (br) {
   for (const m of idbSizes) {
     const r = br[`idb_${m}`];
@@ -245,7 +225,7 @@ if (br) {
   rows.push({ section: BR, workload: 'init() on page load', rlxkv: ms(br.idb_1.init_ms), reference: '—', speed: '—' });
 }
 
-const TJS = 'transformers.js through rlxkv/transformers (~1,100-token prompt, the demo transformer as ONNX)';
+const TJS = `transformers.js through rlxkv/transformers (${tjs.length ? `${n0(tjs[0][1].rows[0].prompt_tokens)}-token prompt` : 'a chat prompt'}, the demo transformer as ONNX)`;
 const pct = (f) => `${sig(f * 100, 2)}%`;
 for (const [where, r] of tjs) {
   for (const w of r.rows) {
@@ -301,7 +281,7 @@ target('Lookup at N = 1,000 ≥ 100× faster than the baseline', lk1000 >= 100, 
     ? `; the first pass after the other sets ran, in caches they filled: ${x(big.lookup_growth_cold_from_100)}` : '';
   target('Lookup grows < 1.5× from N = 100 to 10,000', growth < 1.5,
     `${x(growth)} (median of per-repetition ratios, steady state after ${warmPasses} warm-up passes${cold}; baseline ${x(blGrowth)})`,
-    `The work per lookup does not depend on N: one walk down the radix tree over the 2,003 query tokens, with one hash probe at the fork. Queried over the same 100 entries, the 10,000-entry cache costs ${x(big.lookup_growth_narrow_from_100)} the 100-entry one. What grows is the memory the lookups touch: the 1,000 queries reach 1,000 distinct entries, whose 2 KB of tokens each (which the edge labels point into) the comparison must read, where N = 100 reads the same 100 again (${lookupVsGet}, N = 10,000).`,
+    `The work per lookup does not depend on N: one walk down the radix tree over the query's tokens, with one hash probe at the fork. Queried over the same ${n0(set(100).n)} entries, the ${n0(big.n)}-entry cache costs ${x(big.lookup_growth_narrow_from_100)} the ${n0(set(100).n)}-entry one. What grows is the memory the lookups touch: the ${n0(big.lookup_queries)} queries reach ${n0(Math.min(big.lookup_queries, big.n))} distinct entries, whose own tokens (which the edge labels point into) the comparison must read, where N = ${n0(set(100).n)} reads the same ${n0(set(100).n)} again (${lookupVsGet}, N = ${n0(big.n)}).`,
     'Nothing left in the walk: it reads the query and the hit entry\'s own tokens, and prefetches the next label while comparing the current one. A copy of each child\'s label pointer in the wide node\'s hash slots, to start that fetch before the child node arrives, was tried and measured no gain.');
 }
 {
@@ -310,7 +290,7 @@ target('Lookup at N = 1,000 ≥ 100× faster than the baseline', lk1000 >= 100, 
   target('Insert (KV copy excluded) ≥ 10× faster than the baseline, at N = 1,000', ins(1000) >= 10, all,
     'see below', 'see below');
   if (ins(1000) >= 10 && ins(100) < 10) {
-    targets[targets.length - 1].note = `At N = 100 it is ${x(ins(100))}: the baseline's duplicate scan is then 100 memcmp's of ~6 KB, all in cache (${us(set(100).insert_baseline_us)}), against one descent of the 2,000 tokens and a node for rlxkv (${us(set(100).insert_rlxkv_us)}).`;
+    targets[targets.length - 1].note = `At N = ${n0(set(100).n)} it is ${x(ins(100))}: the baseline's duplicate scan is then ${n0(set(100).n)} memcmp's through the shared prefix, all in cache (${us(set(100).insert_baseline_us)}), against one descent of the tokens and a node for rlxkv (${us(set(100).insert_rlxkv_us)}).`;
   }
 }
 const viewX = pr(hit, 'view_over_clone_speedup', hit.baseline_clone_s / hit.view_s);
@@ -327,7 +307,7 @@ if (nod) {
   const e = pr(c, 'encode_vs_set', c.typed_set_s / c.encode_into_s), d = pr(c, 'decode_vs_slice', c.typed_slice_s / c.decode_s);
   target('encodeEntry ≥ half of a TypedArray copy (wasm, Node; both into ready memory)', e >= 0.5,
     `${x(e)} TypedArray.set (${mbs(c.blob_bytes, c.encode_into_s)} vs ${mbs(c.blob_bytes, c.typed_set_s)}); to a fresh Uint8Array ${x(pr(c, 'encode_vs_slice', c.typed_slice_s / c.encode_s))} slice()`,
-    'encodeEntry is JS (js/blob.js): the header and tokens through a DataView, then one Uint8Array.set per K/V block straight into the output; a miss here would be noise or an engine whose set() of a 1 MiB block costs more than one of 48 MiB.',
+    `encodeEntry is JS (js/blob.js): the header and tokens through a DataView, then one Uint8Array.set per K/V block straight into the output; a miss here would be noise or an engine whose set() of a 1 MiB block costs more than one of ${mib(c.blob_bytes)}.`,
     'Profile encodeBlob on this engine; the copy itself cannot be avoided.');
   target('decodeEntry ≥ half of a TypedArray copy (wasm, Node; both into fresh memory)', d >= 0.5,
     `${x(d)} slice() (${mbs(c.blob_bytes, c.decode_s)} vs ${mbs(c.blob_bytes, c.typed_slice_s)}); with { view: true } ${time(c.decode_view_s)}, no copy`,
@@ -374,7 +354,7 @@ if (sz) {
   // "browser" export, which bundlers and import maps resolve); the
   // unbundled files are the Node entry, which a browser loads only when a
   // page imports js/index.js by path.
-  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (web/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with NODEFS and the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
+  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (web/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with ${sz.glue_breakdown && sz.glue_breakdown.some((g) => g.group.startsWith('NODEFS')) ? 'NODEFS and ' : ''}the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
 }
 
 // ---- chart (SVG) -------------------------------------------------------------------
@@ -459,7 +439,7 @@ writeFileSync(svgPath, svg);
 const md = [];
 md.push('# rlxkv benchmarks');
 md.push('');
-md.push('Generated by `npm run bench` (scripts/bench.sh → bench/). Every time is the median of several repetitions. Ratios compare things measured side by side in the same run: the native baseline in the same process as rlxkv, raw IndexedDB in the same page, and within each repetition the two sides run back to back. In most rows the "speed vs reference" column is the median over repetitions of each repetition\'s own ratio (so it can differ slightly from the ratio of the two medians shown). These rows are ratios of the two medians instead: under Node, encodeEntry to a fresh Uint8Array vs slice() and decodeEntry to fresh copies vs slice() and vs set() (fresh 48 MiB allocations take 20 to 70 ms depending on whether the pages come back from the last one freed, which pairs badly within a repetition); the native "allocations recycled" diagnostics (a separate pass, run last; the store one is set against the read(2) of the store section); and the Node lookup and insert rows against native rlxkv (another process). The size rows give the budget over the size. The machine is small and shared with other work, so absolute times move between runs by tens of percent; read the ratios. No benchmark asserts on time.');
+md.push(`Generated by \`npm run bench\` (scripts/bench.sh → bench/). Every time is the median of several repetitions. Ratios compare things measured side by side in the same run: the native baseline in the same process as rlxkv, raw IndexedDB in the same page, and within each repetition the two sides run back to back. In most rows the "speed vs reference" column is the median over repetitions of each repetition's own ratio (so it can differ slightly from the ratio of the two medians shown). These rows are ratios of the two medians instead: under Node, encodeEntry to a fresh Uint8Array vs slice() and decodeEntry to fresh copies vs slice() and vs set() (${nod ? `a fresh copy of the ${mib(nod.codec.blob_bytes)} blob took ${time(nod.codec.typed_slice_s)} in this run against ${time(nod.codec.typed_set_s)} into ready memory; fresh memory's cost` : 'the cost of fresh memory'} depends on whether the pages come back from the last block freed, which pairs badly within a repetition); the native "allocations recycled" diagnostics (a separate pass, run last; the store one is set against the read(2) of the store section); and the Node lookup and insert rows against native rlxkv (another process). The size rows give the budget over the size. The machine (${machine.nproc} cores) is shared with other work, so absolute times move between runs; read the ratios. No benchmark asserts on time.`);
 if (quick) md.push('\n> **Quick run** (`--quick`): fewer repetitions; not for publishing.');
 md.push('');
 md.push('## Machine');
@@ -531,14 +511,16 @@ const lookupWarm = big.lookup_warm_passes
 const pairedNote = typeof set(100).lookup_rlxkv_paired_us === 'number'
   ? 'the lookup rows show the rlxkv time of those passes next to the baseline\'s, so the two times agree with the ratio; the steady-state times feed the growth rows and the Node comparison'
   : 'the lookup rows show the steady-state rlxkv time';
-md.push(`- **Lookup**: N entries (100, 1,000, 10,000) of 2,000 tokens sharing their first 1,500, KV of one float each for K and V; 1,000 queries, each an entry plus 3 tokens (hit length 2,000). rlxkv runs all 1,000 queries per pass, the three sets interleaved repetition by repetition. ${lookupWarm}. The baseline runs the first ${set(100).lookup_baseline_queries}/${set(1000).lookup_baseline_queries}/${set(10000).lookup_baseline_queries} queries per repetition at N = 100/1,000/10,000 (its cost per lookup is what counts; all 1,000 would take tens of seconds per repetition at N = 10,000); its clones are freed after timing. In each of the baseline's repetitions rlxkv then runs one untimed and one timed pass over the 1,000 queries on the same set: "speed vs reference" is the median of those per-repetition ratios, and ${pairedNote}. Growth is the median over repetitions of (steady-state time at 10,000 / time at 100); the baseline's growth is the ratio of its medians (its sets are timed one after the other). Diagnostics: the 10,000-entry set queried over only 100 entries (the working set of N = 100, timed after as many warm-up passes), and rlxkv_cache_get (an exact-key walk with no LRU update).`);
+const Q = big.lookup_queries;
+md.push(`- **Lookup**: N entries (${Ns.map(n0).join(', ')}) of 2,000 tokens sharing their first 1,500, KV of one float each for K and V; ${n0(Q)} queries, each an entry plus 3 tokens (hit length 2,000). rlxkv runs all ${n0(Q)} queries per pass, the ${Ns.length} sets interleaved repetition by repetition, ${big.lookup_reps} repetitions. ${lookupWarm}. The baseline runs the first ${Ns.map((n) => set(n).lookup_baseline_queries).join('/')} queries per repetition at N = ${Ns.map(n0).join('/')} (its cost per lookup is what counts; all ${n0(Q)} would take ${time(big.lookup_baseline_us * 1e-6 * Q)} per repetition at N = ${n0(big.n)}); its clones are freed after timing. In each of the baseline's repetitions rlxkv then runs one untimed and one timed pass over the ${n0(Q)} queries on the same set: "speed vs reference" is the median of those per-repetition ratios, and ${pairedNote}. Growth is the median over repetitions of (steady-state time at ${n0(big.n)} / time at ${n0(set(100).n)}); the baseline's growth is the ratio of its medians (its sets are timed one after the other). Diagnostics: the ${n0(big.n)}-entry set queried over only ${n0(set(100).n)} entries (the working set of N = ${n0(set(100).n)}, timed after as many warm-up passes), and rlxkv_cache_get (an exact-key walk with no LRU update).`);
 md.push(`- **Insert**: on the same sets, K = ${Ns.map((n) => n0(set(n).insert_k)).join('/')} new entries (N = ${Ns.map(n0).join('/')}) per repetition, undone after it (untimed). "KV copy excluded": entries made beforehand (rlxkv_cache_put / bl_insert take ownership). "KV copy included": each entry carries ${n0(set(100).insert_copy_kv_bytes)} bytes of KV (4 layers × 2,000 rows × 16 floats, K and V) that the caller keeps: rlxkv_cache_insert copies it, the baseline builds a CacheEntry from clones. The baseline set is built by push (tokens distinct, under the cap: the state its insert would reach, minus the quadratic cost of getting there).`);
 md.push(`- **Hit**: one entry of 1,024 tokens × 24 layers × 256 floats per row for K and V (${mib(hit.kv_bytes)}). View hit: rlxkv_cache_lookup (returns a pointer), averaged over 20,000 calls. Copying hit: lookup + rlxkv_hit_copy into a preallocated, pre-touched buffer; memcpy of the same bytes into that buffer; the baseline's longest_prefix with its clone.`);
 md.push(`- **Codec**: rlxkv_encode into a preallocated buffer; rlxkv_decode into a new entry (its allocation is part of decoding); memcpy of the blob's bytes into a ready buffer, and malloc + memcpy into fresh memory. Baseline: per-value writes/reads through an 8 KiB buffer from/to memory (output vector pre-reserved). The "recycled" diagnostic runs last, after mallopt(M_MMAP_MAX, 0) so freed blocks are reused.`);
 md.push(`- **Store**: rlxkv_store_save (temporary file, write, fsync, rename, directory fsync) in a temporary directory; the same through an rlxkv_io whose sync is a no-op (the baseline's save_entry never syncs); rlxkv_store_load into a fresh cache (the file is in the page cache). Raw references: write(2) (+ fsync) and read(2) of the same bytes.`);
-md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus 8,008 bytes per entry (2,000 tokens and 2 floats). Peak RSS: a child process (fresh exec) loads a directory of 4 MiB blobs (16 or 64 of them); VmHWM minus VmRSS before loading, divided by the KV bytes loaded.`);
+const rssSizes = Object.keys(rss).filter((k) => /^rlxkv_\d+_loaded_bytes$/.test(k)).map((k) => mib(rss[k]));
+md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus ${n0(big.mem_payload_per_entry)} bytes per entry (its tokens and 2 floats). Peak RSS: a child process (fresh exec) loads a directory of 4 MiB blobs (${rssSizes.join(' or ') || 'not measured'} in all); VmHWM minus VmRSS before loading, divided by the KV bytes loaded.`);
 md.push(`- **wasm under Node** (bench/bench_node.mjs): the same sets and entry through js/index.js (createCache, insert, lookup with view: true and with copies, encodeEntry, decodeEntry, openCache with storage 'fs' and flush). References: TypedArray.set into ready arrays and slice() (a fresh copy) of the same bytes; fs writeSync + fsyncSync, readFileSync and readSync into a ready Buffer. Lookup: the sets interleaved as natively, each timed pass after ${nod && nod.set_10000.lookup_warm_passes ? `${nod.set_10000.lookup_warm_passes} untimed` : 'untimed'} warm-up passes (no first pass timed apart). Run with --expose-gc, collecting before each large timed operation. The "native rlxkv" column is from the native run of the same \`npm run bench\` (another process, minutes apart: indicative).`);
-md.push(`- **Chromium + IndexedDB** (bench/bench_browser.mjs, bench/browser_page.js): headless Chromium through playwright-core, pages served by scripts/serve.mjs. For 1, 10 and 50 entries of 1 MiB KV (pseudo-random floats): flush of the cache (openCache storage 'idb') vs one readwrite transaction putting the same blobs (exportBlob) into a separate database, one record per entry, alternating which goes first; then, on fresh page loads, restore (openCache timed from call to resolve, after init) vs opening the raw database and, in one readonly transaction, listing its keys (getAllKeys) and getting every record (a page that reloads does not know which keys its database holds: this is the least a restore must do), with getAllKeys + getAll and gets by keys known beforehand as diagnostics, the order rotated per load. The ratio is the median of each load's own ratio. Restore is openCache with preload: true (every entry read at open, as 0.1.0 did); without it a cache opens by its index only. IndexedDB is the noisiest part on this shared two-core machine, so one run's met or missed on the 1.5× target is not conclusive.`);
+md.push(`- **Chromium + IndexedDB** (bench/bench_browser.mjs, bench/browser_page.js): headless Chromium through playwright-core, pages served by scripts/serve.mjs. For ${idbSizes.length ? idbSizes.map(n0).join(', ').replace(/, ([^,]*)$/, ' and $1') : 'several'} entries of 1 MiB KV (pseudo-random floats): flush of the cache (openCache storage 'idb') vs one readwrite transaction putting the same blobs (exportBlob) into a separate database, one record per entry, alternating which goes first; then, on fresh page loads, restore (openCache timed from call to resolve, after init) vs opening the raw database and, in one readonly transaction, listing its keys (getAllKeys) and getting every record (a page that reloads does not know which keys its database holds: this is the least a restore must do), with getAllKeys + getAll and gets by keys known beforehand as diagnostics, the order rotated per load. The ratio is the median of each load's own ratio. Restore is openCache with preload: true (every entry read at open, as 0.1.0 did); without it a cache opens by its index only. IndexedDB is the noisiest part on this shared ${machine.nproc}-core machine, so one run's met or missed on the 1.5× target is not conclusive.`);
 if (tjs.length) {
   const cfg = tjs.map(([where, r]) => `${where}: transformers.js ${r.config.transformers}`).join('; ');
   const w0 = tjs[0][1].rows[0];

@@ -38,7 +38,7 @@ function build({ tiers, browser, insert }) {
     const f = tiers.flush;
     row(NODE, `Longest event-loop stall during a flush of ${n0(f.entries)} dirty entries (${mb(f.bytes)})`, ms(f.max_stall_ms),
       `monitorEventLoopDelay max ${ms(f.eld_max_ms)}, p99 ${ms(f.eld_p99_ms)}; flush ${ms(f.flush_ms)} (${sig(f.bytes / f.flush_ms / 1e3)} MB/s)`);
-    target('Node flush of ~200 MB keeps event-loop stalls to a few ms (≤ 5 ms)', f.max_stall_ms <= 5, `${ms(f.max_stall_ms)} (setInterval 1 ms probe; monitorEventLoopDelay max ${ms(f.eld_max_ms)})`,
+    target(`Node flush of ${mb(f.bytes)} keeps event-loop stalls to a few ms (≤ 5 ms)`, f.max_stall_ms <= 5, `${ms(f.max_stall_ms)} (setInterval 1 ms probe; monitorEventLoopDelay max ${ms(f.eld_max_ms)})`,
       `The writes are async and chunked, but each entry is encoded whole before its write starts (js/tiers.js #encode: encodeBlob allocates and fills a ${mb(e)} Uint8Array in one synchronous call). Encoding into the write's 4 MiB chunks, yielding between them, would bound a stall by one chunk's copy; the views of the heap stay valid across the yields unless the cache frees entries, which the entry's serial already detects.`);
     const c = tiers.check;
     row(NODE, `Every entry of the ${mb(c.entries * e)} store reachable through match, KV intact`, `${n0(c.reachable)} of ${n0(c.entries)}`);
@@ -90,8 +90,8 @@ function build({ tiers, browser, insert }) {
       us(i.rlxkv_us), `reference ${us(i.baseline_us)} (bench/baseline.c, cc -O2)`, times(i.speedup));
     row(INS, 'The same, first repetition (JIT cold, heap growing; not in the median)', us(i.first_rep.rlxkv_us), `reference ${us(i.first_rep.baseline_us)}`, times(i.first_rep.baseline_us / i.first_rep.rlxkv_us));
     for (const p of i.profile.rows) row(INS, `Profile (node --cpu-prof, self time): ${p.where}`, us(p.us_per_entry), '—', `${Math.round(100 * p.share)}%`);
-    target('Public insert ≥ 10× the reference (1,000 entries of 2,000 tokens, 3/4 shared, 2 × 2,000 floats)', i.speedup >= 10, times(i.speedup),
-      'see the profile rows: the time is the token and KV copies into the heap and the C walk over the 1,500 shared tokens.');
+    target(`Public insert ≥ 10× the reference (${n0(c.n)} entries of ${n0(c.tokens)} tokens, ${n0(c.shared)} shared, ${n0(c.kv_floats)} floats of KV)`, i.speedup >= 10, times(i.speedup),
+      `see the profile rows: the time is the token and KV copies into the heap and the C walk over the ${n0(c.shared)} shared tokens.`);
   }
   return { rows, targets };
 }
@@ -116,7 +116,7 @@ export function tiersMarkdown(dir) {
   if (!data.tiers && !data.browser && !data.insert) return '';
   const { rows, targets } = build(data);
   const md = ['## Storage tiers, float16 entries and the public insert', ''];
-  md.push('From bench/bench_tiers.mjs, bench/bench_tiers_browser.mjs and bench/bench_insert.mjs, in the same run as the rest. Times are medians of repetitions; each ratio compares two things timed back to back in the same process or page (the reference insert: a child process answering one repetition at a time between rlxkv\'s), as the median of per-repetition ratios. The machine is small (2 cores) and shared with other work: absolute times move by tens of percent between runs, and more under load.');
+  md.push('From bench/bench_tiers.mjs, bench/bench_tiers_browser.mjs and bench/bench_insert.mjs, in the same run as the rest. Times are medians of repetitions; each ratio compares two things timed back to back in the same process or page (the reference insert: a child process answering one repetition at a time between rlxkv\'s), as the median of per-repetition ratios. The machine is shared with other work: absolute times move between runs, more under load.');
   md.push('');
   md.push('| Target | Status | Measured |');
   md.push('|---|---|---|');
@@ -131,7 +131,9 @@ export function tiersMarkdown(dir) {
     for (const r of rows.filter((q) => q.section === s)) md.push(`| ${r.workload} | ${r.value} | ${r.reference} | ${r.ratio} |`);
   }
   md.push('');
-  md.push('How these are measured: entries are a 0.5B model\'s 1,000-token prompt (24 layers, head-major, 2 KV heads × 64, 24,576,000 bytes of f32 KV), capBytes 256 MiB. Node: the store is built by one cache (insert, flush, one entry at a time) in a temporary directory; each openCache and each memory figure runs in a fresh `node --expose-gc` process (RSS from process.memoryUsage after a collection; the peak from /proc/self/status VmHWM, reset through /proc/self/clear_refs before the load); hit-loads make the entry stored-only with cache.clear(), the file already in the page cache, like readFile\'s; the flush probe is a setInterval(1 ms) recording the longest gap, next to perf_hooks.monitorEventLoopDelay. The big stores are deleted afterwards. Chromium: a persistent profile in a temporary directory (on-disk IndexedDB), its quota checked (and raised with Storage.overrideQuotaForOrigin if short); each open on a fresh page load. float16: the same pseudo-random binary16 KV inserted as Uint16Array and, widened exactly (js/f16.js widenF16), as Float32Array, each dtype in its own module instance; their hit-loads alternate in one process (one collection before them all), the ratio the median of each pair\'s. In Chromium the same KV is one entry of each dtype in an IndexedDB store of its own, their hit-loads alternating. Insert: one K and one V block of 2,000 floats per entry, copied by both sides (the reference through bl_entry_make, as the public insert copies from the caller); both fill an empty cache and the caches\' contents are compared by checksum.');
+  const t = data.tiers && data.tiers.config, ins = data.insert && data.insert.config;
+  const entries = t ? `a ${n0(t.tokens)}-token prompt's KV (${t.layers} layers, head-major, ${t.heads} KV heads × ${t.head_dim}, ${n0(t.entry_bytes)} bytes of f32), capBytes ${mib(t.cap_bytes)}` : 'one prompt\'s KV each';
+  md.push(`How these are measured: entries are ${entries}. Node: the store is built by one cache (insert, flush, one entry at a time) in a temporary directory; each openCache and each memory figure runs in a fresh \`node --expose-gc\` process (RSS from process.memoryUsage after a collection; the peak from /proc/self/status VmHWM, reset through /proc/self/clear_refs before the load); hit-loads make the entry stored-only with cache.clear(), the file already in the page cache, like readFile's; the flush probe is a setInterval(1 ms) recording the longest gap, next to perf_hooks.monitorEventLoopDelay. The big stores are deleted afterwards. Chromium: a persistent profile in a temporary directory (on-disk IndexedDB), its quota checked (and raised with Storage.overrideQuotaForOrigin if short); each open on a fresh page load. float16: the same pseudo-random binary16 KV inserted as Uint16Array and, widened exactly (js/f16.js widenF16), as Float32Array, each dtype in its own module instance; their hit-loads alternate in one process (one collection before them all), the ratio the median of each pair\'s. In Chromium the same KV is one entry of each dtype in an IndexedDB store of its own, their hit-loads alternating. Insert: ${ins ? `${n0(ins.kv_floats)} floats of KV per entry (one K and one V block)` : 'one K and one V block per entry'}, copied by both sides (the reference through bl_entry_make, as the public insert copies from the caller); both fill an empty cache and the caches' contents are compared by checksum.`);
   md.push('');
   return md.join('\n');
 }
