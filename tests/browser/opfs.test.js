@@ -8,7 +8,8 @@
 // crash); two tabs flushing
 // the same entries while a third reads them; a quota error in both (and in
 // a window, again and again, the store whole after a reload); a store
-// copied from IndexedDB to OPFS and back; storageCapBytes, pins and prune.
+// copied from IndexedDB to OPFS and back; storageCapBytes, pins and prune;
+// a window watching what a worker saves.
 import assert from 'node:assert/strict';
 import { browserTest, call } from './helpers.js';
 
@@ -52,6 +53,22 @@ browserTest('opfs: a worker and a window each restore, after a restart, what the
   for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `worker: entry ${id} byte-exact`);
   await inWorker(page, w2, 'close');
   assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
+});
+
+browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {
+  const PATH = '/opfs-watch';
+  const page = await session.open();
+  await call(page, 'open', { path: PATH, storage: 'opfs', watch: true });
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  const digests = await inWorker(page, w, 'insert', [0, 1, 2], 'W', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  assert.deepEqual(await call(page, 'knows', [0, 1, 2], SHAPE), [0, 1, 2], 'the window knows every entry the worker saved');
+  const found = await call(page, 'verify', [0, 1, 2], ['W'], SHAPE);
+  for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `entry ${id} read from OPFS, byte-exact`);
+  await inWorker(page, w, 'close');
+  await page.evaluate((i) => window.T.terminateWorker(i), w);
+  await call(page, 'close');
 });
 
 const IDS = [0, 1, 2, 3, 4, 5, 6, 7];
