@@ -211,10 +211,13 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
 function readStructure(bytesAt, len, expectFp, firstRead) {
   const head = bytesAt(0, Math.min(len, Math.max(firstRead, HEAD)));
   const at0 = (at, n) => (at + n <= head.length ? head.subarray(at, at + n) : bytesAt(at, n));
+  const hdv = new DataView(head.buffer, head.byteOffset, head.length);
+  const u32Of = (b, i) => (b[i] | (b[i + 1] << 8) | (b[i + 2] << 16) | (b[i + 3] << 24)) >>> 0;
   const u64At = (at) => {
-    const b = at0(at, 8);
+    if (at + 8 <= head.length) return getU64(hdv, at);
+    const b = bytesAt(at, 8);
     need(b.length === 8);
-    return getU64(new DataView(b.buffer, b.byteOffset, 8), 0);
+    return u32Of(b, 4) * 2 ** 32 + u32Of(b, 0);
   };
   // A short input that agrees with a magic as far as it goes is truncated.
   const format = blobFormat(head.subarray(0, Math.min(8, len)));
