@@ -5,15 +5,19 @@
 // hit.
 //
 //   open:  reads the index, never the KV: in a directory (Node, OPFS) each
-//          blob's first bytes (tokens and sizes); in IndexedDB one index record, checked
-//          against the keys, and the blobs it does not describe read once
-//          to repair it (a store written by 0.1.0 has no index at all).
+//          blob's first bytes (tokens and sizes); in IndexedDB one index
+//          record, checked against a census of the store (a count and the
+//          newest timestamp) or, if they disagree, against every key, and
+//          the blobs it does not describe read once to repair it (a store
+//          written by 0.1.0 has no index at all).
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
-//          A backend with readWith() (OPFS in a worker) reads the blob's
-//          structure first, then its values straight into the new entry's
-//          heap memory: no copy in JS memory.
+//          A backend with readWith() (Node; OPFS in a worker) reads the
+//          blob's structure first, then its values straight into the new
+//          entry's heap memory: no copy in JS memory.
+//   watch: stores on one store tell each other what they saved and
+//          deleted (a BroadcastChannel); a watching one takes it in.
 //   flush: each dirty entry encoded from the heap and written on its own
 //          (a directory: temporary file + rename or move; IndexedDB: batches of
 //          records and the index in one transaction), then marked clean
@@ -52,6 +56,9 @@ export class TieredStore {
    *   and delete (other tabs, workers, threads), not only at the next open
    */
   static async open(native, kind, path, opts) {
+    if (opts.watch && typeof BroadcastChannel !== 'function') {
+      throw new RlxkvError('IO', 'watch needs BroadcastChannel, which this environment lacks');
+    }
     const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
     try {
@@ -60,8 +67,10 @@ export class TieredStore {
       await blobs.close();
       throw err;
     }
-    if (opts.watch) store.#watch(`rlxkv:${kind}:${path}`);
-    else store.#channelName = `rlxkv:${kind}:${path}`;
+    // One channel per store: a directory by its resolved path.
+    const channel = `rlxkv:${kind}:${blobs.root ?? path}`;
+    if (opts.watch) store.#watch(channel);
+    else store.#channelName = channel;
     return store;
   }
 
@@ -163,7 +172,7 @@ export class TieredStore {
     const present = new Set(current ? stored.keys() : await this.#blobs.names());
     const dropped = [...stored.keys()].filter((n) => !present.has(n));
     for (const name of dropped) {
-      if (this.#known.get(name).admitted) this.#native.remove(stored.get(name).tokens);
+      if (this.#known.get(name).admitted) this.#native.blobGone(stored.get(name).tokens);
       this.#known.delete(name);
     }
     const repaired = [];
@@ -212,9 +221,11 @@ export class TieredStore {
       if (!(err instanceof RangeError)) throw err;
       // Larger than this process can hold in one array: too large, kept.
       if (record) record.status = 'too-large';
-      this.#native.remove(tokens);
+      this.#native.blobGone(tokens);
       return false;
     }
+    // Inserted while the blob was read: what is in memory is newer.
+    if (this.#isResident(tokens)) return true;
     let entry = null;
     try {
       entry = bytes && decodeBlob(bytes, this.#fp, true);
@@ -226,17 +237,24 @@ export class TieredStore {
     }
     if (!entry) {
       if (!bytes) this.#known.delete(name);
-      this.#native.remove(tokens);
+      this.#native.blobGone(tokens);
       return false;
     }
     const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype], true);
     if (st < 0) throw putFailed(st, name);
-    return this.#loaded(name);
+    return this.#loaded(name, tokens);
   }
 
-  async #loaded(name) {
+  #isResident(tokens) {
+    const e = this.#native.get(tokens);
+    return !!e && e.resident;
+  }
+
+  async #loaded(name, tokens) {
     const record = this.#known.get(name);
-    if (record) record.lastUse = Date.now();
+    // Deleted by another cache (heard) while it was read: in memory, not stored.
+    if (!record) this.#native.blobGone(tokens);
+    else record.lastUse = Date.now();
     this.#used.add(name);
     // Recorded on the side, after the hit has returned: a hit does not wait for its bookkeeping.
     if (this.#blobs.kind !== 'idb') setTimeout(() => this.#blobs.touch(name).catch(() => {}), 0);
@@ -251,12 +269,15 @@ export class TieredStore {
    * backend has one. Most blobs have every block of one length: then the
    * headers past the first bytes are taken to repeat the first's, the
    * structure is checked against that, and the scatter read shows whether
-   * they do; if one does not, the blob is read again the general way. Same
-   * outcomes as the copying path.
+   * they do; if one does not (or the guess is refused for any reason), the
+   * blob is read again the general way. Same outcomes as the copying
+   * path; a file that changes while it is read (written in place by some
+   * other program) is a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
     let refused = null;
     const st = await this.#blobs.readWith(name, (f) => {
+      if (this.#isResident(tokens)) return 'resident'; // inserted while the file opened
       const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length)));
       const first = uniformBlockLength(head, f.size);
       const guess = first >= 0 ? u64Bytes(first) : null;
@@ -280,25 +301,31 @@ export class TieredStore {
           refused = err;
           plan = null;
         }
-        if (!plan) return 'refused';
+        if (!plan) {
+          if (speculate) continue;
+          return 'refused';
+        }
         try {
-          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values, name), true);
+          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values), true);
         } catch (err) {
-          if (err !== MISPREDICTED) throw err;
+          if (err !== MISPREDICTED && err !== CHANGED) throw err;
+          if (err === CHANGED || !speculate) return 'changed';
         }
       }
-      // Read the general way, a header still differs: the file changed meanwhile.
-      throw new RlxkvError('CORRUPT', `reading ${name}: the file changed while it was read`);
+      return 'changed'; // read the general way, a header still differed
     });
+    if (st === 'resident') return true;
     const record = this.#known.get(name);
-    if (st === null || st === 'refused') {
+    if (st === null || st === 'refused' || st === 'changed') {
       if (st === null) this.#known.delete(name);
       else if (refused) refuse(record, refused);
-      this.#native.remove(tokens);
+      // Changed: the blob is left as it is, known; its entry leaves the
+      // tree so that this match ends, and the next open finds it again.
+      this.#native.blobGone(tokens);
       return false;
     }
     if (st < 0) throw putFailed(st, name);
-    return this.#loaded(name);
+    return this.#loaded(name, tokens);
   }
 
   // ---- flush -----------------------------------------------------------
@@ -426,7 +453,7 @@ export class TieredStore {
       if (total <= maxBytes) break;
       const r = byName.get(name);
       if (!r || pinned.has(name)) continue;
-      drop.push({ r, tokens, isResident });
+      drop.push({ r, tokens });
       byName.delete(name);
       total -= r.bytes;
     }
@@ -435,10 +462,7 @@ export class TieredStore {
     const report = { removed: removing.length, removedBytes: removing.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
     if (dryRun || !removing.length) return report;
     await this.#removeNames(removing.map((r) => r.name));
-    for (const { tokens, isResident } of drop) {
-      if (isResident) native.markUnstored(tokens);
-      else native.remove(tokens);
-    }
+    for (const { tokens } of drop) native.blobGone(tokens);
     return report;
   }
 
@@ -531,11 +555,15 @@ export class TieredStore {
   // ---- watching --------------------------------------------------------
 
   #watch(name) {
-    if (typeof BroadcastChannel !== 'function') {
-      throw new RlxkvError('IO', 'watch needs BroadcastChannel, which this environment lacks');
-    }
     this.#channel = new BroadcastChannel(name);
-    this.#channel.onmessage = (ev) => this.#heard(ev.data);
+    this.#channel.onmessage = (ev) => {
+      try {
+        this.#heard(ev.data);
+      } catch {
+        // Only a hint, from anyone of the origin: what cannot be used is
+        // dropped (the next open reads the store itself).
+      }
+    };
     // Node: a watching cache does not keep the process alive by itself.
     if (typeof this.#channel.unref === 'function') this.#channel.unref();
   }
@@ -545,32 +573,40 @@ export class TieredStore {
    * ({ saved: [record] }) or deleted ({ removed: [name] }). Only a hint:
    * a store that misses it finds the same at its next open.
    */
-  #tell(news) {
-    if (this.#channel) return this.#channel.postMessage(news);
-    if (typeof BroadcastChannel !== 'function' || !this.#channelName) return;
-    const once = new BroadcastChannel(this.#channelName);
-    once.postMessage(news);
-    once.close();
+  #tell({ saved = [], removed = [] }) {
+    const news = { rlxkv: NEWS_VERSION, saved: saved.map(newsOf), removed };
+    try {
+      if (this.#channel) return this.#channel.postMessage(news);
+      if (typeof BroadcastChannel !== 'function' || !this.#channelName) return;
+      const once = new BroadcastChannel(this.#channelName);
+      once.postMessage(news);
+      once.close();
+    } catch {
+      // Telling is best effort: a save or removal stands without it.
+    }
   }
 
   /**
    * What another store saved or deleted: blobs saved there become known
-   * here (stored-only entries, if they are of this cache); of a deleted
-   * one, the stored-only entry goes, and a resident one is kept in memory
-   * but no longer stored (as this cache's own prune leaves it).
+   * here (stored-only entries, if they are of this cache); a deleted one
+   * is forgotten (NativeCache.blobGone). Messages not in this version's
+   * shape are ignored, and so is a record that is not a blob record.
    */
-  #heard({ saved = [], removed = [] } = {}) {
-    if (!this.#channel || this.#native.closed) return;
+  #heard(news) {
+    if (!this.#channel || this.#native.closed || !news || news.rlxkv !== NEWS_VERSION) return;
+    const { saved, removed } = news;
+    if (!Array.isArray(saved) || !Array.isArray(removed)) return;
     for (const name of removed) {
-      const r = this.#known.get(name);
+      const r = typeof name === 'string' && this.#known.get(name);
       if (!r) continue;
       this.#known.delete(name);
-      const e = r.status === 'ok' && r.tokens ? this.#native.get(r.tokens) : null;
-      if (e && e.resident) this.#native.markUnstored(r.tokens);
-      else if (e) this.#native.remove(r.tokens);
+      if (r.status === 'ok' && r.tokens) this.#native.blobGone(r.tokens);
     }
     const fresh = [];
     for (const r of saved) {
+      if (!isNews(r)) continue;
+      const mine = this.#known.get(r.name);
+      if (mine && mine.removing) continue; // removed here: deleted at this store's next flush
       const record = { ...r };
       this.#known.set(record.name, record);
       if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
@@ -640,7 +676,6 @@ function refuse(record, err) {
   record.error = err.code || 'SHAPE';
 }
 
-/** The error of a put that found no room for a loaded entry. */
 /** Fills bufs one after another from offset at of a readWith file (its readv if it has one); the bytes read. */
 function readAll(f, bufs, at) {
   if (f.readv) return f.readv(bufs, at);
@@ -660,6 +695,7 @@ function readAt(f, at, n) {
 }
 
 const MISPREDICTED = new Error('a block header differs from the first block\'s');
+const CHANGED = new Error('the file changed while it was read');
 const u64Bytes = (n) => {
   const b = new Uint8Array(8), dv = new DataView(b.buffer);
   dv.setUint32(0, n % 2 ** 32, true);
@@ -668,12 +704,13 @@ const u64Bytes = (n) => {
 };
 
 /**
- * Reads the values of blob `name` (its structure: plan, from blobSpans)
- * into values (the new entry's bytes), its block headers after the first
- * into a scratch buffer, in one scatter read; throws MISPREDICTED if a
- * header is not the length the plan has for its block.
+ * Reads the values of a blob (its structure: plan, from blobSpans) into
+ * values (the new entry's bytes), its block headers after the first into a
+ * scratch buffer, in one scatter read; throws MISPREDICTED if a header is
+ * not the length the plan has for its block, CHANGED if the file ended
+ * early (it shrank since it was opened).
  */
-function readValues(f, plan, values, name) {
+function readValues(f, plan, values) {
   const esize = plan.dtype === 'f16' ? 2 : 4;
   const headers = new Uint8Array(8 * Math.max(0, plan.spans.length - 1));
   const bufs = [];
@@ -684,15 +721,29 @@ function readValues(f, plan, values, name) {
     to += esize * n;
   });
   const want = to + headers.length;
-  if (readAll(f, bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) {
-    throw new RlxkvError('TRUNCATED', `reading ${name}: the file shrank`);
-  }
+  if (readAll(f, bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) throw CHANGED;
   const dv = new DataView(headers.buffer);
   for (let b = 1; b < plan.spans.length; b++) {
     if (dv.getUint32(8 * b - 4, true) * 2 ** 32 + dv.getUint32(8 * b - 8, true) !== plan.spans[b][1]) throw MISPREDICTED;
   }
 }
 
+/** The shape of what stores tell each other (#tell); others are ignored. */
+const NEWS_VERSION = 1;
+/** A saved blob's record as told: its plain fields, none of this store's own marks. */
+const newsOf = (r) => ({
+  name: r.name, bytes: r.bytes, lastUse: r.lastUse, fingerprint: r.fingerprint, status: 'ok',
+  dtype: r.dtype, tokens: r.tokens, nValues: r.nValues, rowMajor: r.rowMajor,
+});
+/** Whether a told record is one newsOf makes. */
+function isNews(r) {
+  return !!r && typeof r.name === 'string' && r.name.endsWith('.rlxkv') && !r.name.includes('/')
+    && typeof r.fingerprint === 'bigint' && r.status === 'ok' && r.tokens instanceof Uint32Array
+    && Number.isSafeInteger(r.nValues) && r.nValues >= 0 && Number.isFinite(r.bytes) && Number.isFinite(r.lastUse)
+    && (r.dtype === 'f32' || r.dtype === 'f16') && typeof r.rowMajor === 'boolean';
+}
+
+/** The error of a put that found no room for a loaded entry. */
 const putFailed = (st, name) => new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
 
 function sameTokens(a, b) {

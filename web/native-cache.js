@@ -143,7 +143,7 @@ export class NativeCache {
       throw err;
     }
     if (stored) this.#scratch(tokens); // what marks it clean once put
-    return M._rlxkv_web_put(this.#w, e, stored ? tokens.length : 0); // takes e in every case
+    return M._rlxkv_web_put(this.#w, e, stored ? 1 : 0, tokens.length); // takes e in every case
   }
 
   /**
@@ -306,10 +306,16 @@ export class NativeCache {
     });
   }
 
-  /** Marks the resident entry of these tokens as having no blob any more. */
-  markUnstored(tokens) {
+  /**
+   * The blob of the entry of these tokens is gone (deleted, or bad): a
+   * stored-only entry goes; a resident one stays in memory, no longer
+   * stored, unless it is dirty (changed since it was saved: saved again).
+   */
+  blobGone(tokens) {
     const e = this.get(tokens);
-    if (e && e.resident) this.mark(tokens, e.serial, 'unstored');
+    if (!e) return;
+    if (!e.resident) this.remove(tokens);
+    else if (!e.dirty) this.mark(tokens, e.serial, 'unstored');
   }
 
   /** Reads the record of a hit: arrays of the values it covers. */

@@ -233,6 +233,43 @@ for (const kind of ['fs', 'idb']) {
   });
 }
 
+test('idb: a watching cache keeps what it changed since it was saved when another deletes its blob, and ignores what is not news', async () => {
+  const path = freshPath();
+  const open = async (opts) => (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, ...opts });
+  const writer = await open(), watcher = await open({ watch: true });
+  const heard = () => new Promise((resolve) => setTimeout(resolve, 20));
+  writer.insert(range(0, 8), kv(0));
+  await writer.flush();
+  await heard();
+  await watcher.match(range(0, 8)); // resident, clean
+  watcher.insert(range(0, 8), kv(7)); // changed here, not yet saved
+  // What is not news from a store of this version is dropped, not fatal.
+  const channel = new BroadcastChannel(`rlxkv:idb:${path}`);
+  for (const junk of [null, 42, { rlxkv: 1, saved: [{}], removed: [7] }, { rlxkv: 1, saved: 'x', removed: [] }, { saved: [], removed: ['x.rlxkv'] }]) channel.postMessage(junk);
+  channel.close();
+  writer.remove(range(0, 8));
+  await writer.flush();
+  await heard();
+  assert.deepEqual(watcher.lookup(range(0, 8)).k, kv(7).k);
+  await watcher.flush(); // saved again: it was dirty
+  const reopened = await open();
+  assert.deepEqual((await reopened.match(range(0, 8))).k, kv(7).k);
+  await Promise.all([writer.close(), watcher.close(), reopened.close()]);
+});
+
+test('idb: an insert while a hit reads the same blob wins over the blob', async () => {
+  const path = await storeOf('idb', 2);
+  const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  const hit = cache.match(range(1000, 8)); // reads the blob of kv(1)
+  cache.insert(range(1000, 8), kv(9)); // meanwhile
+  assert.deepEqual((await hit).k, kv(9).k);
+  assert.deepEqual(cache.lookup(range(1000, 8)).v, kv(9).v);
+  await cache.close(); // flushes the insert
+  const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+  assert.deepEqual((await again.match(range(1000, 8))).k, kv(9).k);
+  await again.close();
+});
+
 test('watch is a boolean', async () => {
   const rlx = await page();
   await assert.rejects(rlx.openCache({ capBytes: 1, fingerprint: FP, storage: 'fs', path: tempDir(), watch: 'yes' }), TypeError);
@@ -343,12 +380,12 @@ test('blobSpans (the read-into-the-heap path) judges blobs as decodeBlob does', 
 });
 
 test('fs: a hit reads a blob whose block lengths differ, or lie, exactly as decodeBlob judges it', async () => {
-  // The hit's read takes the block headers past its first 64 KiB to repeat
-  // the first one's when the file's size allows it: blobs whose headers say
-  // otherwise, at that size.
+  // The hit's read takes the block headers past its first bytes (header and
+  // tokens) to repeat the first one's when the file's size allows it: blobs
+  // whose headers say otherwise, at that size.
   const { encodeBlob, decodeBlob } = await import('../../js/blob.js');
   const tokens = Uint32Array.of(7, 8, 9);
-  const N = 8192; // values per block: 32 KiB, so that blocks 2 and 3 start past the first 64 KiB
+  const N = 8192; // values per block: 32 KiB
   const blocks = Array.from({ length: 4 }, (_, b) => Float32Array.from({ length: N }, (_, i) => 10 * b + i));
   const base = encodeBlob(tokens, blocks, FP);
   const rlx = await page();
