@@ -49,9 +49,12 @@ export class IdbBlobs {
    * of any record in the database, ms, or NaN if one is not a Date) }.
    * Every writer that keeps the index writes it last, with the timestamp
    * of what it wrote: an index whose records count and timestamp agree
-   * with the census describes every key (an IDBFS writer that adds a file
-   * makes a newer timestamp; one that deletes, a smaller count). Listing
-   * the keys instead (names()) is most of an open's time.
+   * with the census describes every key. Others change the census: an
+   * IDBFS writer that adds a file stores its mtime (newer, unless set back
+   * with utime), one that deletes leaves a smaller count; a store whose
+   * path holds other keys, or whose database other paths write, never
+   * agrees and is listed key by key at every open. Listing the keys
+   * (names()) is most of an open's time otherwise.
    */
   list() {
     let store;
