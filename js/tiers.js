@@ -791,7 +791,9 @@ function encodeIndex(map) {
   for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
   dv.setUint32(8, map.size, true);
   let at = 12;
-  for (const r of map.values()) {
+  // Oldest use first: the order an open records them in (#admit sorts an
+  // ordered list in one pass).
+  for (const r of [...map.values()].sort((a, b) => a.lastUse - b.lastUse)) {
     out[at++] = r.name.length;
     for (let i = 0; i < r.name.length; i++) out[at++] = r.name.charCodeAt(i);
     out[at++] = r.status === 'corrupt' ? 1 : 0;

@@ -162,20 +162,20 @@ int rlxkv_web_entry(web_cache *w, const rlxkv_entry *e) {
 
 /* Stored-only entries (rlxkv_cache_put_stored) for count entries the
  * scratch area describes: count heads of STORED_HEAD words { n_tokens,
- * dtype | row_major << 8 | too_many << 16, n_values, status (written) },
- * then every entry's tokens, one after another. One call for an index's
- * thousands of entries. too_many: n_values is not a size_t (INVALID). */
+ * dtype | row_major << 8 | too_many << 16, n_values, tokens_at }, then the
+ * tokens, each entry's n_tokens from word tokens_at of the scratch area
+ * (entries may share words). tokens_at is overwritten with the entry's
+ * status. One call for an index's thousands of entries. too_many: n_values
+ * is not a size_t (INVALID). */
 enum { STORED_HEAD = 4 };
 void rlxkv_web_put_stored(web_cache *w, size_t count) {
     uint32_t *head = w->tokens;
-    const uint32_t *tokens = w->tokens + STORED_HEAD * count;
     for (size_t i = 0; i < count; i++, head += STORED_HEAD) {
-        size_t n = head[0];
         uint32_t how = head[1];
         int st = (how >> 16) ? RLXKV_ERR_INVALID
-            : rlxkv_cache_put_stored(w->cache, tokens, n, (int)(how & 0xff), head[2], (int)((how >> 8) & 1));
+            : rlxkv_cache_put_stored(w->cache, w->tokens + head[3], head[0], (int)(how & 0xff), head[2],
+                                     (int)((how >> 8) & 1));
         head[3] = (uint32_t)st;
-        tokens += n;
     }
 }
 

@@ -180,30 +180,46 @@ export class NativeCache {
   /**
    * Stored-only entries (src/rlxkv.h, Tiers) for records { tokens, dtype,
    * nValues, rowMajor }, in order, a few C calls for them all (an index's
-   * thousands at open): each one's C status, in an Int32Array.
+   * thousands at open): each one's C status, in an Int32Array. Tokens that
+   * are views of one buffer (an index record's) are copied in with it, in
+   * one piece.
    */
   putStored(records) {
     const core = this.#core, M = core.M;
     const status = new Int32Array(records.length);
     for (let i = 0; i < records.length;) {
-      // A batch: as many as fit STORED_BATCH words of scratch (at least one).
-      let end = i, words = 0;
-      while (end < records.length && (end === i || words + STORED_HEAD + records[end].tokens.length <= STORED_BATCH)) {
-        words += STORED_HEAD + records[end].tokens.length;
+      // A batch: as many as fit STORED_BATCH words of scratch (at least
+      // one), their tokens one span of one buffer or each its own.
+      const buffer = records[i].tokens.buffer;
+      let end = i, lo = Infinity, hi = 0, own = 0;
+      while (end < records.length) {
+        const t = records[end].tokens;
+        const lo2 = t.buffer === buffer ? Math.min(lo, t.byteOffset) : lo;
+        const hi2 = t.buffer === buffer ? Math.max(hi, t.byteOffset + t.byteLength) : hi;
+        const own2 = t.buffer === buffer ? own : own + t.length;
+        const words = STORED_HEAD * (end - i + 1) + (hi2 > lo2 ? (hi2 - lo2) >> 2 : 0) + own2;
+        if (end > i && words > STORED_BATCH) break;
+        [lo, hi, own] = [lo2, hi2, own2];
         end++;
       }
-      const p = M._rlxkv_web_scratch(this.#w, words) >>> 2;
-      if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${words} words of stored entries`);
-      const u32 = core.u32;
-      let tokensAt = p + STORED_HEAD * (end - i);
+      const span = hi > lo ? (hi - lo) >> 2 : 0;
+      const p = M._rlxkv_web_scratch(this.#w, STORED_HEAD * (end - i) + span + own) >>> 2;
+      if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${end - i} stored entries`);
+      const u32 = core.u32, spanAt = p + STORED_HEAD * (end - i);
+      if (span) u32.set(new Uint32Array(buffer, lo, span), spanAt);
+      let ownAt = spanAt + span;
       for (let k = i, head = p; k < end; k++, head += STORED_HEAD) {
-        const r = records[k];
-        u32[head] = r.tokens.length;
+        const r = records[k], t = r.tokens;
         const fits = r.nValues >= 0 && r.nValues === toSize(r.nValues); // else INVALID
+        u32[head] = t.length;
         u32[head + 1] = DTYPE[r.dtype] | (r.rowMajor ? 1 << 8 : 0) | (fits ? 0 : 1 << 16);
         u32[head + 2] = fits ? r.nValues : 0;
-        u32.set(r.tokens, tokensAt);
-        tokensAt += r.tokens.length;
+        if (t.buffer === buffer && span) u32[head + 3] = spanAt - p + ((t.byteOffset - lo) >> 2);
+        else {
+          u32[head + 3] = ownAt - p;
+          u32.set(t, ownAt);
+          ownAt += t.length;
+        }
       }
       M._rlxkv_web_put_stored(this.#w, end - i);
       for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = core.u32[head] | 0;
