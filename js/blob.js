@@ -33,6 +33,12 @@ function setU64(dv, at, n) {
   dv.setUint32(at, n >>> 0, true);
   dv.setUint32(at + 4, n / 2 ** 32, true); // setUint32 truncates to the high word
 }
+/** n as the 8 bytes of a blob's u64 field. */
+export function u64Bytes(n) {
+  const b = new Uint8Array(8);
+  setU64(new DataView(b.buffer), 0, n);
+  return b;
+}
 
 /** 'f32' or 'f16' for blocks that are all Float32Array or all Uint16Array (none: f32). */
 function dtypeOf(blocks) {

@@ -29,7 +29,7 @@ import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, uniformBlockLength } from './blob.js';
+import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, u64Bytes, uniformBlockLength } from './blob.js';
 import { checkShape } from './args.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
@@ -696,12 +696,6 @@ function readAt(f, at, n) {
 
 const MISPREDICTED = new Error('a block header differs from the first block\'s');
 const CHANGED = new Error('the file changed while it was read');
-const u64Bytes = (n) => {
-  const b = new Uint8Array(8), dv = new DataView(b.buffer);
-  dv.setUint32(0, n % 2 ** 32, true);
-  dv.setUint32(4, Math.floor(n / 2 ** 32), true);
-  return b;
-};
 
 /**
  * Reads the values of a blob (its structure: plan, from blobSpans) into
