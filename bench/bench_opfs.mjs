@@ -6,22 +6,22 @@
 // the same page and run (bench/opfs_page.js). BENCHMARKS.md gets the
 // figures through bench/report_opfs.mjs.
 //
-//   node bench/bench_opfs.mjs [OUT.json] [--quick]     (default bench/opfs.json)
+//   node bench/bench_opfs.mjs [OUT.json] [--quick]     (default build/bench/opfs.json)
 //
 // Every repetition is a fresh page load and two fresh workers (the bare
 // read in one, the hit-load in the other, which goes first alternating),
 // on a persistent profile (on disk, as users have it: a non-persistent
 // context keeps OPFS in memory). Medians; ratios are medians of each
 // repetition's own ratio. Nothing asserts on time.
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
 import { opfsTable } from './report_opfs.mjs';
 
 const quick = process.argv.includes('--quick');
-const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || new URL('./opfs.json', import.meta.url).pathname;
+const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || new URL('../build/bench/opfs.json', import.meta.url).pathname;
 const SIZES = quick ? [1, 10] : [1, 10, 50, 200];
 const REPS = quick ? 3 : 5;
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
@@ -101,6 +101,7 @@ try {
   rmSync(profile, { recursive: true, force: true });
   server.close();
 }
+mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
 
 console.log(opfsTable(results));
