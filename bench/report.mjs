@@ -254,6 +254,22 @@ for (const [where, r] of tjs) {
   }
 }
 
+// float16 KV held as f16 entries against the same KV stored widened to f32.
+for (const [where, r] of tjs) {
+  const f16 = r.rows.find((w) => w.label === 'f16 KV' && w.store === 'auto'), wide = r.rows.find((w) => w.store === 'f32');
+  if (!f16 || !wide) continue;
+  rows.push({
+    section: TJS, workload: `The f16 model's KV as f16 entries vs stored as f32: warm restore (lookup + copy + tensorsFromHit): ${where}`,
+    rlxkv: ms(f16.loop_restore_ms), reference: `as f32 ${ms(wide.loop_restore_ms)}`, speed: x(f16.loop_restore_ms / wide.loop_restore_ms),
+  });
+  if (f16.restore_at_open_ms !== null && wide.restore_at_open_ms !== null) {
+    rows.push({
+      section: TJS, workload: `The f16 model's KV as f16 entries vs stored as f32: restore at open after a restart: ${where}`,
+      rlxkv: ms(f16.restore_at_open_ms), reference: `as f32 ${ms(wide.restore_at_open_ms)}`, speed: x(f16.restore_at_open_ms / wide.restore_at_open_ms),
+    });
+  }
+}
+
 const SIZE = 'Download size (what a browser loads)';
 if (sz) {
   const b = sz.bundle;
