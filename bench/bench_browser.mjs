@@ -10,6 +10,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
+import { median, pairRatio } from './stats.js';
 
 const out = process.argv[2];
 const quick = process.argv.includes('--quick');
@@ -17,11 +18,6 @@ if (!out) {
   console.error('usage: node bench/bench_browser.mjs OUT.json [--quick]');
   process.exit(2);
 }
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const note = (s) => console.error(`  ${s}`);
 
 const SIZES = [
@@ -73,7 +69,7 @@ try {
       restore_over_get_known_keys: median(reloads.map((x) => x.restore / x.getKnown)),
       // Each load's own ratio (the two reads are adjacent in time), then the median.
       restore_over_get: median(reloads.map((x) => x.restore / x.get)),
-      flush_over_put: median(w.flush.map((f, i) => f / w.put[i])),
+      flush_over_put: pairRatio(w.flush, w.put),
       init_ms: median(reloads.map((x) => x.init)),
       loads: reloads.length,
       write_reps: w.flush.length,

@@ -18,6 +18,7 @@ import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { createInterface } from 'node:readline';
 import init from '../js/index.js';
+import { median } from './stats.js';
 
 const N = 1000, L = 2000, SHARED = 1500;
 const here = dirname(fileURLToPath(import.meta.url));
@@ -26,11 +27,6 @@ const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const child = args.includes('--child');
 const out = args.find((a) => !a.startsWith('--')) || join(root, 'build/bench/insert.json');
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 
 function mix32(x) {
   x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);

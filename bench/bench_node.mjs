@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import init from '../js/index.js';
+import { median, pairRatio } from './stats.js';
 
 const out = process.argv[2];
 const quick = process.argv.includes('--quick');
@@ -18,14 +19,8 @@ if (!out) {
   process.exit(2);
 }
 const reps = (n) => (quick ? Math.min(n, 3) : n);
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const note = (s) => console.error(`  ${s}`);
 // Median over repetitions of num[r] / den[r] (both timed in repetition r).
-const ratio = (num, den) => median(num.map((n, i) => n / den[i]));
 // With --expose-gc: collect before each timed large operation, so that a
 // collection triggered by earlier garbage is not charged to it.
 const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};
@@ -197,7 +192,7 @@ const sameBlocks = (a, b) => a.length === b.length && a.every((x, i) => x.length
   }
   results.hit = {
     kv_bytes: kvBytes, view_s: median(view), copy_s: median(copy), typed_set_s: median(set), typed_slice_s: median(slice),
-    view_vs_slice: ratio(slice, view), copy_vs_slice: ratio(slice, copy), copy_vs_set: ratio(set, copy),
+    view_vs_slice: pairRatio(slice, view), copy_vs_slice: pairRatio(slice, copy), copy_vs_set: pairRatio(set, copy),
   };
   note(`hit: view ${(median(view) * 1e6).toFixed(2)} us, copy ${(median(copy) * 1e3).toFixed(2)} ms; TypedArray set ${(median(set) * 1e3).toFixed(2)} ms, slice ${(median(slice) * 1e3).toFixed(2)} ms`);
   await cache.close();
@@ -251,8 +246,8 @@ let blob;
     // Fresh 48 MiB allocations take 20 to 70 ms depending on whether the
     // pages come back from the last one freed, which pairs badly within a
     // repetition: the fresh-memory comparisons are ratios of the medians.
-    encode_vs_set: ratio(set, encInto), encode_vs_slice: median(slice) / median(enc),
-    decode_vs_slice: median(slice) / median(dec), decode_vs_set: median(set) / median(dec), decode_view_vs_set: ratio(set, decView),
+    encode_vs_set: pairRatio(set, encInto), encode_vs_slice: median(slice) / median(enc),
+    decode_vs_slice: median(slice) / median(dec), decode_vs_set: median(set) / median(dec), decode_view_vs_set: pairRatio(set, decView),
   };
   const mbs = (s) => (blob.length / s / 1e6).toFixed(0);
   note(`codec: encodeEntry ${mbs(median(enc))} MB/s (into a ready buffer ${mbs(median(encInto))}), decodeEntry ${mbs(median(dec))} MB/s (views: ${(median(decView) * 1e6).toFixed(1)} us); TypedArray set ${mbs(median(set))}, slice ${mbs(median(slice))} MB/s`);
@@ -307,7 +302,7 @@ let blob;
     results.store = {
       blob_bytes: blob.length, flush_s: median(flush), load_s: median(load), raw_write_fsync_s: median(rawW),
       raw_read_s: median(rawR), raw_read_prealloc_s: median(rawRP),
-      flush_vs_raw_write: ratio(rawW, flush), load_vs_readfile: ratio(rawR, load), load_vs_readsync: ratio(rawRP, load),
+      flush_vs_raw_write: pairRatio(rawW, flush), load_vs_readfile: pairRatio(rawR, load), load_vs_readsync: pairRatio(rawRP, load),
     };
     const mbs = (s) => (blob.length / s / 1e6).toFixed(0);
     note(`fs store: flush ${mbs(median(flush))} MB/s, restore (openCache) ${mbs(median(load))} MB/s; raw write+fsync ${mbs(median(rawW))}, raw readFile ${mbs(median(rawR))}, readSync into a ready Buffer ${mbs(median(rawRP))} MB/s`);

@@ -19,6 +19,7 @@ import { dirname, join } from 'node:path';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
 import { opfsTable } from './report_opfs.mjs';
+import { median } from './stats.js';
 
 const quick = process.argv.includes('--quick');
 const out = process.argv.slice(2).find((a) => !a.startsWith('--')) || new URL('../build/bench/opfs.json', import.meta.url).pathname;
@@ -28,11 +29,6 @@ const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
 
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
   ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
 

@@ -24,6 +24,7 @@ import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import init from '../js/index.js';
 import { widenF16 } from '../js/f16.js';
+import { median, pairRatio } from './stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const self = fileURLToPath(import.meta.url);
@@ -32,12 +33,6 @@ const quick = args.includes('--quick');
 const childAt = args.indexOf('--child');
 const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};
 const now = () => performance.now();
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const ratio = (num, den) => median(num.map((n, i) => n / den[i]));
 
 // ---- the entries ---------------------------------------------------------------
 const TOKENS = 1000, SHARED = 500, LAYERS = 24, HEADS = 2, HEAD_DIM = 64;
@@ -144,8 +139,8 @@ const workloads = {
     }
     await mem.close();
     const out = {
-      load_ms: median(load), readfile_ms: median(raw), load_over_readfile: ratio(load, raw), file_bytes: statSync(file).size,
-      floor_ms: median(floor), load_over_floor: ratio(load, floor),
+      load_ms: median(load), readfile_ms: median(raw), load_over_readfile: pairRatio(load, raw), file_bytes: statSync(file).size,
+      floor_ms: median(floor), load_over_floor: pairRatio(load, floor),
     };
     await cache.close({ flush: false });
     return out;
@@ -299,7 +294,7 @@ const workloads = {
         out[dtype].hit_load_ms = median(t[dtype]);
         out[dtype].hit_load_runs = t[dtype];
       }
-      out.hit_load_pairs = ratio(t.f16, t.f32);
+      out.hit_load_pairs = pairRatio(t.f16, t.f32);
     }
     for (const back of Object.values(reopened)) await back.close({ flush: false });
     for (const dtype of ['f16', 'f32']) rmSync(join(dir, `f16-${dtype}`), { recursive: true, force: true });

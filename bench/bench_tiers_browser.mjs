@@ -15,16 +15,12 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
+import { median, pairRatio } from './stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const out = args.find((a) => !a.startsWith('--')) || join(here, '../build/bench/tiers_browser.json');
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
 const note = (s) => console.error(`  ${s}`);
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
@@ -69,7 +65,7 @@ try {
   await page.goto(at);
   const h = await call('hit', { entry, i: LARGE >> 1, reps: quick ? 5 : 15 });
   results.hit = {
-    load_ms: median(h.load), get_ms: median(h.get), load_over_get: median(h.load.map((l, i) => l / h.get[i])), record_bytes: h.record_bytes, reps: h.load.length,
+    load_ms: median(h.load), get_ms: median(h.get), load_over_get: pairRatio(h.load, h.get), record_bytes: h.record_bytes, reps: h.load.length,
   };
   note(`hit-load ${results.hit.load_ms.toFixed(1)} ms vs raw get ${results.hit.get_ms.toFixed(1)} ms: ${results.hit.load_over_get.toFixed(2)}×`);
   await page.goto(at);
@@ -77,7 +73,7 @@ try {
   results.f16 = {
     f16: { load_ms: median(f.f16.load_ms), record_bytes: f.f16.record_bytes },
     f32: { load_ms: median(f.f32.load_ms), record_bytes: f.f32.record_bytes },
-    ratio: { record_bytes: f.f16.record_bytes / f.f32.record_bytes, hit_load: median(f.f16.load_ms.map((x, i) => x / f.f32.load_ms[i])) },
+    ratio: { record_bytes: f.f16.record_bytes / f.f32.record_bytes, hit_load: pairRatio(f.f16.load_ms, f.f32.load_ms) },
     reps: f.f16.load_ms.length,
   };
   note(`f16/f32 in IndexedDB: bytes ${results.f16.ratio.record_bytes.toFixed(3)}×, hit-load ${results.f16.ratio.hit_load.toFixed(3)}×`);

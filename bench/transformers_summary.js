@@ -1,10 +1,6 @@
 // Medians of one bench/transformers_workload.js result, as the JSON rows
 // bench/report.mjs reads (times in ms; ratios per repetition, then the median).
-const median = (a) => {
-  const s = [...a].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
+import { median, pairRatio } from './stats.js';
 
 export function summarize(r, label) {
   const of = (list, key) => median(list.map((t) => t[key]));
@@ -35,11 +31,11 @@ export function summarize(r, label) {
     loop_lookup_ms: median(r.lookupPart),
     convert_only_ms: median(r.convertOnly),
     // The whole restore over its own lookup + copy: 1 + the conversion's cost.
-    loop_restore_over_lookup: median(r.restoreLoop.map((t, i) => t / r.lookupPart[i])),
+    loop_restore_over_lookup: pairRatio(r.restoreLoop, r.lookupPart),
     loop_convert_share: median(r.restoreLoop.map((t, i) => r.convertOnly[i] / t)),
     // ... and over a separate bare lookup + copy beside it.
     loop_bare_lookup_ms: median(r.bareLoop),
-    loop_restore_over_bare: median(r.restoreLoop.map((t, i) => t / r.bareLoop[i])),
+    loop_restore_over_bare: pairRatio(r.restoreLoop, r.bareLoop),
     restore_share_of_ttft: median(r.warm.map((w) => w.restore / w.ttft)),
     from_tensors_ms: of(r.warm, 'fromTensors'),
     insert_ms: of(r.warm, 'insert'),
