@@ -61,16 +61,15 @@ export class TieredStore {
     }
     const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
+    // One channel per store: a directory by its resolved path.
+    store.#channelName = `rlxkv:${kind}:${blobs.root ?? path}`;
     try {
       await store.#index();
     } catch (err) {
       await blobs.close();
       throw err;
     }
-    // One channel per store: a directory by its resolved path.
-    const channel = `rlxkv:${kind}:${blobs.root ?? path}`;
-    if (opts.watch) store.#watch(channel);
-    else store.#channelName = channel;
+    if (opts.watch) store.#watch();
     return store;
   }
 
@@ -84,7 +83,7 @@ export class TieredStore {
   #used = new Set();
   /** name -> promise of a load under way. */
   #loading = new Map();
-  /** The BroadcastChannel of a watching store; its name, to tell the watchers of others. */
+  /** The store's BroadcastChannel's name, and the channel itself while this one watches. */
   #channel = null;
   #channelName = null;
   /** What this flush saved, told to the watchers at its end. */
@@ -265,8 +264,8 @@ export class TieredStore {
    * load() over a backend's synchronous reads (readWith): the blob's
    * structure checked as decodeBlob checks it (blobSpans), then its values
    * read straight into the new entry's memory, the block headers between
-   * them into a scratch buffer, in one scatter read (readv) where the
-   * backend has one. Most blobs have every block of one length: then the
+   * them into a scratch buffer, in one scatter read (readv: one preadv in
+   * Node, a read each from an OPFS sync handle). Most blobs have every block of one length: then the
    * headers past the first bytes are taken to repeat the first's, the
    * structure is checked against that, and the scatter read shows whether
    * they do; if one does not (or the guess is refused for any reason), the
@@ -554,8 +553,8 @@ export class TieredStore {
 
   // ---- watching --------------------------------------------------------
 
-  #watch(name) {
-    this.#channel = new BroadcastChannel(name);
+  #watch() {
+    this.#channel = new BroadcastChannel(this.#channelName);
     this.#channel.onmessage = (ev) => {
       try {
         this.#heard(ev.data);
@@ -577,7 +576,7 @@ export class TieredStore {
     const news = { rlxkv: NEWS_VERSION, saved: saved.map(newsOf), removed };
     try {
       if (this.#channel) return this.#channel.postMessage(news);
-      if (typeof BroadcastChannel !== 'function' || !this.#channelName) return;
+      if (typeof BroadcastChannel !== 'function') return;
       const once = new BroadcastChannel(this.#channelName);
       once.postMessage(news);
       once.close();
@@ -676,18 +675,6 @@ function refuse(record, err) {
   record.error = err.code || 'SHAPE';
 }
 
-/** Fills bufs one after another from offset at of a readWith file (its readv if it has one); the bytes read. */
-function readAll(f, bufs, at) {
-  if (f.readv) return f.readv(bufs, at);
-  let got = 0;
-  for (const b of bufs) {
-    const n = f.read(b, at + got);
-    got += n;
-    if (n < b.length) break;
-  }
-  return got;
-}
-
 /** The n bytes from offset at of a readWith file (fewer at its end). */
 function readAt(f, at, n) {
   const b = new Uint8Array(n);
@@ -715,7 +702,7 @@ function readValues(f, plan, values) {
     to += esize * n;
   });
   const want = to + headers.length;
-  if (readAll(f, bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) throw CHANGED;
+  if (f.readv(bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) throw CHANGED;
   const dv = new DataView(headers.buffer);
   for (let b = 1; b < plan.spans.length; b++) {
     if (dv.getUint32(8 * b - 4, true) * 2 ** 32 + dv.getUint32(8 * b - 8, true) !== plan.spans[b][1]) throw MISPREDICTED;

@@ -204,10 +204,12 @@ export class OpfsBlobs {
 
   /**
    * Workers only (this.sync): opens blob `name` read-only and returns
-   * fn({ size, read(dst, at) }) — read() fills the Uint8Array dst (any
-   * memory, the wasm heap included) from byte `at` and returns the bytes
-   * read — or null if the blob is gone. fn runs synchronously, under the
-   * blob's shared lock, so the file cannot change under it.
+   * fn({ size, read(dst, at), readv(dsts, at) }) — read() fills the
+   * Uint8Array dst (any memory, the wasm heap included) from byte `at`,
+   * readv() the dsts one after another (a sync handle has no scatter read:
+   * one read each), and both return the bytes read — or null if the blob
+   * is gone. fn runs synchronously, under the blob's shared lock, so the
+   * file cannot change under it.
    */
   readWith(name, fn) {
     return this.#lock(name, 'shared', async () => {
@@ -222,7 +224,17 @@ export class OpfsBlobs {
       }
       try {
         const size = s.getSize();
-        return fn({ size, read: (dst, at) => s.read(dst, { at }) });
+        const read = (dst, at) => s.read(dst, { at });
+        const readv = (dsts, at) => {
+          let got = 0;
+          for (const dst of dsts) {
+            const n = read(dst, at + got);
+            got += n;
+            if (n < dst.length) break;
+          }
+          return got;
+        };
+        return fn({ size, read, readv });
       } catch (err) {
         throw err instanceof RlxkvError || err instanceof RangeError ? err : opfsError(err, `reading ${name}`);
       } finally {
