@@ -7,7 +7,7 @@
 // thousands of mutated blobs of each format). importBlob decodes here too;
 // blobs restored from storage go through the C store's decoder.
 import { RlxkvError } from '../web/errors.js';
-import { widenF16 } from './f16.js';
+import { LITTLE_ENDIAN, widenF16 } from './f16.js';
 
 const MAGICS = {
   RLXKV001: [82, 76, 88, 75, 86, 48, 48, 49], // f32 values
@@ -20,7 +20,6 @@ const HEAD = 32; // magic, fingerprint, past_len, n_tokens
 /** The most layers a blob may have (RLXKV_MAX_LAYERS in src/rlxkv.h): more are refused with LIMIT. */
 export const MAX_LAYERS = 4096;
 /** Whether this host stores numbers little-endian, as blobs do: then a block's bytes are its values. */
-const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 // Throws 'decoding blob: truncated' (or bad magic, corrupt) unless ok.
 function need(ok, code = 'TRUNCATED') {
@@ -28,7 +27,7 @@ function need(ok, code = 'TRUNCATED') {
 }
 // u64 fields as numbers: exact below 2^53, and above that still larger than
 // any length they are compared with.
-const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
+export const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
 function setU64(dv, at, n) {
   dv.setUint32(at, n >>> 0, true);
   dv.setUint32(at + 4, n / 2 ** 32, true); // setUint32 truncates to the high word

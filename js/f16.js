@@ -5,7 +5,8 @@
 // nearest, ties to even, and is exact for values that came from binary16,
 // so f16 -> f32 -> f16 gives the same bits back.
 
-const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
+/** Whether this host stores numbers little-endian (every wasm host does; typed-array views then read blobs as they are). */
+export const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 let WIDE = null; // binary16 bits -> binary32 bits, all 65536 of them
 
 function wideTable() {

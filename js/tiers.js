@@ -24,12 +24,13 @@
 //          if it is still the entry that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
-import { RlxkvError } from '../web/errors.js';
+import { RlxkvError, STATUS, statusError } from '../web/errors.js';
 import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, u64Bytes, uniformBlockLength } from './blob.js';
+import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, u64Bytes, uniformBlockLength } from './blob.js';
+import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
@@ -37,7 +38,6 @@ const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 const INDEX_MAGIC = 'RLXKVIX1';
-const LITTLE_ENDIAN = new Uint8Array(Uint16Array.of(1).buffer)[0] === 1;
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -442,13 +442,17 @@ export class TieredStore {
     // Least recently used first: stored-only entries (least recent first),
     // then resident ones (least recent first). Pinned ones are kept.
     const byName = new Map(mine.map((r) => [r.name, r]));
-    const order = [];
-    const pinned = new Set(native.entries().filter((e) => e.pinned).map((e) => native.blobName(e.tokens)));
-    for (const tokens of native.tokensOf('stored').reverse()) order.push([native.blobName(tokens), tokens, false]);
-    if (resident) for (const tokens of native.tokensOf('resident').reverse()) order.push([native.blobName(tokens), tokens, true]);
     let total = mine.reduce((n, r) => n + r.bytes, 0);
+    // Within budget (every flush asks): no walk of the cache's entries.
+    const order = [];
+    const pinned = new Set();
+    if (total > maxBytes) {
+      for (const e of native.entries()) if (e.pinned) pinned.add(native.blobName(e.tokens));
+      for (const tokens of native.tokensOf('stored').reverse()) order.push([native.blobName(tokens), tokens]);
+      if (resident) for (const tokens of native.tokensOf('resident').reverse()) order.push([native.blobName(tokens), tokens]);
+    }
     const drop = [];
-    for (const [name, tokens, isResident] of order) {
+    for (const [name, tokens] of order) {
       if (total <= maxBytes) break;
       const r = byName.get(name);
       if (!r || pinned.has(name)) continue;
@@ -672,7 +676,6 @@ export async function copyBlobs(from, to) {
 function refuse(record, err) {
   if (!record) return;
   record.status = !(err instanceof RlxkvError) ? 'refused' : err.code === 'LIMIT' ? 'too-large' : 'corrupt';
-  record.error = err.code || 'SHAPE';
 }
 
 /** The n bytes from offset at of a readWith file (fewer at its end). */
@@ -705,7 +708,7 @@ function readValues(f, plan, values) {
   if (f.readv(bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) throw CHANGED;
   const dv = new DataView(headers.buffer);
   for (let b = 1; b < plan.spans.length; b++) {
-    if (dv.getUint32(8 * b - 4, true) * 2 ** 32 + dv.getUint32(8 * b - 8, true) !== plan.spans[b][1]) throw MISPREDICTED;
+    if (getU64(dv, 8 * b - 8) !== plan.spans[b][1]) throw MISPREDICTED;
   }
 }
 
@@ -724,8 +727,8 @@ function isNews(r) {
     && (r.dtype === 'f32' || r.dtype === 'f16') && typeof r.rowMajor === 'boolean';
 }
 
-/** The error of a put that found no room for a loaded entry. */
-const putFailed = (st, name) => new RlxkvError(st === -5 ? 'NOSPACE' : 'NOMEM', `loading ${name}: no room in memory (capBytes)`);
+/** The error of a put that could not take a loaded entry (NOSPACE: capBytes; NOMEM: wasm memory). */
+const putFailed = (st, name) => statusError(st, `loading ${name}`, st === STATUS.NOSPACE ? 'no room in memory (capBytes)' : undefined);
 
 function sameTokens(a, b) {
   if (a.length !== b.length) return false;

@@ -51,9 +51,3 @@ export async function openIdbfs(factory, name) {
     throw idbError(err, `opening IndexedDB "${name}"`);
   }
 }
-
-/** Runs fn under a cross-tab lock where the Web Locks API exists. */
-export function withLock(name, fn) {
-  const locks = typeof navigator === 'object' && navigator && navigator.locks;
-  return locks ? locks.request(name, fn) : fn();
-}
