@@ -135,14 +135,15 @@ class Rlxkv {
   async openStore(path, opts = {}) {
     if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
     toOptions(opts);
-    const kind = !opts.storage || opts.storage === 'auto' ? autoStorage() : opts.storage;
-    if (!['fs', 'idb', 'opfs'].includes(kind)) throw new RangeError(`storage must be 'fs', 'idb' or 'opfs' here, got ${String(kind)}`);
+    // The place a cache of the same options opens (so the same locks and channel).
+    const { kind, path: where } = storagePlace({ storage: opts.storage, path });
+    if (kind === 'none') throw new RangeError("storage must be 'fs', 'idb' or 'opfs' here, got 'none'");
     // A Node directory: the C store (the CLI's judge). IndexedDB and OPFS:
     // the tiered store's backends, over a cache that holds nothing.
-    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, kind, path));
+    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, kind, where));
     const native = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
-      const tier = await TieredStore.open(native, kind, kind === 'idb' ? idbPath(path) : path, { fingerprint: 0n, layout: null });
+      const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null });
       return new Store(tier.asToolStore(), () => native.free());
     } catch (err) {
       native.free();
