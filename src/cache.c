@@ -799,7 +799,9 @@ static int trimmable(const rlxkv_cache *c, const rlxkv_entry *e) {
     return rlxkv_entry_row_major(e);
 }
 
-int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
+/* Files e with its state flags `state` (DIRTY for a new entry, STORED for
+ * one read from its blob): rlxkv_cache_put and _put_loaded. */
+static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
     if (!e) return RLXKV_ERR_INVALID;
     if (e->node) return RLXKV_ERR_INVALID; /* held by a cache: not ours to free */
     if (!c) {
@@ -834,7 +836,7 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
-    e->flags = RLXKV_ENTRY_DIRTY;
+    e->flags = state;
     if (trimmable(c, e)) e->flags |= RLXKV_ENTRY_TRIMMABLE;
     e->order = (uint8_t)c->layout.order;
     e->heads = (uint32_t)c->layout.heads;
@@ -853,6 +855,9 @@ int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) {
     evict_to_cap(c);
     return RLXKV_OK;
 }
+
+int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) { return put(c, e, RLXKV_ENTRY_DIRTY); }
+int rlxkv_cache_put_loaded(rlxkv_cache *c, rlxkv_entry *e) { return put(c, e, RLXKV_ENTRY_STORED); }
 
 int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
                            size_t n_values, int row_major) {

@@ -176,14 +176,18 @@ int rlxkv_cache_set_layout(rlxkv_cache *c, const rlxkv_layout *layout);
 /* The cache's layout (order ANY when none was set). */
 void rlxkv_cache_layout(const rlxkv_cache *c, rlxkv_layout *out);
 
-/* Insert an entry, taking ownership of `e` in every case (it is freed on
- * failure and when cap is 0). An entry with identical tokens is replaced and
- * keeps its pin. LRU entries are then evicted until within the cap; an
- * entry that alone exceeds the cap is kept, alone. Fails, changing nothing,
- * with RLXKV_ERR_SHAPE when e does not fit the cache's layout, and with
- * RLXKV_ERR_NOSPACE when other pinned entries leave no room. The new entry
- * is marked dirty (not yet stored). */
+/* Insert an entry, taking ownership of `e` (it is freed on failure and
+ * when cap is 0; an entry already held by a cache is refused with
+ * RLXKV_ERR_INVALID and left to it). An entry with identical tokens is
+ * replaced and keeps its pin. LRU entries are then evicted until within the
+ * cap; an entry that alone exceeds the cap is kept, alone. Fails, changing
+ * nothing, with RLXKV_ERR_SHAPE when e does not fit the cache's layout, and
+ * with RLXKV_ERR_NOSPACE when other pinned entries leave no room. The new
+ * entry is marked dirty (not yet stored). */
 int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e);
+/* rlxkv_cache_put for an entry just read from its blob: filed clean and
+ * stored (see Tiers), not dirty. */
+int rlxkv_cache_put_loaded(rlxkv_cache *c, rlxkv_entry *e);
 
 /* Copying convenience over rlxkv_cache_put: k[l], v[l] point at k_lens[l],
  * v_lens[l] values of type dtype. */

@@ -575,7 +575,6 @@ static void load_put(rlxkv_cache *c, rlxkv_entry **held, size_t n_held, rlxkv_lo
     while (n_held) {
         rlxkv_entry *e = held[--n_held];
         size_t kv = rlxkv_entry_kv_bytes(e);
-        const rlxkv_entry *in;
         int prc;
         /* The cache's own entry is at least as new as the file (it may be
          * dirty): keep it. */
@@ -584,7 +583,7 @@ static void load_put(rlxkv_cache *c, rlxkv_entry **held, size_t n_held, rlxkv_lo
             r->skipped++;
             continue;
         }
-        prc = rlxkv_cache_put(c, e); /* frees e on failure */
+        prc = rlxkv_cache_put_loaded(c, e); /* frees e on failure */
         if (prc == RLXKV_ERR_NOMEM) {
             r->too_large++;
         } else if (prc == RLXKV_ERR_SHAPE) {
@@ -592,7 +591,6 @@ static void load_put(rlxkv_cache *c, rlxkv_entry **held, size_t n_held, rlxkv_lo
         } else if (prc) { /* NOSPACE: pinned entries leave no room */
             r->skipped++;
         } else {
-            if ((in = rlxkv_cache_get(c, e->tokens, e->n_tokens))) rlxkv_cache_mark_clean(c, in);
             r->loaded++;
             r->bytes += kv;
         }

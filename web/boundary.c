@@ -209,18 +209,10 @@ rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t n_layers,
     return e;
 }
 
-/* rlxkv_cache_put, with the cache's generation after it in the record.
- * stored: e was read from its blob: the entry of the n scratch tokens (e,
- * unless the put freed it) is marked clean, in the same call, so nothing
- * can replace it between its put and its marking. */
-int rlxkv_web_put(web_cache *w, rlxkv_entry *e, int stored, size_t n) {
-    int st = rlxkv_cache_put(w->cache, e);
-    w->rec[REC_GENERATION] = (uint32_t)rlxkv_cache_generation(w->cache);
-    if (st >= 0 && stored) {
-        const rlxkv_entry *now = rlxkv_cache_get(w->cache, w->tokens, n);
-        if (now && rlxkv_entry_is_resident(now)) rlxkv_cache_mark_clean(w->cache, now);
-    }
-    return st;
+/* rlxkv_cache_put, or for an entry read from its blob (stored)
+ * rlxkv_cache_put_loaded. */
+int rlxkv_web_put(web_cache *w, rlxkv_entry *e, int stored) {
+    return stored ? rlxkv_cache_put_loaded(w->cache, e) : rlxkv_cache_put(w->cache, e);
 }
 
 uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache_generation(w->cache); }

@@ -142,8 +142,7 @@ export class NativeCache {
       M._rlxkv_entry_free(e);
       throw err;
     }
-    if (stored) this.#scratch(tokens); // what marks it clean once put
-    return M._rlxkv_web_put(this.#w, e, stored ? 1 : 0, tokens.length); // takes e in every case
+    return M._rlxkv_web_put(this.#w, e, stored ? 1 : 0); // takes e in every case
   }
 
   /**

@@ -1032,6 +1032,25 @@ static void clear_with_the_stored_index_keeps_what_is_stored(void) {
     rlxkv_cache_free(c);
 }
 
+static void an_entry_put_from_its_blob_is_clean_and_stays_stored(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_cache_set_stored_index(c, 1);
+    size_t lens[2] = {2, 2};
+    CHECK_EQ(rlxkv_cache_put_loaded(c, make(TOKS(7, 8), 1, lens, 1.0f)), RLXKV_OK);
+    const rlxkv_entry *e = rlxkv_cache_get(c, TOKS(7, 8));
+    CHECK(e && rlxkv_entry_is_resident(e) && !rlxkv_cache_is_dirty(c, e));
+    rlxkv_cache_clear(c); /* evicted: its blob is stored, so it stays known */
+    const rlxkv_entry *s = rlxkv_cache_next_stored(c, NULL);
+    CHECK(s && !rlxkv_entry_is_resident(s) && rlxkv_entry_n_tokens(s) == 2);
+    /* cap 0 takes nothing: the entry is freed, the put still OK */
+    rlxkv_cache *none = rlxkv_cache_new(0, 0);
+    CHECK_EQ(rlxkv_cache_put_loaded(none, make(TOKS(7, 8), 1, lens, 1.0f)), RLXKV_OK);
+    CHECK_EQ(stats(none).entries, 0);
+    CHECK(consistent(c));
+    rlxkv_cache_free(none);
+    rlxkv_cache_free(c);
+}
+
 /* ---- deviations the model found (each fails until cache.c is fixed) ----- */
 
 /* The generation tells when borrowed resident entries went: freeing a
@@ -1109,6 +1128,7 @@ int main(void) {
     RUN(evicting_a_stored_entry_leaves_it_stored_only);
     RUN(match_prefers_a_resident_hit_of_equal_length);
     RUN(clear_with_the_stored_index_keeps_what_is_stored);
+    RUN(an_entry_put_from_its_blob_is_clean_and_stays_stored);
     RUN(generation_moves_only_when_a_resident_entry_is_freed);
     RUN(insert_with_cap_0_refuses_a_misshaped_entry_as_put_does);
     RUN(set_layout_refuses_a_cache_holding_stored_only_entries);
