@@ -382,18 +382,24 @@ export class TieredStore {
   #encode({ tokens, serial }, pieces = false) {
     const e = this.#native.get(tokens);
     if (!e || !e.dirty || e.serial !== serial) return null;
-    // Pieces: each block taken from the entry as it is when it is written.
+    const blocks = [...e.k, ...e.v];
+    // Pieces: each block taken from the entry as it is when it is written:
+    // the same views while nothing was freed (the C generation) and the
+    // heap did not grow (which detaches them), else the entry again.
+    let gen = this.#native.generation(), bits = bitsOf(blocks);
     const blocksAt = () => {
+      if (this.#native.generation() === gen && !(bits.length && bits[0].buffer.byteLength === 0)) return bits;
       const now = this.#native.get(tokens);
       if (!now || !now.dirty || now.serial !== serial) throw new RlxkvError('CHANGED', 'the entry changed while it was saved');
-      return bitsOf([...now.k, ...now.v]);
+      gen = this.#native.generation();
+      bits = bitsOf([...now.k, ...now.v]);
+      return bits;
     };
-    const blocks = [...e.k, ...e.v];
     const name = this.#native.blobName(tokens);
     // Whole: encoded from views of the heap into JS memory (nothing here
     // allocates in wasm, so the views hold).
-    const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp) : [encodeBlob(tokens, bitsOf(blocks), this.#fp)];
-    const bytes = pieces ? blobSize(tokens.length, bitsOf(blocks)) : parts[0].length;
+    const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp) : [encodeBlob(tokens, bits, this.#fp)];
+    const bytes = pieces ? blobSize(tokens.length, bits) : parts[0].length;
     const record = {
       name, bytes, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens,
       nValues: blocks.reduce((n, b) => n + b.length, 0),
