@@ -279,7 +279,7 @@ let blob;
     for (let r = 0; r < R; r++) {
       gc();
       let t0 = now();
-      const c = await rlx.openCache({ capBytes: CAP, fingerprint: FP, storage: 'fs', path });
+      const c = await rlx.openCache({ capBytes: CAP, fingerprint: FP, storage: 'fs', path, preload: true });
       load.push((now() - t0) / 1000);
       if (c.restoreReport.loaded !== 1 || c.restoreReport.bytes !== kvBytes) throw new Error('fs restore');
       await c.close({ flush: false });

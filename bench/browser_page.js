@@ -123,8 +123,7 @@ export async function restorePhase({ count, order, entry: moduleUrl }) {
     db.close();
     return { ms, got };
   };
-  // The reference, and how rlxkv's mirror reads (web/idb-sync.js):
-  // getAllKeys, then one get per key, all in flight.
+  // The reference: getAllKeys, then one get per key, all in flight.
   const doGet = async () => {
     const r = await rawRead(async (store) => {
       const keys = await request(store.getAllKeys());

@@ -132,7 +132,8 @@ export async function measure(env, { id, store = 'auto', coldReps, warmReps }) {
     id, store, modelDtype, entryDtype: entry.dtype, promptTokens: n, restoredTokens: n - 1,
     kvBytes: entry.bytes, cold, warm, bare, restoreLoop, lookupPart, convertOnly, bareLoop, restoreAtOpen: null, restoreAtOpenError: null,
   };
-  // A restart: the entry flushed, then a cache opened on that storage restores it.
+  // A restart: the entry flushed, then a cache opened on that storage, and
+  // the match that reads its blob back.
   if (env.open) {
     try {
       const fingerprint = rlx.fingerprintOf(`bench-transformers;${id};${store}`);
@@ -141,8 +142,9 @@ export async function measure(env, { id, store = 'auto', coldReps, warmReps }) {
       await persisted.close();
       const t0 = now();
       const again = await env.open(fingerprint, layout, 'read');
+      const hit = await again.match(entry.tokens, { view: true });
       result.restoreAtOpen = now() - t0;
-      if (again.restoreReport.loaded !== 1) throw new Error(`restored ${again.restoreReport.loaded} entries`);
+      if (!hit || hit.matched !== entry.tokens.length) throw new Error('the restarted cache did not read the entry back');
       await again.close();
     } catch (err) {
       result.restoreAtOpenError = `${err.code || err.name}: ${err.message}`;
