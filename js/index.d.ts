@@ -128,10 +128,10 @@ export interface RestoreReport {
   resident: number;
   /** The store can be read but not written (a read-only directory): flush and prune reject with IO. */
   readOnly: boolean;
-  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. */
+  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. Node directories only: 0 for IndexedDB and OPFS (OPFS removes dead writers' temporary files at open, judged by Web Lock). */
   temporaries: number;
   temporaryBytes: number;
-  /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. */
+  /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. Node directories only. */
   swept: number;
 }
 
@@ -150,7 +150,7 @@ export interface BlobInfo {
    * unreadable ones and saves' temporary files (temp, abandoned).
    */
   status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
-  /** The C status that made it corrupt or too large, else 0. */
+  /** The C status that made it corrupt or too large, else 0 (rlx.openStore on a Node directory: the status the C store found; elsewhere CORRUPT or LIMIT by the status). */
   error: number;
   /** KV bytes and value type, where known (rlx.openStore's list). */
   kvBytes?: number;
@@ -237,7 +237,7 @@ export interface Cache {
   /**
    * The longest cached prefix in memory or in storage, as lookup() gives it (same options). A hit on
    * an entry that is only stored reads its one blob into memory first (least recently used entries
-   * are evicted, and stay stored). Use this after a reload: opening reads only the index.
+   * are evicted, and stay stored once flushed). Use this after a reload: opening reads only the index.
    */
   match(tokens: Tokens, opts?: LookupOptions): Promise<Hit | null>;
   /** The entry with exactly these tokens is never evicted (a stored-only one: once read). Throws NOTFOUND if absent. */
@@ -254,7 +254,6 @@ export interface Cache {
   /** Resident entries (pinned first, then most recent first), then stored-only ones (most recent first). */
   entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16'; resident: boolean }[];
 
-  /** The RLXKV001 blob of the entry with exactly these tokens, or null. */
   /**
    * The blob of the resident entry with exactly these tokens, or null (also for a stored-only one:
    * match() it first). RLXKV001 for f32 entries, RLXKVF16 for f16 ones; as: 'RLXKV001' widens f16
@@ -313,10 +312,10 @@ export interface DecodeOptions {
   /** Expected fingerprint: a blob of another one decodes to null. */
   fingerprint?: Fingerprint;
   /**
-   * K/V blocks as Float32Array views of `bytes`, sharing its memory (no
-   * copy), when bytes start at a 4-byte-aligned offset on a little-endian
-   * host; copies otherwise (and always for bytes in the module's wasm
-   * memory). Default false: fresh copies.
+   * K/V blocks as views of `bytes` (Float32Array for RLXKV001, Uint16Array
+   * for RLXKVF16), sharing its memory (no copy), when the values are aligned
+   * to their size on a little-endian host; copies otherwise (and always for
+   * bytes in the module's wasm memory). Default false: fresh copies.
    */
   view?: boolean;
 }
@@ -354,7 +353,7 @@ export interface Rlxkv {
    * IO; blobs copied before stay copied.
    */
   copyStore(from: StorePlace, to: StorePlace): Promise<{ copied: number; bytes: number }>;
-  /** The RLXKV001 blob of an entry: a new Uint8Array, or the filled start of opts.out. */
+  /** The blob of an entry (RLXKV001 for f32, RLXKVF16 for f16, or opts.as): a new Uint8Array, or the filled start of opts.out. */
   encodeEntry(entry: Entry, fingerprint?: Fingerprint, opts?: EncodeOptions): Uint8Array;
   /** The byte length of encodeEntry(entry, fp, opts), to size an opts.out. */
   encodedSize(entry: Entry, opts?: { as?: 'RLXKV001' | 'RLXKVF16' }): number;

@@ -143,7 +143,7 @@ typedef struct rlxkv_cache rlxkv_cache;
 
 typedef struct rlxkv_stats {
     size_t entries;         /* entries held */
-    size_t bytes;           /* KV bytes held (4 per float) */
+    size_t bytes;           /* KV bytes held (values x dtype size: 4 for f32, 2 for f16) */
     size_t cap_bytes;       /* the budget */
     size_t pinned_entries;
     size_t pinned_bytes;
@@ -226,8 +226,10 @@ size_t rlxkv_hit_n_values(const rlxkv_hit *hit);
  * block_lens_out (2*n_layers, may be NULL) gets each copied length. */
 void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out);
 
-/* Counts the calls that freed an entry: a borrowed entry or hit taken at
- * generation g is still valid while the generation is g. */
+/* Counts the calls that freed a resident entry: a borrowed resident entry
+ * or a hit taken at generation g is still valid while the generation is g.
+ * (Stored-only entries are freed without counting: one borrowed from
+ * rlxkv_cache_next_stored is valid only until the cache next changes.) */
 uint64_t rlxkv_cache_generation(const rlxkv_cache *c);
 
 /* ------------------------------------------------------------------------
@@ -351,8 +353,8 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
  * Store: a directory of blobs, one file per entry, named from a hash of
  * (fingerprint, tokens): "<16 hex digits>.rlxkv". Saves stream the blob
  * into a temporary file and rename it over the name: atomic. Plain POSIX,
- * so it runs natively and on Emscripten's MEMFS (mirrored to IndexedDB by
- * web/idb-sync.js) and NODEFS alike.
+ * so it runs natively and on Emscripten's NODEFS alike (the CLI and Node's
+ * rlx.openStore; caches use js/tiers.js).
  *
  * One judge, one rule. Only regular files (symlinks are followed to one;
  * removing a symlinked blob removes the link) named "*.rlxkv" (shorter
@@ -379,9 +381,7 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
  *
  * Recency: rlxkv_store_flush stamps the blob of every cached entry with an
  * mtime in the cache's recency order (the most recently used newest), so
- * load and prune, which go by mtime, follow use, not save time. (On an
- * IndexedDB mount the stamps last for the session: web/idb-sync.js keeps
- * each blob's save time, and a restore brings that back.)
+ * load and prune, which go by mtime, follow use, not save time.
  * ---------------------------------------------------------------------- */
 typedef struct rlxkv_store rlxkv_store;
 
@@ -511,9 +511,9 @@ int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO
  * `fingerprint` until they and the live temporary files total at most
  * max_bytes (UINT64_MAX: no budget; stale files kept under KEEP_STALE do
  * not count). Foreign, too large and unreadable files are never removed,
- * nor counted against the budget. Blobs of entries currently in `keep`
- * (may be NULL; with KEEP_PINNED, only its pinned entries) are never
- * removed. report may be NULL. */
+ * nor counted against the budget. Blobs of the resident entries of `keep`
+ * (may be NULL; with KEEP_PINNED, only its pinned ones) are never removed;
+ * its stored-only entries do not protect theirs. report may be NULL. */
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report);
