@@ -658,21 +658,25 @@ static void free_tree(node *x) {
     }
 }
 
-/* Evicts least recently used unpinned entries until within the cap. The
- * last unpinned entry stays when nothing pinned holds bytes: an entry that
- * alone exceeds the cap is kept, alone, rather than leave nothing to hit.
- * A cap of 0 means off, and keeps nothing. */
-/* A stored-only entry standing for e: its tokens, dtype and size, no
- * values. NULL when out of memory. */
-static rlxkv_entry *stub_of(const rlxkv_entry *e) {
-    rlxkv_entry *s = rlxkv_entry_alloc(e->n_tokens, 0, 0, e->dtype, NULL);
+/* A stored-only entry: tokens, dtype and size, no values; flags beyond
+ * STUB | STORED (TRIMMABLE) and the layout's order and heads as given.
+ * NULL when out of memory. */
+static rlxkv_entry *stub_new(const uint32_t *tokens, size_t n_tokens, int dtype, size_t n_values,
+                             unsigned flags, uint8_t order, uint32_t heads) {
+    rlxkv_entry *s = rlxkv_entry_alloc(n_tokens, 0, 0, dtype, NULL);
     if (!s) return NULL;
-    if (e->n_tokens) memcpy(s->tokens, e->tokens, e->n_tokens * sizeof *s->tokens);
-    s->n_values = e->n_values;
-    s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED | (e->flags & RLXKV_ENTRY_TRIMMABLE);
-    s->order = e->order;
-    s->heads = e->heads;
+    if (n_tokens) memcpy(s->tokens, tokens, n_tokens * sizeof *s->tokens);
+    s->n_values = n_values;
+    s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED | flags;
+    s->order = order;
+    s->heads = heads;
     return s;
+}
+
+/* A stored-only entry standing for e. */
+static rlxkv_entry *stub_of(const rlxkv_entry *e) {
+    return stub_new(e->tokens, e->n_tokens, e->dtype, e->n_values, e->flags & RLXKV_ENTRY_TRIMMABLE, e->order,
+                    e->heads);
 }
 
 /* n's entry gives way to e (same tokens), which takes the labels that
@@ -704,6 +708,10 @@ static void demote(rlxkv_cache *c, rlxkv_entry *v) {
     swap_entry(c, v->node, s, 0);
 }
 
+/* Evicts least recently used unpinned entries until within the cap. The
+ * last unpinned entry stays when nothing pinned holds bytes: an entry that
+ * alone exceeds the cap is kept, alone, rather than leave nothing to hit.
+ * A cap of 0 means off, and keeps nothing. */
 static void evict_to_cap(rlxkv_cache *c) {
     rlxkv_entry *v;
     while (c->bytes > c->cap_bytes && (v = lru_tail(c))) {
@@ -868,15 +876,10 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     descend(c, tokens, n_tokens, &p);
     node *n = !p.edge && p.depth == n_tokens ? p.at : NULL;
     if (n && n->entry && !is_stub(n->entry)) return RLXKV_OK; /* resident: newer than any blob */
-    rlxkv_entry *s = rlxkv_entry_alloc(n_tokens, 0, 0, dtype, NULL);
+    int trim = n_tokens > 0 && (c->layout.order != RLXKV_ORDER_ANY || row_major); /* as trimmable() */
+    rlxkv_entry *s = stub_new(tokens, n_tokens, dtype, n_values, trim ? RLXKV_ENTRY_TRIMMABLE : 0,
+                              (uint8_t)c->layout.order, (uint32_t)c->layout.heads);
     if (!s) return RLXKV_ERR_NOMEM;
-    if (n_tokens) memcpy(s->tokens, tokens, n_tokens * sizeof *tokens);
-    s->n_values = n_values;
-    s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED;
-    if (c->layout.order != RLXKV_ORDER_ANY ? n_tokens > 0 : row_major && n_tokens > 0)
-        s->flags |= RLXKV_ENTRY_TRIMMABLE;
-    s->order = (uint8_t)c->layout.order;
-    s->heads = (uint32_t)c->layout.heads;
     s->serial = ++c->puts;
     if (n && n->entry) {
         s->flags |= n->entry->flags & RLXKV_ENTRY_PIN_ON_LOAD;
@@ -943,12 +946,16 @@ static int hit_out(rlxkv_cache *c, const node *x, size_t matched, rlxkv_hit *hit
     return RLXKV_HIT;
 }
 
-static int miss_out(rlxkv_cache *c, rlxkv_hit *hit) {
-    c->misses++;
+static void hit_clear(rlxkv_hit *hit) {
     if (hit) {
         hit->entry = NULL;
         hit->matched = 0;
     }
+}
+
+static int miss_out(rlxkv_cache *c, rlxkv_hit *hit) {
+    c->misses++;
+    hit_clear(hit);
     return RLXKV_MISS;
 }
 
@@ -988,13 +995,6 @@ static int partial_in(rlxkv_cache *c, const uint32_t *query, size_t n, size_t ma
         if (x->trim[t].n) return hit_out(c, trim_pick(x, t), x->depth, hit);
     }
     return miss_out(c, hit);
-}
-
-static void hit_clear(rlxkv_hit *hit) {
-    if (hit) {
-        hit->entry = NULL;
-        hit->matched = 0;
-    }
 }
 
 int rlxkv_cache_lookup(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit *hit) {

@@ -35,8 +35,6 @@ static const uint8_t kMagic16[8] = {'R', 'L', 'X', 'K', 'V', 'F', '1', '6'};
 #define VALUES_BYTEWISE 0
 #endif
 
-static size_t value_size(int dtype) { return dtype == RLXKV_F16 ? 2 : 4; }
-
 /* n values of `size` bytes from host order (src) to little-endian (dst),
  * or back: the same byte shuffle both ways. dst == src is allowed. */
 static void swap_values(uint8_t *dst, const uint8_t *src, size_t n, size_t size) {
@@ -109,7 +107,7 @@ static size_t blob_size(const rlxkv_entry *e, size_t vsize) {
 }
 
 size_t rlxkv_encoded_size(const rlxkv_entry *e) {
-    return e ? blob_size(e, value_size(e->dtype)) : 0;
+    return e ? blob_size(e, rlxkv_entry_value_size(e)) : 0;
 }
 
 size_t rlxkv_encoded_size_f32(const rlxkv_entry *e) { return blob_size(e, 4); }
@@ -142,7 +140,7 @@ static int out_u64(out_buf *o, uint64_t v) {
 /* One block's values: straight from the entry when their bytes are the
  * blob's, else converted through the buffer. */
 static int out_values(out_buf *o, const rlxkv_entry *e, size_t b, int widen) {
-    size_t vsize = value_size(e->dtype), n = e->offs[b + 1] - e->offs[b];
+    size_t vsize = rlxkv_entry_value_size(e), n = e->offs[b + 1] - e->offs[b];
     const uint8_t *src = e->kv + vsize * e->offs[b];
     int rc = out_flush(o);
     if (rc || !n) return rc;
@@ -174,7 +172,7 @@ int rlxkv_encode_to(const rlxkv_entry *e, uint64_t fingerprint, int as_f32, rlxk
 
     if (!e || !sink) return RLXKV_ERR_INVALID;
     if (e->n_layers > RLXKV_MAX_LAYERS) return RLXKV_ERR_LIMIT;
-    if (!blob_size(e, widen ? 4 : value_size(e->dtype))) return RLXKV_ERR_INVALID;
+    if (!blob_size(e, widen ? 4 : rlxkv_entry_value_size(e))) return RLXKV_ERR_INVALID;
     o.sink = sink;
     o.ctx = ctx;
     memcpy(o.b, widen || e->dtype == RLXKV_F32 ? kMagic32 : kMagic16, 8);
@@ -318,7 +316,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
     if (!(p = next(&c, head, h, &rc))) return rc;
     rc = rlxkv_blob_head(p, h, &fp, &dtype);
     if (rc) return rc;
-    vsize = value_size(dtype);
+    vsize = rlxkv_dtype_size(dtype);
     if (fp_out) *fp_out = fp;
     if (out && expect_fp && fp != *expect_fp) return RLXKV_STALE;
     /* A file larger than this host's address space can be judged, never

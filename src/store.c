@@ -828,12 +828,12 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
         b->status = status_of(&vd, fingerprint, any);
         b->error = b->status == RLXKV_BLOB_OK || b->status == RLXKV_BLOB_STALE ||
                    b->status == RLXKV_BLOB_FOREIGN ? 0 : vd.rc;
-        if (vd.rc == RLXKV_OK || vd.rc == RLXKV_ERR_LIMIT) b->fingerprint = vd.m.fingerprint;
-        if (vd.rc == RLXKV_OK || (vd.rc == RLXKV_ERR_NOMEM && vd.m.blob_bytes)) {
+        int sized = vd.rc == RLXKV_OK || (vd.rc == RLXKV_ERR_NOMEM && vd.m.blob_bytes);
+        if (sized || vd.rc == RLXKV_ERR_LIMIT) b->fingerprint = vd.m.fingerprint;
+        if (sized) {
             b->n_tokens = vd.m.n_tokens;
             b->kv_bytes = kv_bytes_of(&vd.m);
             b->dtype = vd.m.dtype;
-            b->fingerprint = vd.m.fingerprint;
         }
     }
     free(v);
