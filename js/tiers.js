@@ -274,50 +274,18 @@ export class TieredStore {
    * other program) is a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
-    let refused = null;
-    const st = await this.#blobs.readWith(name, (f) => {
-      if (this.#isResident(tokens)) return 'resident'; // inserted while the file opened
+    const { st, err } = await this.#blobs.readWith(name, (f) => {
+      if (this.#isResident(tokens)) return { st: 'resident' }; // inserted while the file opened
       const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length)));
       const first = uniformBlockLength(head, f.size);
-      const guess = first >= 0 ? u64Bytes(first) : null;
-      for (const speculate of guess ? [true, false] : [false]) {
-        let plan;
-        try {
-          plan = blobSpans((at, n) => {
-            if (at + n <= head.length) return head.subarray(at, at + n);
-            if (speculate && n === 8) return guess; // a block header, when the head holds the first
-            return readAt(f, at, n);
-          }, f.size, this.#fp, head.length);
-          if (plan && !sameTokens(plan.tokens, tokens)) plan = null;
-          if (plan) {
-            const lens = plan.spans.map(([, n]) => ({ length: n }));
-            const layers = lens.length / 2;
-            checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
-          }
-        } catch (err) {
-          if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
-          if (speculate) continue;
-          refused = err;
-          plan = null;
-        }
-        if (!plan) {
-          if (speculate) continue;
-          return 'refused';
-        }
-        try {
-          return this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values), true);
-        } catch (err) {
-          if (err !== MISPREDICTED && err !== CHANGED) throw err;
-          if (err === CHANGED || !speculate) return 'changed';
-        }
-      }
-      return 'changed'; // read the general way, a header still differed
-    });
+      const guessed = first >= 0 ? this.#readInto(f, head, u64Bytes(first), tokens) : RETRY;
+      return guessed === RETRY ? this.#readInto(f, head, null, tokens) : guessed;
+    }) ?? { st: null };
     if (st === 'resident') return true;
     const record = this.#known.get(name);
     if (st === null || st === 'refused' || st === 'changed') {
       if (st === null) this.#known.delete(name);
-      else if (refused) refuse(record, refused);
+      else if (err) refuse(record, err);
       // Changed: the blob is left as it is, known; its entry leaves the
       // tree so that this match ends, and the next open finds it again.
       this.#native.blobGone(tokens);
@@ -325,6 +293,41 @@ export class TieredStore {
     }
     if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, tokens);
+  }
+
+  /**
+   * One attempt of #loadDirect on file f (head: its first bytes): the
+   * structure, with the block headers past the head taken to be `guess`
+   * if given, then the values into a new entry. { st }: the put's status,
+   * 'refused' (with err, if the blob is bad) or 'changed'; RETRY when a
+   * guessed attempt fails in any way (the general one then decides).
+   */
+  #readInto(f, head, guess, tokens) {
+    let plan;
+    try {
+      plan = blobSpans((at, n) => {
+        if (at + n <= head.length) return head.subarray(at, at + n);
+        if (guess && n === 8) return guess; // a block header, when the head holds the first
+        return readAt(f, at, n);
+      }, f.size, this.#fp, head.length);
+      if (plan && !sameTokens(plan.tokens, tokens)) plan = null;
+      if (plan) {
+        const lens = plan.spans.map(([, n]) => ({ length: n }));
+        const layers = lens.length / 2;
+        checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
+      }
+    } catch (err) {
+      if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
+      return guess ? RETRY : { st: 'refused', err };
+    }
+    if (!plan) return guess ? RETRY : { st: 'refused' };
+    try {
+      return { st: this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values), true) };
+    } catch (err) {
+      if (err === MISPREDICTED && guess) return RETRY;
+      if (err === MISPREDICTED || err === CHANGED) return { st: 'changed' };
+      throw err;
+    }
   }
 
   // ---- flush -----------------------------------------------------------
@@ -692,6 +695,8 @@ function readAt(f, at, n) {
 
 const MISPREDICTED = new Error('a block header differs from the first block\'s');
 const CHANGED = new Error('the file changed while it was read');
+/** #readInto's answer when its guess of the block headers failed. */
+const RETRY = Symbol('retry');
 
 /**
  * Reads the values of a blob (its structure: plan, from blobSpans) into
