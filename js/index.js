@@ -140,7 +140,7 @@ class Rlxkv {
     if (kind === 'none') throw new RangeError("storage must be 'fs', 'idb' or 'opfs' here, got 'none'");
     // A Node directory: the C store (the CLI's judge). IndexedDB and OPFS:
     // the tiered store's backends, over a cache that holds nothing.
-    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, kind, where));
+    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, where));
     const native = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
       const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null });

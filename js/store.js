@@ -38,13 +38,11 @@ export class Store {
     toByteCount(maxBytes, 'maxBytes', { infinite: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    const report = await storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
-    if (!dryRun) await storage.flush();
-    return report;
+    return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
   }
 
   /** Kept for callers of 0.1.0's sync(): prune() is durable by itself now. */
-  async flush() { await this.#live().flush(); }
+  async flush() { this.#live(); }
 
   async close() {
     if (!this.#storage) return;

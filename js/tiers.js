@@ -518,7 +518,6 @@ export class TieredStore {
       kind: this.kind,
       list: (fp, any) => this.listAll(fp, any),
       prune: (fp, { anyFingerprint, ...opts }) => this.pruneAll(fp, { ...opts, any: anyFingerprint }),
-      flush: async () => {},
       close: () => this.close(),
     };
   }

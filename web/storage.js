@@ -82,7 +82,7 @@ async function unmount(core, mnt) {
 
 /** A C store (rlxkv_store) over a mounted directory. */
 export class BlobStore {
-  static async open(core, kind, path) {
+  static async open(core, path) {
     const mnt = await mountFs(core, path);
     const dir = core.cstring(mnt.point);
     let store;
@@ -96,18 +96,15 @@ export class BlobStore {
       await unmount(core, mnt);
       throw core.fail(st, `opening store ${path}`);
     }
-    return new BlobStore(core, kind, mnt, store);
+    return new BlobStore(core, mnt, store);
   }
 
-  constructor(core, kind, mnt, store) {
+  constructor(core, mnt, store) {
     this.core = core;
-    this.kind = kind;
+    this.kind = 'fs'; // a Node directory, the only kind the C store serves
     this.mnt = mnt;
     this.ptr = store;
   }
-
-  /** Nothing to do: a directory's prune is durable as it happens. */
-  async flush() {}
 
   /** The blobs and temporary files, judged against fingerprint (any: every valid blob is ok). */
   list(fingerprint, any = false) {
@@ -126,17 +123,14 @@ export class BlobStore {
   /**
    * rlxkv_store_prune: corrupt blobs go, stale ones too when `stale`, then
    * the oldest counted ones until maxBytes. anyFingerprint: every valid
-   * blob counts; keepCache's entries' blobs stay (only its pinned ones with
-   * pinnedOnly).
+   * blob counts.
    */
-  prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, anyFingerprint = false,
-    pinnedOnly = false } = {}, keepCache = 0) {
+  prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, anyFingerprint = false } = {}) {
     const { core } = this;
-    const flags = (dryRun ? PRUNE.DRY_RUN : 0) | (stale ? 0 : PRUNE.KEEP_STALE) |
-      (anyFingerprint ? PRUNE.ANY_FINGERPRINT : 0) | (pinnedOnly ? PRUNE.KEEP_PINNED : 0);
+    const flags = (dryRun ? PRUNE.DRY_RUN : 0) | (stale ? 0 : PRUNE.KEEP_STALE) | (anyFingerprint ? PRUNE.ANY_FINGERPRINT : 0);
     const rep = core.alloc(8 * 8);
     try {
-      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toBudget(maxBytes), flags, keepCache, rep);
+      const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toBudget(maxBytes), flags, 0, rep);
       if (st < 0) throw core.fail(st, 'pruning the store');
       const [removed, removedBytes, kept, keptBytes, tempsRemoved, tempsRemovedBytes, tempsKept, tempsKeptBytes] = u64s(core, rep, 8);
       return { removed, removedBytes, kept, keptBytes, tempsRemoved, tempsRemovedBytes, tempsKept, tempsKeptBytes };
