@@ -29,7 +29,10 @@ import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
 import { OpfsBlobs } from '../web/opfs-blobs.js';
-import { blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, u64Bytes, uniformBlockLength } from './blob.js';
+import {
+  blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, MAX_LAYERS, u64Bytes,
+  isUniformHead, uniformBlobSize, uniformBlockLength,
+} from './blob.js';
 import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 
@@ -210,8 +213,12 @@ export class TieredStore {
     return p;
   }
 
-  async #load(name, tokens) {
-    if (this.#blobs.sync) return this.#loadDirect(name, tokens);
+  #load(name, tokens) {
+    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
+  }
+
+  /** load() over a backend's reads into new memory (read()): one copy, into the heap. */
+  async #loadCopying(name, tokens) {
     const record = this.#known.get(name);
     let bytes;
     try {
@@ -249,7 +256,7 @@ export class TieredStore {
     return !!e && e.resident;
   }
 
-  async #loaded(name, tokens) {
+  #loaded(name, tokens) {
     const record = this.#known.get(name);
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
@@ -274,8 +281,11 @@ export class TieredStore {
    * other program) is a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
+    const known = this.#shapeOf(this.#known.get(name), tokens);
     const { st, err } = await this.#blobs.readWith(name, (f) => {
       if (this.#isResident(tokens)) return { st: 'resident' }; // inserted while the file opened
+      const read = known ? this.#readKnown(f, tokens, known) : RETRY;
+      if (read !== RETRY) return read;
       const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length)));
       const first = uniformBlockLength(head, f.size);
       const guessed = first >= 0 ? this.#readInto(f, head, u64Bytes(first), tokens) : RETRY;
@@ -293,6 +303,56 @@ export class TieredStore {
     }
     if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, tokens);
+  }
+
+  /**
+   * The blob the index and the layout describe, if they tell its shape
+   * whole: { dtype, layers, block (values per block), size (bytes) }, for
+   * #readKnown; else null (no layout, a record not of an ok blob, sizes
+   * that do not agree).
+   */
+  #shapeOf(record, tokens) {
+    const layout = this.#layout;
+    if (!layout || !record || record.status !== 'ok' || !record.dtype || !LITTLE_ENDIAN) return null;
+    const block = layout.heads * layout.headDim * tokens.length;
+    const layers = layout.layers || record.nValues / (2 * block);
+    if (!block || !Number.isInteger(layers) || layers < 1 || layers > MAX_LAYERS || 2 * layers * block !== record.nValues) return null;
+    const size = uniformBlobSize(tokens.length, record.dtype, layers, block);
+    return size === record.bytes ? { dtype: record.dtype, layers, block, size } : null;
+  }
+
+  /**
+   * #loadDirect's first attempt when the blob's shape is known (#shapeOf):
+   * the head, the values and the block headers in one scatter read, then
+   * the head and headers compared with the ones that blob has
+   * (isUniformHead), which makes it a valid blob of these tokens and of the
+   * layout, and the file's end found where that blob's is. { st }: the
+   * put's status; RETRY for any difference or failure (the general
+   * attempts then decide what the file is).
+   */
+  #readKnown(f, tokens, { dtype, layers, block, size }) {
+    const head = new Uint8Array(headBytes(tokens.length));
+    const headers = new Uint8Array(8 * (2 * layers - 1));
+    const blockHeader = u64Bytes(block);
+    const past = new Uint8Array(1); // a byte read here: the file is longer than the blob
+    const blockBytes = (dtype === 'f16' ? 2 : 4) * block;
+    try {
+      return {
+        st: this.#native.putFilled(tokens, new Array(2 * layers).fill(block), DTYPE[dtype], (values) => {
+          const bufs = [head];
+          for (let b = 0; b < 2 * layers; b++) {
+            if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
+            bufs.push(values.subarray(b * blockBytes, (b + 1) * blockBytes));
+          }
+          bufs.push(past);
+          if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block) || !repeats(headers, blockHeader)) {
+            throw MISPREDICTED;
+          }
+        }, true),
+      };
+    } catch {
+      return RETRY; // freed; the general attempts read it again and tell why
+    }
   }
 
   /**
@@ -720,6 +780,12 @@ function readValues(f, plan, values) {
   for (let b = 1; b < plan.spans.length; b++) {
     if (getU64(dv, 8 * b - 8) !== plan.spans[b][1]) throw MISPREDICTED;
   }
+}
+
+/** Whether bytes is `unit` (8 bytes) over and over. */
+function repeats(bytes, unit) {
+  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== unit[i & 7]) return false;
+  return true;
 }
 
 /** The shape of what stores tell each other (#tell); others are ignored. */

@@ -71,9 +71,12 @@ export class FsBlobs {
     return new FsBlobs(root, readOnly);
   }
 
+  #prefix; // the directory's path and a separator
+
   constructor(root, readOnly) {
     this.kind = 'fs';
     this.root = root;
+    this.#prefix = root.endsWith(pathMod.sep) ? root : root + pathMod.sep; // resolved: no join needed
     /** The directory cannot be written: blobs can be read, never saved or removed. */
     this.readOnly = readOnly;
     /** readWith() reads straight into memory the caller gives (the wasm heap). */
@@ -98,8 +101,17 @@ export class FsBlobs {
       throw fsError(err, `opening ${name}`);
     }
     try {
-      const st = fsSync.fstatSync(fd);
-      if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+      // Asked only by a caller that needs it: a load that knows the blob's
+      // size reads past it instead.
+      let size = -1;
+      const sizeOf = () => {
+        if (size < 0) {
+          const st = fsSync.fstatSync(fd);
+          if (!st.isFile()) throw Object.assign(new Error('not a regular file'), { code: 'EINVAL' });
+          size = st.size;
+        }
+        return size;
+      };
       const read = (buffer, at) => {
         let got = 0;
         while (got < buffer.length) {
@@ -129,7 +141,7 @@ export class FsBlobs {
         }
         return got;
       };
-      return fn({ size: st.size, read, readv });
+      return fn({ get size() { return sizeOf(); }, read, readv });
     } catch (err) {
       if (err instanceof RlxkvError || err instanceof RangeError) throw err;
       throw fsError(err, `reading ${name}`);
@@ -138,7 +150,8 @@ export class FsBlobs {
     }
   }
 
-  #path(name) { return pathMod.join(this.root, name); }
+  /** The file of blob `name` (a caller's name, no separators). */
+  #path(name) { return this.#prefix + name; }
 
   /**
    * The blobs: regular files named *.rlxkv, { name, bytes, mtimeMs } (a

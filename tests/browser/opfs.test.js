@@ -55,6 +55,35 @@ browserTest('opfs: a worker and a window each restore, after a restart, what the
   assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
 });
 
+browserTest('opfs: a worker with a layout reads each blob in one go, byte-exact, and refuses one changed behind its index', async (t, session) => {
+  // With a layout the index tells each blob's shape: a hit reads header,
+  // values and block headers with the sync handle and checks what it read.
+  const PATH = '/opfs-layout';
+  const layout = { order: 'token-major', heads: 1, headDim: SHAPE.width, layers: SHAPE.layers };
+  const page = await session.open();
+  const w1 = await spawn(page);
+  await inWorker(page, w1, 'open', { path: PATH, storage: 'opfs', layout });
+  const digests = await inWorker(page, w1, 'insert', [0, 1, 2], 'L', SHAPE);
+  assert.deepEqual(await inWorker(page, w1, 'flush'), { ok: true });
+  await inWorker(page, w1, 'close');
+  const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  assert.equal(names.length, 3);
+
+  const w2 = await spawn(page);
+  assert.equal((await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs', layout })).restoreReport.loaded, 3);
+  // One blob changed after the open: a token (the header), or a block header.
+  for (const [i, at] of [[0, 32 + 8 * 5], [1, 32 + 8 * SHAPE.tokens + 8 + (8 + 4 * SHAPE.tokens * SHAPE.width) * 3]]) {
+    await call(page, 'opfsFlip', PATH, names[i], at);
+  }
+  const found = await inWorker(page, w2, 'verify', [0, 1, 2], ['L'], SHAPE);
+  const good = [0, 1, 2].filter((id) => found[id].version === 'L');
+  assert.equal(good.length, 1, `two blobs changed, one intact: ${JSON.stringify(found)}`);
+  for (const id of good) assert.equal(found[id].digest, digests[id], 'the intact one byte-exact');
+  assert.equal([0, 1, 2].filter((id) => found[id].version === 'missing').length, 2, 'the changed ones refused');
+  await inWorker(page, w2, 'close');
+  assert.equal((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')).length, 3, 'refused blobs stay');
+});
+
 browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {
   const PATH = '/opfs-watch';
   const page = await session.open();

@@ -421,6 +421,48 @@ test('fs: a hit reads a blob whose block lengths differ, or lie, exactly as deco
   assert.deepEqual([...seen].sort(), ['invalid', 'valid']);
 });
 
+test('fs: with a layout, a hit on a blob changed behind the index judges it as decodeBlob and the layout do', async () => {
+  // With a layout the index tells a blob's whole shape, and a hit reads it
+  // in one go, checking what it read against that shape. Here each blob is
+  // replaced after the open by one of the same size mutated anywhere: the
+  // header, the tokens, a block header, a value; and by longer and shorter ones.
+  const { encodeBlob, decodeBlob } = await import('../../js/blob.js');
+  const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
+  const tokens = Uint32Array.of(7, 8, 9);
+  const N = 2 * 4 * tokens.length; // values per block
+  const blocks = (seed) => Array.from({ length: 4 }, (_, b) => Float32Array.from({ length: N }, (_, i) => seed + 10 * b + i));
+  const base = encodeBlob(tokens, blocks(0), FP);
+  const rlx = await page();
+  const name = await blobName(rlx, tokens);
+  let x = 11;
+  const rnd = (n) => { x ^= x << 13; x ^= x >>> 17; x ^= x << 5; return (x >>> 0) % n; };
+  const headEnd = 32 + 8 * tokens.length + 16;
+  const seen = new Set();
+  for (let t = 0; t < 80; t++) {
+    let b = encodeBlob(tokens, blocks(t + 1), FP);
+    const where = t % 5;
+    if (where === 0) b[rnd(headEnd)] ^= 1 << rnd(8); // the header, the tokens, the layer count, the first length
+    else if (where === 1) b[headEnd + (N * 4 + 8) * (1 + rnd(3)) - 8 + rnd(8)] ^= 1 << rnd(8); // a later block header
+    else if (where === 2) b[headEnd + rnd(N * 4)] ^= 1; // a value: still valid
+    else if (where === 3) b = Uint8Array.from([...b, 0]); // a byte past the end
+    else b = b.subarray(0, b.length - 1 - rnd(8));
+    let want = null;
+    try { want = decodeBlob(b, FP); } catch { /* invalid */ }
+    const fits = want && want.tokens.join() === tokens.join() && [...want.k, ...want.v].every((k) => k.length === N);
+    seen.add(fits ? 'loads' : 'refused');
+    const dir = tempDir();
+    writeFileSync(join(dir, name), base);
+    const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir, layout });
+    writeFileSync(join(dir, name), b); // behind the index's back
+    const hit = await cache.match(tokens);
+    if (!fits) assert.equal(hit, null, `mutation ${t}: refused`);
+    else assert.deepEqual([...hit.k, ...hit.v].map((a) => [...a]), [...want.k, ...want.v].map((a) => [...a]), `mutation ${t}: its values`);
+    assert.ok(readdirSync(dir).includes(name), 'a refused blob stays where it is');
+    await cache.close({ flush: false });
+  }
+  assert.deepEqual([...seen].sort(), ['loads', 'refused']);
+});
+
 test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry replaced mid-save is saved whole by the next', async () => {
   const { encodeBlob, encodePieces } = await import('../../js/blob.js');
   for (const blocks of [[new Float32Array([1, 2, NaN, -0]), new Float32Array(0)], [Uint16Array.of(0x7e01, 0x8000), Uint16Array.of(1)]]) {

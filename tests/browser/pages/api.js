@@ -89,11 +89,12 @@ export function makeApi(rlx) {
   let cache = null;
   let flushState = null;
   const api = {
-    /** Opens the cache (IndexedDB unless `storage` says otherwise); fingerprint as hex. */
-    async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes, watch = false } = {}) {
+    /** Opens the cache (IndexedDB unless `storage` says otherwise); fingerprint as hex; layout as openCache's. */
+    async open({ capBytes = 256 << 20, fingerprint = 'f00d', path = '/rlxkv-test', storage = 'idb', storageCapBytes, watch = false, layout } = {}) {
       if (cache && !cache.closed) throw new Error('a cache is already open here');
       const opts = { capBytes, fingerprint: BigInt('0x' + fingerprint), storage, path, watch };
       if (storageCapBytes !== undefined) opts.storageCapBytes = storageCapBytes;
+      if (layout !== undefined) opts.layout = layout;
       cache = await within(rlx.openCache(opts), 30000, 'openCache');
       // Opening reads the index: entries are known (stored-only) until a hit reads them.
       const { entries, storedEntries } = cache.stats;
@@ -222,6 +223,18 @@ export function makeApi(rlx) {
     async copyStore(from, to) { return within(rlx.copyStore(from, to), 60000, 'copyStore()'); },
 
     /** The file names in OPFS directory `path` (temporary files included), sorted. */
+    /** Flips bit 0 of byte `at` of the OPFS file path/name, in place (behind any cache's back). */
+    async opfsFlip(path, name, at) {
+      let dir = await navigator.storage.getDirectory();
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const fh = await dir.getFileHandle(name);
+      const bytes = new Uint8Array(await (await fh.getFile()).arrayBuffer());
+      bytes[at] ^= 1;
+      const w = await fh.createWritable();
+      await w.write(bytes);
+      await w.close();
+    },
+
     async opfsNames(path) {
       let dir = await navigator.storage.getDirectory();
       for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
