@@ -144,7 +144,7 @@ export class Cache {
       const hit = this.#live().match(t, how);
       if (!hit || !hit.stored) return hit;
       if (!this.#storage) return null;
-      await this.#storage.load(hit.entryTokens);
+      await this.#storage.load(hit.entryTokens, hit.name);
       if (native.closed) throw new TypeError('cache is closed');
     }
   }

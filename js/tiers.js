@@ -201,10 +201,10 @@ export class TieredStore {
    * its blob and puts it. A blob that is gone, invalid, of other tokens or
    * not of the cache's layout leaves the store as it is, but the entry goes
    * from the index (so a lookup does not find it again). Resolves to
-   * whether it is resident now.
+   * whether it is resident now. name: the blob's, if the caller has it
+   * (a match gives it).
    */
-  load(tokens) {
-    const name = this.#native.blobName(tokens);
+  load(tokens, name = this.#native.blobName(tokens)) {
     let p = this.#loading.get(name);
     if (!p) {
       p = this.#load(name, tokens).finally(() => this.#loading.delete(name));

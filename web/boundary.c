@@ -26,7 +26,10 @@ enum {
     REC_SERIAL = 8,     /* rlxkv_entry_serial */
     REC_N_TOKENS = 9,   /* the entry's own token count (>= matched) */
     REC_HEAD = 12,
-    /* then per block b: address of its first run (bytes), run, stride and
+    /* then, for a stored-only entry (no blocks) from rlxkv_web_match, its
+     * blob's file name (rlxkv_blob_name: 32 bytes, NUL-terminated); */
+    REC_NAME_WORDS = 8,
+    /* or per block b: address of its first run (bytes), run, stride and
      * count (values): rlxkv_span, with the block's address folded in. */
 };
 
@@ -139,12 +142,17 @@ int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
     return record(w, &h);
 }
 
-/* rlxkv_cache_match over the n scratch tokens, into the record. */
+/* rlxkv_cache_match over the n scratch tokens, into the record; a hit on
+ * a stored-only entry with the name of the blob to read. */
 int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
     rlxkv_hit h;
     int st = rlxkv_cache_match(w->cache, w->tokens, n, max_match, partial ? RLXKV_MATCH_PARTIAL : 0, &h);
     if (st < 0) return st;
-    return record(w, &h);
+    if ((st = record(w, &h)) != RLXKV_HIT || rlxkv_entry_is_resident(h.entry)) return st;
+    if (!reserve(&w->rec, &w->rec_cap, REC_HEAD + REC_NAME_WORDS)) return RLXKV_ERR_NOMEM;
+    rlxkv_blob_name(rlxkv_cache_fingerprint(w->cache), rlxkv_entry_tokens(h.entry), rlxkv_entry_n_tokens(h.entry),
+                    (char *)(w->rec + REC_HEAD));
+    return RLXKV_HIT;
 }
 
 /* The entry with exactly the n scratch tokens, whole, into the record (no

@@ -161,8 +161,8 @@ export class NativeCache {
   /**
    * The longest cached prefix over memory and storage (rlxkv_cache_match):
    * null on a miss, a hit as lookup gives for a resident entry, or, for a
-   * stored-only one, { stored: true, entryTokens } (load its blob, put it,
-   * and look up again).
+   * stored-only one, { stored: true, entryTokens, name } (name: its blob's;
+   * load it, put it, and look up again).
    */
   match(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
@@ -173,7 +173,7 @@ export class NativeCache {
     const u32 = core.u32, r = this.#rec();
     if (u32[r + REC.FLAGS] & REC_FLAG.RESIDENT) return this.#readHit(view);
     const at = u32[r + REC.TOKENS] >>> 2;
-    return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]) };
+    return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]), name: core.cstringAt(4 * (r + REC.HEAD)) };
   }
 
   /**
