@@ -16,6 +16,9 @@ import { RlxkvError } from './errors.js';
 import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
 
 export const INDEX_NAME = '.rlxkv-index';
+
+/** A record's contents (IDBFS writes Uint8Array; others may write an ArrayBuffer or another view) as bytes, not copied. */
+const bytesOf = (c) => (c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength));
 const FILE_MODE = 0o100644; // what IDBFS writes for a file
 const SUFFIX = '.rlxkv';
 
@@ -67,7 +70,7 @@ export class IdbBlobs {
     }
     const fail = (err) => { throw idbError(err, 'listing IndexedDB'); };
     const index = request(store.get(this.#key(INDEX_NAME))).then((rec) => (rec && rec.contents
-      ? { bytes: new Uint8Array(rec.contents), timestamp: rec.timestamp instanceof Date ? rec.timestamp.getTime() : NaN }
+      ? { bytes: bytesOf(rec.contents), timestamp: rec.timestamp instanceof Date ? rec.timestamp.getTime() : NaN }
       : null), fail);
     // A store made without IDBFS's timestamp index has no newest: never current.
     const newest = !store.indexNames.contains('timestamp') ? Promise.resolve(NaN)
@@ -130,8 +133,7 @@ export class IdbBlobs {
     for (const { name, resolve, reject } of reads) {
       request(store.get(this.#key(name))).then((rec) => {
         if (!rec || !rec.contents) return resolve(null);
-        const c = rec.contents;
-        resolve(c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength));
+        resolve(bytesOf(rec.contents));
       }, (err) => reject(idbError(err, `reading ${name}`)));
     }
   }
@@ -155,7 +157,7 @@ export class IdbBlobs {
       if (updateIndex) {
         const req = store.get(this.#key(INDEX_NAME));
         req.onsuccess = () => {
-          const cur = req.result && req.result.contents ? new Uint8Array(req.result.contents) : null;
+          const cur = req.result && req.result.contents ? bytesOf(req.result.contents) : null;
           const next = updateIndex(cur);
           if (next) store.put({ timestamp: now, mode: FILE_MODE, contents: next }, this.#key(INDEX_NAME));
         };

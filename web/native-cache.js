@@ -191,15 +191,16 @@ export class NativeCache {
       // one), their tokens one span of one buffer or each its own.
       const buffer = records[i].tokens.buffer;
       let end = i, lo = Infinity, hi = 0, own = 0;
-      while (end < records.length) {
+      for (; end < records.length; end++) {
         const t = records[end].tokens;
-        const lo2 = t.buffer === buffer ? Math.min(lo, t.byteOffset) : lo;
-        const hi2 = t.buffer === buffer ? Math.max(hi, t.byteOffset + t.byteLength) : hi;
-        const own2 = t.buffer === buffer ? own : own + t.length;
-        const words = STORED_HEAD * (end - i + 1) + (hi2 > lo2 ? (hi2 - lo2) >> 2 : 0) + own2;
-        if (end > i && words > STORED_BATCH) break;
-        [lo, hi, own] = [lo2, hi2, own2];
-        end++;
+        let lo2 = lo, hi2 = hi, own2 = own;
+        if (t.buffer !== buffer) own2 += t.length;
+        else {
+          if (t.byteOffset < lo2) lo2 = t.byteOffset;
+          if (t.byteOffset + t.byteLength > hi2) hi2 = t.byteOffset + t.byteLength;
+        }
+        if (end > i && STORED_HEAD * (end - i + 1) + (hi2 > lo2 ? (hi2 - lo2) >> 2 : 0) + own2 > STORED_BATCH) break;
+        lo = lo2; hi = hi2; own = own2;
       }
       const span = hi > lo ? (hi - lo) >> 2 : 0;
       const p = M._rlxkv_web_scratch(this.#w, STORED_HEAD * (end - i) + span + own) >>> 2;
