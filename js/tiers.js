@@ -40,7 +40,7 @@ import { checkShape } from './args.js';
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign' };
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
-const INDEX_MAGIC = 'RLXKVIX1';
+const INDEX_MAGIC = 'RLXKVIX2';
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -171,7 +171,8 @@ export class TieredStore {
     this.#admit([...stored.values()]);
     const { records, newest } = await listing.census;
     const current = !!index && records === stored.size + 1 && newest <= index.timestamp;
-    const present = new Set(current ? stored.keys() : await this.#blobs.names());
+    if (current) return; // the index describes every key
+    const present = new Set(await this.#blobs.names());
     const dropped = [...stored.keys()].filter((n) => !present.has(n));
     for (const name of dropped) {
       if (this.#known.get(name).admitted) this.#native.blobGone(stored.get(name).tokens);
@@ -836,70 +837,137 @@ function recordOf(name, bytes, lastUse, info) {
 }
 
 // ---- the IndexedDB index record --------------------------------------
-// 'RLXKVIX1', u32 count, then per blob: u8 name length, name (ASCII), u8
-// status (0 ok/stale, 1 corrupt), u8 dtype (0 f32, 1 f16), u8 rowMajor,
-// u8 0, u64 fingerprint, f64 bytes, f64 nValues, f64 lastUse, u32 n, zero
-// bytes up to a multiple of 4, u32 tokens[n]: aligned, so that opening
-// takes each prompt's tokens as one view, not token by token.
+// 'RLXKVIX2': a header of six u32 words (the magic's two, count, tokens:
+// all blobs', high: how many of those are 0x10000 or more, names: bytes
+// of the names), then columns, a value per blob, oldest use first:
+//   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, u32 n (tokens),
+//   u8 flags (1 corrupt, 2 f16, 4 rowMajor), zero bytes to a multiple of 4,
+//   u16 the low 16 bits of every token (blob after blob, n each), zero
+//   bytes to a multiple of 4, u32 each high token's place among them, u16
+//   its high 16 bits, zero bytes to a multiple of 4,
+//   the names in UTF-8, each followed by '/' (no name holds one).
+// Tokens take 2 bytes, not 4 (most of any vocabulary's are below 0x10000;
+// the read of this record is most of an open's time), widened in one
+// typed-array conversion; each blob's tokens are a view of the result. The
+// columns and the names are read as whole arrays, not field by field.
+// 'RLXKVIX1' (0.2.x, still read): u32 count, then per blob u8 name length,
+// name, u8 corrupt, u8 f16, u8 rowMajor, u8 0, u64 fingerprint, f64 bytes,
+// f64 nValues, f64 lastUse, u32 n, zero bytes to a multiple of 4, u32 tokens[n].
 const pad4 = (at) => (at + 3) & ~3;
+const INDEX_V1 = 'RLXKVIX1';
+const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4;
+const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
+
+/** Where each part of an RLXKVIX2 record of count blobs, total tokens, high of them high, lies. */
+function indexLayout(count, total, high, nameBytes) {
+  const cols = 24, tokensAt = pad4(cols + 37 * count), highAt = pad4(tokensAt + 2 * total);
+  const namesAt = pad4(highAt + 6 * high);
+  return { cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes };
+}
 
 function encodeIndex(map) {
-  let size = 12;
-  for (const r of map.values()) size = pad4(size + 1 + r.name.length + 4 + 8 + 24 + 4) + 4 * (r.tokens ? r.tokens.length : 0);
-  const out = new Uint8Array(size);
-  const dv = new DataView(out.buffer);
-  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
-  dv.setUint32(8, map.size, true);
-  let at = 12;
-  // Oldest use first: the order an open records them in (#admit sorts an
-  // ordered list in one pass).
-  for (const r of [...map.values()].sort((a, b) => a.lastUse - b.lastUse)) {
-    out[at++] = r.name.length;
-    for (let i = 0; i < r.name.length; i++) out[at++] = r.name.charCodeAt(i);
-    out[at++] = r.status === 'corrupt' ? 1 : 0;
-    out[at++] = r.dtype === 'f16' ? 1 : 0;
-    out[at++] = r.rowMajor ? 1 : 0;
-    out[at++] = 0;
-    dv.setBigUint64(at, r.fingerprint ?? 0n, true); at += 8;
-    dv.setFloat64(at, r.bytes, true); at += 8;
-    dv.setFloat64(at, r.nValues ?? 0, true); at += 8;
-    dv.setFloat64(at, r.lastUse, true); at += 8;
-    const n = r.tokens ? r.tokens.length : 0;
-    dv.setUint32(at, n, true); at = pad4(at + 4);
-    if (n) new Uint32Array(out.buffer, at, n).set(r.tokens); // little-endian hosts (all that run wasm)
-    at += 4 * n;
+  const records = [...map.values()].sort((a, b) => a.lastUse - b.lastUse);
+  const count = records.length;
+  let total = 0, high = 0;
+  for (const r of records) {
+    const t = r.tokens;
+    if (!t) continue;
+    total += t.length;
+    for (let i = 0; i < t.length; i++) if (t[i] > 0xffff) high++;
   }
+  const names = UTF8_ENCODER.encode(records.map((r) => `${r.name}/`).join(''));
+  const at = indexLayout(count, total, high, names.length);
+  const out = new Uint8Array(at.size);
+  // Little-endian hosts (all that run wasm): the columns are typed arrays.
+  const head = new Uint32Array(out.buffer, 0, 6);
+  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
+  head.set([count, total, high, names.length], 2);
+  const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
+  const fps = new BigUint64Array(out.buffer, at.cols + 24 * count, count);
+  const ns = new Uint32Array(out.buffer, at.cols + 32 * count, count);
+  const flags = new Uint8Array(out.buffer, at.cols + 36 * count, count);
+  const low = new Uint16Array(out.buffer, at.tokensAt, total);
+  const places = new Uint32Array(out.buffer, at.highAt, high), highs = new Uint16Array(out.buffer, at.highAt + 4 * high, high);
+  out.set(names, at.namesAt);
+  let k = 0, h = 0;
+  records.forEach((r, i) => {
+    f64[i] = r.bytes;
+    f64[count + i] = r.nValues ?? 0;
+    f64[2 * count + i] = r.lastUse;
+    fps[i] = r.fingerprint ?? 0n;
+    flags[i] = (r.status === 'corrupt' ? FLAG_CORRUPT : 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
+    const t = r.tokens, n = t ? t.length : 0;
+    ns[i] = n;
+    for (let j = 0; j < n; j++, k++) {
+      low[k] = t[j]; // the low 16 bits
+      if (t[j] > 0xffff) { places[h] = k; highs[h++] = t[j] >>> 16; }
+    }
+  });
   return out;
 }
 
 /** The index record's blobs by name; an empty map for none or a damaged one (then rebuilt from the blobs). */
 function parseIndex(bytes) {
-  const map = new Map();
-  if (!bytes || bytes.length < 12) return map;
-  for (let i = 0; i < 8; i++) if (bytes[i] !== INDEX_MAGIC.charCodeAt(i)) return map;
-  const aligned = bytes.byteOffset % 4 ? bytes.slice() : bytes; // token views need it
-  const dv = new DataView(aligned.buffer, aligned.byteOffset, aligned.length);
+  if (!bytes || bytes.length < 12) return new Map();
+  const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
   try {
-    let at = 12;
-    for (let k = dv.getUint32(8, true); k > 0; k--) {
-      const len = bytes[at++];
-      const name = String.fromCharCode.apply(null, bytes.subarray(at, at + len));
-      at += len;
-      const corrupt = bytes[at++] === 1, f16 = bytes[at++] === 1, rowMajor = bytes[at++] === 1;
-      at++;
-      const fingerprint = dv.getBigUint64(at, true); at += 8;
-      const size = dv.getFloat64(at, true); at += 8;
-      const nValues = dv.getFloat64(at, true); at += 8;
-      const lastUse = dv.getFloat64(at, true); at += 8;
-      const n = dv.getUint32(at, true); at = pad4(at + 4);
-      if (at + 4 * n > bytes.length) return new Map();
-      const tokens = new Uint32Array(aligned.buffer, aligned.byteOffset + at, n);
-      at += 4 * n;
-      map.set(name, corrupt ? { name, bytes: size, lastUse, fingerprint: null, status: 'corrupt' }
-        : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor, indexed: true });
+    if (magic === INDEX_V1) return parseIndexV1(bytes);
+    if (magic !== INDEX_MAGIC || bytes.length < 24) return new Map();
+    const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
+    const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
+    const at = indexLayout(count, total, high, nameBytes);
+    if (at.size !== b.length) return new Map();
+    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
+    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + 24 * count, count);
+    const ns = view(Uint32Array, at.cols + 32 * count, count), flags = view(Uint8Array, at.cols + 36 * count, count);
+    // One conversion widens the stream; the few high halves go in after.
+    const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
+    const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
+    for (let h = 0; h < high; h++) {
+      if (places[h] >= total) return new Map();
+      tokens[places[h]] += highs[h] * 0x10000;
     }
+    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
+    if (names.length !== count + 1) return new Map();
+    const map = new Map();
+    for (let i = 0, next = 0; i < count; i++) {
+      const name = names[i], n = ns[i], flag = flags[i];
+      if (next + n > total) return new Map();
+      const bytesOfBlob = f64[i], lastUse = f64[2 * count + i];
+      map.set(name, flag & FLAG_CORRUPT ? { name, bytes: bytesOfBlob, lastUse, fingerprint: null, status: 'corrupt' } : {
+        name, bytes: bytesOfBlob, lastUse, fingerprint: fps[i], status: 'ok', dtype: flag & FLAG_F16 ? 'f16' : 'f32',
+        tokens: tokens.subarray(next, next + n), nValues: f64[count + i], rowMajor: !!(flag & FLAG_ROW_MAJOR), indexed: true,
+      });
+      next += n;
+    }
+    return map;
   } catch {
     return new Map(); // a RangeError past the end: damaged
+  }
+}
+
+/** An RLXKVIX1 record's blobs (see above); throws a RangeError past its end. */
+function parseIndexV1(bytes) {
+  const map = new Map();
+  const aligned = bytes.byteOffset % 4 ? bytes.slice() : bytes; // token views need it
+  const dv = new DataView(aligned.buffer, aligned.byteOffset, aligned.length);
+  let at = 12;
+  for (let k = dv.getUint32(8, true); k > 0; k--) {
+    const len = bytes[at++];
+    const name = String.fromCharCode.apply(null, bytes.subarray(at, at + len));
+    at += len;
+    const corrupt = bytes[at++] === 1, f16 = bytes[at++] === 1, rowMajor = bytes[at++] === 1;
+    at++;
+    const fingerprint = dv.getBigUint64(at, true); at += 8;
+    const size = dv.getFloat64(at, true); at += 8;
+    const nValues = dv.getFloat64(at, true); at += 8;
+    const lastUse = dv.getFloat64(at, true); at += 8;
+    const n = dv.getUint32(at, true); at = pad4(at + 4);
+    if (at + 4 * n > bytes.length) return new Map();
+    const tokens = new Uint32Array(aligned.buffer, aligned.byteOffset + at, n);
+    at += 4 * n;
+    map.set(name, corrupt ? { name, bytes: size, lastUse, fingerprint: null, status: 'corrupt' }
+      : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor, indexed: true });
   }
   return map;
 }

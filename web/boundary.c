@@ -27,11 +27,13 @@ enum {
     REC_N_TOKENS = 9,   /* the entry's own token count (>= matched) */
     REC_HEAD = 12,
     /* then, for a stored-only entry (no blocks) from rlxkv_web_match, its
-     * blob's file name (rlxkv_blob_name: 32 bytes, NUL-terminated); */
-    REC_NAME_WORDS = 8,
-    /* or per block b: address of its first run (bytes), run, stride and
+     * blob's file name (rlxkv_blob_name: NAME_WORDS words, NUL-terminated);
+     * or per block b: address of its first run (bytes), run, stride and
      * count (values): rlxkv_span, with the block's address folded in. */
 };
+
+/* The record's words for a blob's file name (rlxkv_blob_name's 32 bytes). */
+enum { NAME_WORDS = 8 };
 
 /* REC_FLAGS bits. */
 enum { REC_RESIDENT = 1, REC_DIRTY = 2, REC_PINNED = 4 };
@@ -149,7 +151,7 @@ int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
     int st = rlxkv_cache_match(w->cache, w->tokens, n, max_match, partial ? RLXKV_MATCH_PARTIAL : 0, &h);
     if (st < 0) return st;
     if ((st = record(w, &h)) != RLXKV_HIT || rlxkv_entry_is_resident(h.entry)) return st;
-    if (!reserve(&w->rec, &w->rec_cap, REC_HEAD + REC_NAME_WORDS)) return RLXKV_ERR_NOMEM;
+    if (!reserve(&w->rec, &w->rec_cap, REC_HEAD + NAME_WORDS)) return RLXKV_ERR_NOMEM;
     rlxkv_blob_name(rlxkv_cache_fingerprint(w->cache), rlxkv_entry_tokens(h.entry), rlxkv_entry_n_tokens(h.entry),
                     (char *)(w->rec + REC_HEAD));
     return RLXKV_HIT;
