@@ -84,6 +84,33 @@ browserTest('opfs: a worker with a layout reads each blob in one go, byte-exact,
   assert.equal((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')).length, 3, 'refused blobs stay');
 });
 
+browserTest('opfs: a worker that read a blob reads it again as replaced by a window, then finds it gone', async (t, session) => {
+  // A worker keeps the file handles of blobs it has read: handles name
+  // paths, so a replacement (a move onto the name) and a removal show.
+  const PATH = '/opfs-replaced';
+  const page = await session.open();
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [0, 1], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  assert.equal(await inWorker(page, w, 'clear'), 0);
+  assert.equal((await inWorker(page, w, 'verify', [0], ['A', 'B'], SHAPE))[0].version, 'A', 'read once: its handle kept');
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  await call(page, 'insert', [0], 'B', SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true });
+  assert.equal(await inWorker(page, w, 'clear'), 0);
+  assert.equal((await inWorker(page, w, 'verify', [0], ['A', 'B'], SHAPE))[0].version, 'B', 'the replacement, read through the kept handle');
+  await call(page, 'remove', [0], SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true });
+  await call(page, 'close');
+  assert.equal(await inWorker(page, w, 'clear'), 0);
+  assert.equal((await inWorker(page, w, 'verify', [0, 1], ['A', 'B'], SHAPE))[0].version, 'missing', 'removed: gone');
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true }, 'nothing of it left to save');
+  await inWorker(page, w, 'close');
+  const left = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  assert.equal(left.length, 1, 'entry 1 stays stored');
+});
+
 browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {
   const PATH = '/opfs-watch';
   const page = await session.open();

@@ -187,6 +187,9 @@ export function makeApi(rlx) {
     /** Waits until the wall clock enters its next second. */
     nextSecond() { return new Promise((r) => setTimeout(r, 1005 - (Date.now() % 1000))); },
 
+    /** Drops every entry from memory (blobs stay): the next match reads them again. */
+    clear() { cache.clear(); return cache.stats.entries; },
+
     remove(ids, shape = DEFAULT_SHAPE) { return ids.map((id) => cache.remove(tokensOf(id, shape))); },
 
     /** listBlobs() as plain data: fingerprint hex, mtime in ms. */
