@@ -63,13 +63,13 @@ try {
   results.open = { ms: median(opens.map((o) => o.ms)), runs: opens.map((o) => o.ms), entries: TOTAL, resident: opens[0].resident };
   note(`open (index only): ${results.open.ms.toFixed(1)} ms for ${TOTAL} entries`);
   await page.goto(at);
-  const h = await call('hit', { entry, i: LARGE >> 1, reps: quick ? 5 : 15 });
+  const h = await call('hit', { entry, i: LARGE >> 1, reps: quick ? 5 : 31 });
   results.hit = {
     load_ms: median(h.load), get_ms: median(h.get), load_over_get: pairRatio(h.load, h.get), record_bytes: h.record_bytes, reps: h.load.length,
   };
   note(`hit-load ${results.hit.load_ms.toFixed(1)} ms vs raw get ${results.hit.get_ms.toFixed(1)} ms: ${results.hit.load_over_get.toFixed(2)}×`);
   await page.goto(at);
-  const f = await call('f16', { entry, reps: quick ? 5 : 15 });
+  const f = await call('f16', { entry, reps: quick ? 5 : 31 });
   results.f16 = {
     f16: { load_ms: median(f.f16.load_ms), record_bytes: f.f16.record_bytes },
     f32: { load_ms: median(f.f32.load_ms), record_bytes: f.f32.record_bytes },
