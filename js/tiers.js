@@ -86,6 +86,11 @@ export class TieredStore {
   #used = new Set();
   /** name -> promise of a load under way. */
   #loading = new Map();
+  /** names of blobs hit since the last #touchNow, and its timer. */
+  #toTouch = new Set();
+  #touchTimer = null;
+  /** #readKnown's buffers for what a hit reads besides values. */
+  #readScratch = new Uint8Array(0);
   /** The store's BroadcastChannel's name, and the channel itself while this one watches. */
   #channel = null;
   #channelName = null;
@@ -263,9 +268,26 @@ export class TieredStore {
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
     this.#used.add(name);
-    // Recorded on the side, after the hit has returned: a hit does not wait for its bookkeeping.
-    if (this.#blobs.kind !== 'idb') setTimeout(() => this.#blobs.touch(name).catch(() => {}), 0);
+    if (this.#blobs.kind !== 'idb') this.#touchSoon(name);
     return true;
+  }
+
+  /**
+   * Records a use of blob `name` with the backend (a file time, OPFS's
+   * uses file) on the side, after the hit has returned: a hit does not
+   * wait for its bookkeeping. One timer for every hit until it fires.
+   */
+  #touchSoon(name) {
+    this.#toTouch.add(name);
+    this.#touchTimer ??= setTimeout(() => this.#touchNow(), 0);
+  }
+
+  #touchNow() {
+    clearTimeout(this.#touchTimer);
+    this.#touchTimer = null;
+    const names = [...this.#toTouch];
+    this.#toTouch.clear();
+    return Promise.all(names.map((name) => this.#blobs.touch(name).catch(() => {})));
   }
 
   /**
@@ -332,10 +354,13 @@ export class TieredStore {
    * attempts then decide what the file is).
    */
   #readKnown(f, tokens, { dtype, layers, block, size }) {
-    const head = new Uint8Array(headBytes(tokens.length));
-    const headers = new Uint8Array(8 * (2 * layers - 1));
+    // Scratch kept from hit to hit: used only within this synchronous call.
+    const headLength = headBytes(tokens.length), need = headLength + 8 * (2 * layers - 1) + 1;
+    if (this.#readScratch.length < need) this.#readScratch = new Uint8Array(Math.max(need, 2 * this.#readScratch.length));
+    const head = this.#readScratch.subarray(0, headLength);
+    const headers = this.#readScratch.subarray(headLength, need - 1);
+    const past = this.#readScratch.subarray(need - 1, need); // a byte read here: the file is longer than the blob
     const blockHeader = u64Bytes(block);
-    const past = new Uint8Array(1); // a byte read here: the file is longer than the blob
     const blockBytes = (dtype === 'f16' ? 2 : 4) * block;
     try {
       return {
@@ -692,6 +717,7 @@ export class TieredStore {
   async close() {
     if (this.#channel) this.#channel.close();
     this.#channel = null;
+    await this.#touchNow();
     await this.#blobs.close();
   }
 }
