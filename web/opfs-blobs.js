@@ -11,7 +11,9 @@
 //     writes are synchronous calls. In a window there are none: File reads
 //     (getFile().arrayBuffer()) and createWritable() streams.
 //     A worker uses its sync handles for blobs of every size, though
-//     opening and closing one costs 2-3 ms: nothing else reads faster
+//     opening and closing one costs 2-3 ms (a hit waits for the opening
+//     only: it has its bytes before the close and the lock's release,
+//     and the file handle kept from an earlier read): nothing else reads faster
 //     (the File read ties below 512 KiB, so no size switches to it, and
 //     only readWith() reads straight into the heap). Chromium 156, ms to
 //     get a whole file into new memory in a fresh worker (getFileHandle
