@@ -360,11 +360,10 @@ export function uniformBlockLength(head, size) {
   const format = head.length >= HEAD ? blobFormat(head.subarray(0, 8)) : null;
   if (!format) return -1;
   const dv = new DataView(head.buffer, head.byteOffset, head.length);
-  const afterTokens = HEAD + 8 * getU64(dv, 24);
+  const nTokens = getU64(dv, 24), afterTokens = HEAD + 8 * nTokens;
   if (head.length < afterTokens + 16) return -1; // headBytes(n_tokens)
   const nLayers = getU64(dv, afterTokens), first = getU64(dv, afterTokens + 8);
-  const esize = DTYPE_OF[format] === 'f16' ? 2 : 4;
-  return nLayers && size === afterTokens + 8 + 2 * nLayers * (8 + esize * first) ? first : -1;
+  return nLayers && size === uniformBlobSize(nTokens, DTYPE_OF[format], nLayers, first) ? first : -1;
 }
 
 /**

@@ -14,8 +14,10 @@
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
 //          A backend with readWith() (Node; OPFS in a worker) reads the
-//          blob's structure first, then its values straight into the new
-//          entry's heap memory: no copy in JS memory.
+//          values straight into the new entry's heap memory, no copy in JS
+//          memory: with a layout, whose shape the index then tells, the
+//          whole blob in one scatter read, checked after; else its
+//          structure first, then the values.
 //   watch: stores on one store tell each other what they saved and
 //          deleted (a BroadcastChannel); a watching one takes it in.
 //   flush: each dirty entry encoded from the heap and written on its own
@@ -136,8 +138,8 @@ export class TieredStore {
       if (r.status !== 'ok') continue;
       if (r.fingerprint !== this.#fp) { r.status = 'stale'; continue; }
       // A blob under a name not its own (copied in by hand) is left alone:
-      // saves would write its entry under the right name beside it. (The
-      // index only ever records names its writer gave.)
+      // saves would write its entry under the right name beside it. (An
+      // RLXKVIX2 index records such a blob as foreign.)
       if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; continue; }
       mine.push(r);
     }
@@ -291,17 +293,19 @@ export class TieredStore {
   }
 
   /**
-   * load() over a backend's synchronous reads (readWith): the blob's
-   * structure checked as decodeBlob checks it (blobSpans), then its values
-   * read straight into the new entry's memory, the block headers between
-   * them into a scratch buffer, in one scatter read (readv: one preadv in
-   * Node, a read each from an OPFS sync handle). Most blobs have every block of one length: then the
-   * headers past the first bytes are taken to repeat the first's, the
-   * structure is checked against that, and the scatter read shows whether
-   * they do; if one does not (or the guess is refused for any reason), the
-   * blob is read again the general way. Same outcomes as the copying
-   * path; a file that changes while it is read (written in place by some
-   * other program) is a miss that leaves it as it is.
+   * load() over a backend's synchronous reads (readWith): the values read
+   * straight into the new entry's memory, the block headers between them
+   * into a scratch buffer, in one scatter read (readv: one preadv in Node,
+   * a read each from an OPFS sync handle). Up to three attempts, each
+   * falling back to the next on any doubt: when the index and the layout
+   * tell the blob's whole shape, header and values in one read, checked
+   * after (#readKnown); else the blob's structure checked as decodeBlob
+   * checks it (blobSpans) from its first bytes, the headers past them
+   * taken to repeat the first block's (most blobs have every block of one
+   * length) and the read showing whether they do; else the structure read
+   * header by header. Same outcomes as the copying path; a file that
+   * changes while it is read (written in place by some other program) is
+   * a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
     const known = this.#shapeOf(this.#known.get(name), tokens);
@@ -361,24 +365,20 @@ export class TieredStore {
     const headers = this.#readScratch.subarray(headLength, need - 1);
     const past = this.#readScratch.subarray(need - 1, need); // a byte read here: the file is longer than the blob
     const blockHeader = u64Bytes(block);
-    const blockBytes = (dtype === 'f16' ? 2 : 4) * block;
+    const lengths = new Array(2 * layers).fill(block);
+    let st;
     try {
-      return {
-        st: this.#native.putFilled(tokens, new Array(2 * layers).fill(block), DTYPE[dtype], (values) => {
-          const bufs = [head];
-          for (let b = 0; b < 2 * layers; b++) {
-            if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
-            bufs.push(values.subarray(b * blockBytes, (b + 1) * blockBytes));
-          }
-          bufs.push(past);
-          if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block) || !repeats(headers, blockHeader)) {
-            throw MISPREDICTED;
-          }
-        }, true),
-      };
+      st = this.#native.putFilled(tokens, lengths, DTYPE[dtype], (values) => {
+        const bufs = [head, ...scatterList(values, lengths, dtype, headers), past];
+        if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block) || !repeats(headers, blockHeader)) {
+          throw MISPREDICTED;
+        }
+      }, true);
     } catch {
       return RETRY; // freed; the general attempts read it again and tell why
     }
+    // No memory for it (or no room): the general attempts judge the blob first.
+    return st < 0 ? RETRY : { st };
   }
 
   /**
@@ -792,21 +792,28 @@ const RETRY = Symbol('retry');
  * early (it shrank since it was opened).
  */
 function readValues(f, plan, values) {
-  const esize = plan.dtype === 'f16' ? 2 : 4;
   const headers = new Uint8Array(8 * Math.max(0, plan.spans.length - 1));
-  const bufs = [];
-  let to = 0;
-  plan.spans.forEach(([, n], b) => {
-    if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
-    bufs.push(values.subarray(to, to + esize * n));
-    to += esize * n;
-  });
-  const want = to + headers.length;
-  if (f.readv(bufs, plan.spans.length ? plan.spans[0][0] : 0) !== want) throw CHANGED;
+  const bufs = scatterList(values, plan.spans.map(([, n]) => n), plan.dtype, headers);
+  if (f.readv(bufs, plan.spans.length ? plan.spans[0][0] : 0) !== values.length + headers.length) throw CHANGED;
   const dv = new DataView(headers.buffer);
   for (let b = 1; b < plan.spans.length; b++) {
     if (getU64(dv, 8 * b - 8) !== plan.spans[b][1]) throw MISPREDICTED;
   }
+}
+
+/**
+ * The buffers a blob's values and block headers are read into, in file
+ * order: each block's values in `values` (an entry's bytes, blocks of
+ * `lengths` values of dtype one after another) and the header before each
+ * block after the first in `headers` (8 bytes each).
+ */
+function scatterList(values, lengths, dtype, headers) {
+  const esize = dtype === 'f16' ? 2 : 4, bufs = [];
+  for (let b = 0, to = 0; b < lengths.length; to += esize * lengths[b++]) {
+    if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
+    bufs.push(values.subarray(to, to + esize * lengths[b]));
+  }
+  return bufs;
 }
 
 /** Whether bytes is `unit` (8 bytes) over and over. */
@@ -867,7 +874,8 @@ function recordOf(name, bytes, lastUse, info) {
 // all blobs', high: how many of those are 0x10000 or more, names: bytes
 // of the names), then columns, a value per blob, oldest use first:
 //   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, u32 n (tokens),
-//   u8 flags (1 corrupt, 2 f16, 4 rowMajor), zero bytes to a multiple of 4,
+//   u8 flags (1 corrupt, 2 f16, 4 rowMajor, 8 foreign: under a name not
+//   its own, 16 too large), zero bytes to a multiple of 4,
 //   u16 the low 16 bits of every token (blob after blob, n each), zero
 //   bytes to a multiple of 4, u32 each high token's place among them, u16
 //   its high 16 bits, zero bytes to a multiple of 4,
@@ -876,12 +884,28 @@ function recordOf(name, bytes, lastUse, info) {
 // the read of this record is most of an open's time), widened in one
 // typed-array conversion; each blob's tokens are a view of the result. The
 // columns and the names are read as whole arrays, not field by field.
-// 'RLXKVIX1' (0.2.x, still read): u32 count, then per blob u8 name length,
+// 'RLXKVIX1' (the first layout, never in a release; still read): u32 count, then per blob u8 name length,
 // name, u8 corrupt, u8 f16, u8 rowMajor, u8 0, u64 fingerprint, f64 bytes,
-// f64 nValues, f64 lastUse, u32 n, zero bytes to a multiple of 4, u32 tokens[n].
+// f64 nValues, f64 lastUse, u32 n, zero bytes to a multiple of 4, u32 tokens[n]
+// (it wrote foreign and too-large blobs as ok: their names are checked again).
 const pad4 = (at) => (at + 3) & ~3;
 const INDEX_V1 = 'RLXKVIX1';
-const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4;
+const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
+const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
+
+/**
+ * A blob record as an index describes it: flags as RLXKVIX2's; trusted
+ * (indexed: its name is not checked against its tokens again) or not.
+ */
+function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, trusted) {
+  if (flags & (FLAG_CORRUPT | FLAG_TOO_LARGE)) {
+    return { name, bytes, lastUse, fingerprint: null, status: flags & FLAG_CORRUPT ? 'corrupt' : 'too-large' };
+  }
+  return {
+    name, bytes, lastUse, fingerprint, status: flags & FLAG_FOREIGN ? 'foreign' : 'ok', dtype: flags & FLAG_F16 ? 'f16' : 'f32',
+    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: trusted,
+  };
+}
 const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
 
 /** Where each part of an RLXKVIX2 record of count blobs, total tokens, high of them high, lies. */
@@ -921,7 +945,7 @@ function encodeIndex(map) {
     f64[count + i] = r.nValues ?? 0;
     f64[2 * count + i] = r.lastUse;
     fps[i] = r.fingerprint ?? 0n;
-    flags[i] = (r.status === 'corrupt' ? FLAG_CORRUPT : 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
+    flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
     const t = r.tokens, n = t ? t.length : 0;
     ns[i] = n;
     for (let j = 0; j < n; j++, k++) {
@@ -957,14 +981,9 @@ function parseIndex(bytes) {
     if (names.length !== count + 1) return new Map();
     const map = new Map();
     for (let i = 0, next = 0; i < count; i++) {
-      const name = names[i], n = ns[i], flag = flags[i];
+      const n = ns[i];
       if (next + n > total) return new Map();
-      const bytesOfBlob = f64[i], lastUse = f64[2 * count + i];
-      map.set(name, flag & FLAG_CORRUPT ? { name, bytes: bytesOfBlob, lastUse, fingerprint: null, status: 'corrupt' } : {
-        name, bytes: bytesOfBlob, lastUse, fingerprint: fps[i], status: 'ok', dtype: flag & FLAG_F16 ? 'f16' : 'f32',
-        tokens: tokens.subarray(next, next + n), nValues: f64[count + i], rowMajor: !!(flag & FLAG_ROW_MAJOR), indexed: true,
-      });
-      next += n;
+      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], true));
     }
     return map;
   } catch {
@@ -982,7 +1001,7 @@ function parseIndexV1(bytes) {
     const len = bytes[at++];
     const name = String.fromCharCode.apply(null, bytes.subarray(at, at + len));
     at += len;
-    const corrupt = bytes[at++] === 1, f16 = bytes[at++] === 1, rowMajor = bytes[at++] === 1;
+    const flags = (bytes[at++] === 1 ? FLAG_CORRUPT : 0) | (bytes[at++] === 1 ? FLAG_F16 : 0) | (bytes[at++] === 1 ? FLAG_ROW_MAJOR : 0);
     at++;
     const fingerprint = dv.getBigUint64(at, true); at += 8;
     const size = dv.getFloat64(at, true); at += 8;
@@ -992,8 +1011,7 @@ function parseIndexV1(bytes) {
     if (at + 4 * n > bytes.length) return new Map();
     const tokens = new Uint32Array(aligned.buffer, aligned.byteOffset + at, n);
     at += 4 * n;
-    map.set(name, corrupt ? { name, bytes: size, lastUse, fingerprint: null, status: 'corrupt' }
-      : { name, bytes: size, lastUse, fingerprint, status: 'ok', dtype: f16 ? 'f16' : 'f32', tokens, nValues, rowMajor, indexed: true });
+    map.set(name, indexedRecord(name, size, lastUse, fingerprint, flags, tokens, nValues, false));
   }
   return map;
 }

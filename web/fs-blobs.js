@@ -84,7 +84,9 @@ export class FsBlobs {
   }
 
   /**
-   * fn({ size, read(buffer, at), readv(buffers, at) }) over blob `name`, whose read() fills
+   * fn({ size, read(buffer, at), readv(buffers, at) }) over blob `name`
+   * (size: fstat's, asked on first use; reading it throws EINVAL for a file
+   * that is not regular), whose read() fills
    * buffer from offset `at` with synchronous reads (so that it can be a
    * view of the wasm heap, which may not move under an await) and returns
    * the bytes read, and whose readv(buffers, at) fills the buffers one after

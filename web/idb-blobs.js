@@ -90,7 +90,8 @@ export class IdbBlobs {
       const store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
       const keys = await request(store.getAllKeys(this.#range()));
       const at = this.path.length + 1;
-      return keys.map((k) => String(k).slice(at)).filter((n) => n.endsWith(SUFFIX) && !n.includes('/'));
+      // A name that is not well-formed Unicode could not be written to an index (UTF-8) and read back.
+      return keys.map((k) => String(k).slice(at)).filter((n) => n.endsWith(SUFFIX) && !n.includes('/') && n.isWellFormed());
     } catch (err) {
       throw idbError(err, 'listing IndexedDB');
     }

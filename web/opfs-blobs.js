@@ -46,8 +46,8 @@ import { RlxkvError } from './errors.js';
 export const USES_NAME = '.rlxkv-uses';
 const SUFFIX = '.rlxkv';
 const TMP = '.tmp';
-const SWAP = '.crswap';
-const MAX_HANDLES = 4096; // file handles kept (see #handles) // what Chromium's createWritable() writes before replacing on close
+const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
+const MAX_HANDLES = 4096; // file handles kept (see #handles)
 // A window's stream writes go in pieces of at most this many bytes. Chromium
 // (blink FileSystemUnderlyingSink) sends each write() through a new data
 // pipe of min(size, 2 MiB) (BlobUtils::GetDataPipeCapacity), and when the
@@ -275,8 +275,10 @@ export class OpfsBlobs {
         throw err instanceof RlxkvError || err instanceof RangeError ? err : opfsError(err, `reading ${name}`);
       } finally {
         // A close takes ~0.5 ms: once the caller has gone on with its answer
-        // (its continuations are microtasks, this a task), still locked.
-        await new Promise((resolve) => setTimeout(resolve, 0));
+        // (its continuations are microtasks, this a task), still locked. Only
+        // a read-only handle (Chromium 121+) shares the file with the next
+        // one; where the mode is not known a handle is exclusive: closed now.
+        if (s.mode === 'read-only') await new Promise((resolve) => setTimeout(resolve, 0));
         s.close();
       }
     });

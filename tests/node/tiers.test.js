@@ -215,7 +215,7 @@ test('idb: the index keeps tokens of any size, and an index of the previous layo
     };
     const blobs = await expectAll('the index');
     assert.equal(listings.length, 0, 'trusted: no key listed');
-    // The same blobs described by an RLXKVIX1 record (0.2.x), written now.
+    // The same blobs described by an RLXKVIX1 record (the first layout), written now.
     const named = await Promise.all(sets.map(async (t) => ({ t, name: await blobName(rlx, t) })));
     const size = named.reduce((n, { t, name }) => ((n + 1 + name.length + 4 + 8 + 24 + 4 + 3) & ~3) + 4 * t.length, 12);
     const v1 = new Uint8Array(size), dv = new DataView(v1.buffer);
@@ -240,6 +240,82 @@ test('idb: the index keeps tokens of any size, and an index of the previous layo
     assert.equal(listings.length, 0, 'an RLXKVIX1 index is trusted as much');
   } finally {
     IDBObjectStore.prototype.getAllKeys = getAllKeys;
+  }
+});
+
+/** Reads (get) or writes (put) the index record of an IDBFS-layout store at path. */
+function indexRecord(path, put) {
+  return new Promise((resolve, reject) => {
+    const req = indexedDB.open(path);
+    req.onsuccess = () => {
+      const tx = req.result.transaction(['FILE_DATA'], put ? 'readwrite' : 'readonly');
+      const r = put ? tx.objectStore('FILE_DATA').put({ timestamp: new Date(), mode: 0o100644, contents: put }, `${path}/.rlxkv-index`)
+        : tx.objectStore('FILE_DATA').get(`${path}/.rlxkv-index`);
+      tx.oncomplete = () => { req.result.close(); resolve(put ? undefined : r.result.contents); };
+      tx.onerror = () => reject(tx.error);
+    };
+    req.onerror = () => reject(req.error);
+  });
+}
+
+test('idb: a damaged index is rebuilt from the blobs; one read back at any offset is trusted', async () => {
+  const path = await storeOf('idb', 3);
+  const good = await indexRecord(path);
+  const rlx = await page();
+  const listings = [];
+  const getAllKeys = IDBObjectStore.prototype.getAllKeys;
+  IDBObjectStore.prototype.getAllKeys = function (...args) { listings.push(args); return getAllKeys.apply(this, args); };
+  const u32 = (b, at, v) => { const c = b.slice(); new DataView(c.buffer).setUint32(at, v, true); return c; };
+  const damaged = {
+    truncated: good.subarray(0, good.length - 1),
+    'a byte more': Uint8Array.from([...good, 0]),
+    'count off by one': u32(good, 8, 4),
+    'tokens off by one': u32(good, 12, new DataView(good.buffer, good.byteOffset).getUint32(12, true) + 1),
+    'a blob\'s token count past the stream': u32(good, 24 + 32 * 3, new DataView(good.buffer, good.byteOffset).getUint32(24 + 32 * 3, true) + 1),
+    'a name run together': Uint8Array.from(good, (x, i) => (i === good.lastIndexOf(47, good.length - 2) ? 120 : x)), // a '/' made 'x'
+    'unknown magic': Uint8Array.from(good, (x, i) => (i === 7 ? 57 : x)),
+  };
+  try {
+    for (const [what, bytes] of Object.entries(damaged)) {
+      await new Promise((resolve) => setTimeout(resolve, 2));
+      await indexRecord(path, bytes);
+      const before = listings.length;
+      const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+      assert.equal(cache.restoreReport.loaded, 3, `${what}: every blob found`);
+      assert.equal(listings.length, before + 1, `${what}: found by listing the keys`);
+      for (const i of [0, 1, 2]) assert.deepEqual((await cache.match(range(1000 * i, 8))).k, kv(i).k, `${what}: entry ${i}`);
+      await cache.close();
+    }
+    // The good index as a view 4 bytes into a larger buffer (structured clone keeps the offset).
+    const shifted = new Uint8Array(good.length + 8);
+    shifted.set(good, 4);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+    await indexRecord(path, shifted.subarray(4, 4 + good.length));
+    assert.equal((await indexRecord(path)).byteOffset, 4, 'read back at offset 4');
+    const before = listings.length;
+    const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+    assert.equal(listings.length, before, 'trusted');
+    assert.equal(cache.restoreReport.loaded, 3);
+    for (const i of [0, 1, 2]) assert.deepEqual((await cache.match(range(1000 * i, 8))).v, kv(i).v);
+    await cache.close();
+  } finally {
+    IDBObjectStore.prototype.getAllKeys = getAllKeys;
+  }
+});
+
+test('idb: a blob under a name not its own stays foreign from open to open', async () => {
+  const path = await storeOf('idb', 2);
+  const rlx = await page();
+  const bytes = rlx.encodeEntry({ tokens: range(7000, 8), ...kv(7) }, FP);
+  await rawIdb(path, (store) => store.put({ timestamp: new Date(), mode: 0o100644, contents: bytes }, `${path}/copied-by-hand.rlxkv`));
+  for (const round of [1, 2, 3]) {
+    const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
+    assert.equal(cache.restoreReport.loaded, 2 + round - 1, `open ${round}`);
+    assert.equal(cache.restoreReport.foreign, 1, `open ${round}: foreign`);
+    assert.equal(cache.listBlobs().find((b) => b.name === 'copied-by-hand.rlxkv').status, 'foreign');
+    assert.equal(cache.has(range(7000, 8)), false);
+    cache.insert(range(8000 + round, 8), kv(round)); // each open writes the index again
+    await cache.close();
   }
 });
 
@@ -511,6 +587,37 @@ test('fs: with a layout, a hit on a blob changed behind the index judges it as d
     await cache.close({ flush: false });
   }
   assert.deepEqual([...seen].sort(), ['loads', 'refused']);
+});
+
+test('fs: with a layout, a hit reads its blob in one scatter read, without fstat', async () => {
+  const fs = (await import('node:fs')).default;
+  const { syncBuiltinESMExports } = await import('node:module');
+  const layout = { order: 'token-major', heads: 1, headDim: 64, layers: 1 };
+  const dir = tempDir();
+  const rlx = await page();
+  let cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir, layout });
+  cache.insert(range(0, 8), kv(0));
+  await cache.close();
+  cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir, layout });
+  const calls = { readvSync: 0, fstatSync: 0, readSync: 0 };
+  const saved = {};
+  for (const f of Object.keys(calls)) {
+    saved[f] = fs[f];
+    fs[f] = function (...args) { calls[f]++; return saved[f].apply(this, args); };
+  }
+  syncBuiltinESMExports();
+  let hit;
+  try {
+    hit = await cache.match(range(0, 9));
+  } finally {
+    Object.assign(fs, saved);
+    syncBuiltinESMExports();
+  }
+  assert.deepEqual(hit.k, kv(0).k);
+  // No head read, no fstat: one scatter read of the whole blob, and one
+  // more that finds the file's end where the blob's is.
+  assert.deepEqual(calls, { readvSync: 2, fstatSync: 0, readSync: 0 });
+  await cache.close();
 });
 
 test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry replaced mid-save is saved whole by the next', async () => {

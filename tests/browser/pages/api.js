@@ -225,7 +225,6 @@ export function makeApi(rlx) {
     /** rlx.copyStore(from, to). */
     async copyStore(from, to) { return within(rlx.copyStore(from, to), 60000, 'copyStore()'); },
 
-    /** The file names in OPFS directory `path` (temporary files included), sorted. */
     /** Flips bit 0 of byte `at` of the OPFS file path/name, in place (behind any cache's back). */
     async opfsFlip(path, name, at) {
       let dir = await navigator.storage.getDirectory();
@@ -238,6 +237,7 @@ export function makeApi(rlx) {
       await w.close();
     },
 
+    /** The file names in OPFS directory `path` (temporary files included), sorted. */
     async opfsNames(path) {
       let dir = await navigator.storage.getDirectory();
       for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
