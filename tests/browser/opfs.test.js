@@ -100,11 +100,17 @@ browserTest('opfs: a worker that read a blob reads it again as replaced by a win
   assert.deepEqual(await call(page, 'flush'), { ok: true });
   assert.equal(await inWorker(page, w, 'clear'), 0);
   assert.equal((await inWorker(page, w, 'verify', [0], ['A', 'B'], SHAPE))[0].version, 'B', 'the replacement, read through the kept handle');
+  // The window keeps its handles too (File reads): entry 1 read, replaced by the worker, read again.
+  assert.equal((await call(page, 'verify', [1], ['A', 'C'], SHAPE))[1].version, 'A');
+  await inWorker(page, w, 'insert', [1], 'C', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [1], ['A', 'C'], SHAPE))[1].version, 'C', 'the window reads the replacement');
   await call(page, 'remove', [0], SHAPE);
   assert.deepEqual(await call(page, 'flush'), { ok: true });
   await call(page, 'close');
   assert.equal(await inWorker(page, w, 'clear'), 0);
-  assert.equal((await inWorker(page, w, 'verify', [0, 1], ['A', 'B'], SHAPE))[0].version, 'missing', 'removed: gone');
+  assert.equal((await inWorker(page, w, 'verify', [0, 1], ['A', 'C'], SHAPE))[0].version, 'missing', 'removed: gone');
   assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true }, 'nothing of it left to save');
   await inWorker(page, w, 'close');
   const left = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
