@@ -684,7 +684,7 @@ static const section recycled = {"recycled", "blob_bytes", setup_recycled, 9, 1,
 static void run_section(big *g, const section *sec) {
     double s[N_STEPS][MAX_REPS];
     int R = reps(sec->reps), n = 0;
-    while (n < 8 && sec->steps[n].key) n++;
+    while (n < (int)(sizeof sec->steps / sizeof sec->steps[0]) && sec->steps[n].key) n++;
     sec->setup(g);
     for (int i = 0; sec->diagnostic && i < n; i++)
         for (int r = -1; r < R; r++) {
@@ -697,7 +697,7 @@ static void run_section(big *g, const section *sec) {
     /* kv_bytes: the entry's KV; blob_bytes: its encoding */
     jnum((double)(strcmp(sec->size_key, "kv_bytes") ? g->blob_len : g->kv_bytes), "%s", sec->size_key);
     if (!sec->diagnostic) jnum(R, "reps");
-    for (int i = 0; i < 5 && sec->ratios[i].key; i++)
+    for (int i = 0; i < (int)(sizeof sec->ratios / sizeof sec->ratios[0]) && sec->ratios[i].key; i++)
         jnum(ratio_median(s[sec->ratios[i].num], s[sec->ratios[i].den], R), "%s", sec->ratios[i].key);
     for (int i = 0; i < n; i++) jnum(median(s[sec->steps[i].op], R), "%s", sec->steps[i].key);
     jclose();

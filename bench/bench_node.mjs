@@ -20,7 +20,6 @@ if (!out) {
 }
 const reps = (n) => (quick ? Math.min(n, 3) : n);
 const note = (s) => console.error(`  ${s}`);
-// Median over repetitions of num[r] / den[r] (both timed in repetition r).
 // With --expose-gc: collect before each timed large operation, so that a
 // collection triggered by earlier garbage is not charged to it.
 const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};

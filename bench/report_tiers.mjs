@@ -25,7 +25,7 @@ function build({ tiers, browser, insert }) {
     row(NODE, `Hit-load of one stored-only entry (await cache.match), ${mb(h.file_bytes)}`, ms(h.load_ms), `fs.promises.readFile ${ms(h.readfile_ms)}`, times(h.load_over_readfile));
     row(NODE, 'Hit-load vs readFile + decodeEntry (views) + insert into a memory cache (diagnostic)', ms(h.load_ms), `${ms(h.floor_ms)}`, times(h.load_over_floor));
     target('Node hit-load ≤ 1.1× fs.promises.readFile of the same file', h.load_over_readfile <= 1.1, `${times(h.load_over_readfile)} (${ms(h.load_ms)} vs ${ms(h.readfile_ms)})`,
-      `A hit-load reads the file in 4 MiB chunks (web/fs-blobs.js), validates and decodes it to views (js/blob.js), copies the ${mb(e)} of KV into a new wasm entry (web/native-cache.js put) and sets the file's mtime; readFile only reads. The least a load can do through the public API (readFile, decodeEntry to views, insert) takes ${ms(h.floor_ms)} here, ${times(h.floor_ms / h.readfile_ms)} readFile, and the hit-load ${times(h.load_over_floor)} that: what separates it from readFile is the copy into wasm memory, not the tier's bookkeeping. Reading each K/V block straight into the new entry's heap memory (allocate the entry from the blob's head, then positional reads into heap subarrays) would remove that copy, and with it the second resident copy at the peak (next target).`);
+      `A hit-load opens the file, reads it with one scatter read (preadv) straight into the new entry's wasm memory (with a layout, header and values together; else the head first), checks what it read and looks the entry up again (js/tiers.js #loadDirect); readFile only reads into new memory. The least a load can do through the public API (readFile, decodeEntry to views, insert) takes ${ms(h.floor_ms)} here, ${times(h.floor_ms / h.readfile_ms)} readFile, and the hit-load ${times(h.load_over_floor)} that.`);
     const p = tiers.peak;
     if (p && p.cold) {
       row(NODE, 'Peak RSS increase while one entry loads, wasm heap growing for it', mib(p.cold.peak_increase), `entry ${mib(p.entry_bytes)}; stays: ${mib(p.cold.kept)}`, `${times(p.cold.peak_increase / p.entry_bytes)} the entry`);
@@ -33,13 +33,13 @@ function build({ tiers, browser, insert }) {
       const worst = Math.max(p.cold.peak_increase, p.warm.peak_increase) / p.entry_bytes;
       target('Node peak RSS increase while one entry loads ≤ 1.2× its bytes', worst <= 1.2,
         `${times(p.cold.peak_increase / p.entry_bytes)} with the wasm heap growing, ${times(p.warm.peak_increase / p.entry_bytes)} into resident heap`,
-        'The blob is read whole into a JS buffer, then copied into the wasm entry: while the heap grows for the entry, both are resident at the peak (2×). Reading each K/V block straight into the entry\'s wasm memory (allocate the entry from the blob head, then positional reads into heap subarrays) would make it 1×.');
+        'The blob is read straight into the entry\'s wasm memory (no copy of it in JS memory): beyond the heap the entry takes, a load holds its header and block headers, a few KB.');
     }
     const f = tiers.flush;
     row(NODE, `Longest event-loop stall during a flush of ${n0(f.entries)} dirty entries (${mb(f.bytes)})`, ms(f.max_stall_ms),
       `monitorEventLoopDelay max ${ms(f.eld_max_ms)}, p99 ${ms(f.eld_p99_ms)}; flush ${ms(f.flush_ms)} (${sig(f.bytes / f.flush_ms / 1e3)} MB/s)`);
     target(`Node flush of ${mb(f.bytes)} keeps event-loop stalls to a few ms (≤ 5 ms)`, f.max_stall_ms <= 5, `${ms(f.max_stall_ms)} (setInterval 1 ms probe; monitorEventLoopDelay max ${ms(f.eld_max_ms)})`,
-      `The writes are async and chunked, but each entry is encoded whole before its write starts (js/tiers.js #encode: encodeBlob allocates and fills a ${mb(e)} Uint8Array in one synchronous call). Encoding into the write's 4 MiB chunks, yielding between them, would bound a stall by one chunk's copy; the views of the heap stay valid across the yields unless the cache frees entries, which the entry's serial already detects.`);
+      `Each blob is written in pieces, one K/V block (with its length) at a time (js/blob.js encodePieces, web/fs-blobs.js write), awaiting each write: a stall is one block's copy out of the heap and the call that starts its write.`);
     const c = tiers.check;
     row(NODE, `Every entry of the ${mb(c.entries * e)} store reachable through match, KV intact`, `${n0(c.reachable)} of ${n0(c.entries)}`);
     target(`Every entry of the largest Node store (${mb(c.entries * e)}) reachable through match`, c.reachable === c.entries, `${n0(c.reachable)} of ${n0(c.entries)}`, `entries not found: ${c.bad.join(', ')}`);

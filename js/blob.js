@@ -19,7 +19,6 @@ const DTYPE_OF = { RLXKV001: 'f32', RLXKVF16: 'f16' };
 const HEAD = 32; // magic, fingerprint, past_len, n_tokens
 /** The most layers a blob may have (RLXKV_MAX_LAYERS in src/rlxkv.h): more are refused with LIMIT. */
 export const MAX_LAYERS = 4096;
-/** Whether this host stores numbers little-endian, as blobs do: then a block's bytes are its values. */
 
 // Throws 'decoding blob: truncated' (or bad magic, corrupt) unless ok.
 function need(ok, code = 'TRUNCATED') {

@@ -31,7 +31,7 @@ export class Cache {
     this.#fp = fingerprint;
     this.#layout = layout;
     this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As });
-    /** What restoring from storage found: { loaded, stale, corrupt, skipped, bytes } */
+    /** What opening storage found (RestoreReport in js/index.d.ts), or null without storage. */
     this.restoreReport = null;
     leaks.register(this, { native: this.#native.leakRecord, storage: null }, this.#token);
   }
@@ -161,7 +161,7 @@ export class Cache {
     return native.remove(t) === STATUS.OK || stored;
   }
 
-  /** Whether an entry with exactly these tokens is cached (no LRU touch). */
+  /** Whether an entry with exactly these tokens is cached, in memory or only stored (no LRU touch). */
   has(tokens) { return this.#live().has(toTokens(tokens)); }
   /** Whether the entry with exactly these tokens is cached and pinned. */
   isPinned(tokens) { return this.#live().isPinned(toTokens(tokens)); }
@@ -169,14 +169,14 @@ export class Cache {
   /** Drops every entry from memory (stored blobs stay until pruned). */
   clear() { this.#live().clear(); }
 
-  /** Entries, pinned first then most recent first: { tokens, bytes, pinned, dtype }. */
+  /** Entries, pinned first then most recent first: { tokens, bytes, pinned, dtype, resident }. */
   entries() { return this.#live().entries(); }
 
   get size() { return this.stats.entries; }
   get bytes() { return this.stats.bytes; }
   get capBytes() { return this.stats.capBytes; }
   set capBytes(n) { this.#live().setCap(toByteCount(n, 'capBytes')); }
-  /** { entries, bytes, capBytes, pinnedEntries, pinnedBytes, hits, misses, evictions, tokensReused } */
+  /** { entries, bytes, capBytes, pinnedEntries, pinnedBytes, hits, misses, evictions, tokensReused, storedEntries, storedBytes } */
   get stats() { return this.#live().stats(); }
 
   /**
@@ -248,7 +248,7 @@ export class Cache {
     return this.#storage.prune({ maxBytes: this.#storageCap, resident: true });
   }
 
-  /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status }]. */
+  /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status, error, dtype }] (BlobInfo in js/index.d.ts). */
   listBlobs() {
     this.#live();
     return this.#storage ? this.#storage.list() : [];

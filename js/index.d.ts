@@ -146,13 +146,13 @@ export interface BlobInfo {
   /**
    * ok / stale: valid, of this fingerprint or another; corrupt: invalid (prune removes it);
    * foreign: valid, under a name not its own (left alone); too-large: past this reader's limits
-   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept. The store (rlx.openStore) also lists
-   * unreadable ones and saves' temporary files (temp, abandoned).
+   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept. The store of a Node directory
+   * (rlx.openStore, the C store) also lists unreadable ones and saves' temporary files (temp, abandoned).
    */
   status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
   /** The C status that made it corrupt or too large, else 0 (rlx.openStore on a Node directory: the status the C store found; elsewhere CORRUPT or LIMIT by the status). */
   error: number;
-  /** KV bytes and value type, where known (rlx.openStore's list). */
+  /** KV bytes (rlx.openStore on a Node directory) and value type, where known. */
   kvBytes?: number;
   dtype?: 'f32' | 'f16' | null;
 }
@@ -185,7 +185,8 @@ export interface OpenCacheOptions extends CacheOptions {
    * needs FileSystemFileHandle.move() and Web Locks), 'fs' (Node
    * directory), 'auto' (default: 'idb' in browsers and workers, also where
    * OPFS exists, so that existing stores and a page and its workers agree;
-   * 'fs' in Node) or 'none'.
+   * 'fs' in Node, unless a global indexedDB exists there; 'none' where
+   * neither does) or 'none'.
    */
   storage?: 'auto' | 'idb' | 'opfs' | 'fs' | 'none';
   /** IndexedDB mount path or OPFS directory under the root (default '/rlxkv'), or Node directory (default './rlxkv-cache'). */

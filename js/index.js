@@ -127,10 +127,10 @@ class Rlxkv {
   }
 
   /**
-   * A store directory (Node) or IndexedDB mount, without a cache: for tools
-   * that list and prune blobs.
+   * A store directory (Node), IndexedDB mount or OPFS directory, without a
+   * cache: for tools that list and prune blobs.
    * @param {string} path
-   * @param {{storage?: 'fs'|'idb'|'auto'}} [opts]
+   * @param {{storage?: 'fs'|'idb'|'opfs'|'auto'}} [opts]
    */
   async openStore(path, opts = {}) {
     if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');

@@ -48,7 +48,8 @@ const INDEX_MAGIC = 'RLXKVIX2';
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
  * status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'refused'
  * (not of the cache's layout), dtype?, tokens?, nValues?, rowMajor?,
- * error?, indexed? (from the IndexedDB index record), removing? }.
+ * indexed? (from the IndexedDB index record), admitted? (a stored-only
+ * entry of this cache), removing? }.
  */
 
 export class TieredStore {
@@ -107,7 +108,7 @@ export class TieredStore {
     this.#fp = fingerprint;
     this.#layout = layout;
     this.kind = blobs.kind;
-    /** What opening found: { loaded, stale, corrupt, skipped, bytes }. */
+    /** What opening found: a RestoreReport (js/index.d.ts) but `resident` and `readOnly`. */
     this.report = null;
   }
 
@@ -269,8 +270,9 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    this.#used.add(name);
-    if (this.#blobs.kind !== 'idb') this.#touchSoon(name);
+    // IndexedDB keeps uses in its index (written at the next flush); others with the blob.
+    if (this.#blobs.kind === 'idb') this.#used.add(name);
+    else this.#touchSoon(name);
     return true;
   }
 
@@ -462,11 +464,11 @@ export class TieredStore {
 
   /**
    * The blob of the dirty entry { tokens, serial } if it is still that
-   * entry, else null: for a directory (pieces: true) its parts made one
-   * block at a time as they are written, each from the entry as it is then
-   * (a part asked for after the entry changed stops the save with CHANGED),
-   * so no whole copy of it is made and no long task runs; for IndexedDB,
-   * whose record is one value, encoded whole.
+   * entry, else null: for a Node directory (pieces: true) its parts made
+   * one block at a time as they are written, each from the entry as it is
+   * then (a part asked for after the entry changed stops the save with
+   * CHANGED), so no whole copy of it is made and no long task runs; for
+   * IndexedDB, whose record is one value, and OPFS, encoded whole.
    */
   #encode({ tokens, serial }, pieces = false) {
     const e = this.#native.get(tokens);
@@ -781,7 +783,7 @@ function readAt(f, at, n) {
 
 const MISPREDICTED = new Error('a block header differs from the first block\'s');
 const CHANGED = new Error('the file changed while it was read');
-/** #readInto's answer when its guess of the block headers failed. */
+/** The answer of an attempt (#readKnown, a guessed #readInto) that leaves the blob to the next. */
 const RETRY = Symbol('retry');
 
 /**
@@ -855,7 +857,7 @@ function infoOf(r, status) {
     mtime: new Date(r.lastUse),
     fingerprint: r.fingerprint ?? 0n,
     status, // ok, stale, corrupt, foreign, too-large
-    error: status === 'corrupt' ? -3 : status === 'too-large' ? -12 : 0,
+    error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : 0,
     dtype: r.dtype ?? null,
   };
 }

@@ -29,7 +29,7 @@ const noNode = {
     }));
     b.onLoad({ filter: NODE_ONLY }, (args) => ({
       contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${args.path.split('/').pop()} (storage 'fs') is Node only`)}); };
-export const BlobStore = { open: no }, FsBlobs = { open: no }, fsError = no, storeDirectory = no;`,
+export const BlobStore = { open: no }, FsBlobs = { open: no };`,
     }));
   },
 };

@@ -26,6 +26,17 @@ export class RlxkvError extends Error {
   }
 }
 
+/**
+ * A browser storage failure (a DOMException of IndexedDB or OPFS) as an
+ * RlxkvError: QUOTA when storage is full, else IO; `what` says what was
+ * being done, `store` names the storage for an error without a message.
+ */
+export function storageError(err, what, store) {
+  const quota = !!err && err.name === 'QuotaExceededError';
+  const detail = quota ? 'storage quota exceeded' : (err && (err.message || err.name)) || `unknown ${store} error`;
+  return new RlxkvError(quota ? 'QUOTA' : 'IO', `${what}: ${detail}`, { cause: err });
+}
+
 /** The error for a negative C status; `what` says what was being done. */
 export function statusError(status, what, text) {
   const code = CODES[status] || 'IO';

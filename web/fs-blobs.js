@@ -67,7 +67,8 @@ export class FsBlobs {
   /** Opens (creating if missing) the directory `dir`. */
   static async open(dir) {
     const root = await storeDirectory(dir);
-    const readOnly = await fsp.access(root, fsp.constants.W_OK).then(() => false, () => true);
+    const fs = await nodeFs();
+    const readOnly = await fs.access(root, fs.constants.W_OK).then(() => false, () => true);
     return new FsBlobs(root, readOnly);
   }
 

@@ -2,20 +2,14 @@
 // database named by the mount path (IDBFS.DB_VERSION 21), store FILE_DATA;
 // requests and transactions as promises, where 3.1.6's IDBFS lost errors
 // (it passes `undefined`, or never calls back when a quota error aborts a
-// transaction); and a cross-tab lock.
-import { RlxkvError } from './errors.js';
+// transaction).
+import { storageError } from './errors.js';
 
 export const STORE = 'FILE_DATA';
 export const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
 
-export function idbError(err, what) {
-  const name = err && err.name;
-  if (name === 'QuotaExceededError') {
-    return new RlxkvError('QUOTA', `${what}: storage quota exceeded`, { cause: err });
-  }
-  const detail = (err && err.message) || name || 'unknown IndexedDB error';
-  return new RlxkvError('IO', `${what}: ${detail}`, { cause: err });
-}
+/** A DOMException from IndexedDB as an RlxkvError: QUOTA when storage is full, else IO. */
+export const idbError = (err, what) => storageError(err, what, 'IndexedDB');
 
 export function request(req) {
   return new Promise((resolve, reject) => {

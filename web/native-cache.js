@@ -30,15 +30,14 @@ const HAS_F16 = typeof globalThis.Float16Array === 'function';
 export class NativeCache {
   #core;
   #w;       // web_cache *
-  #stats;   // 9 doubles
+  #stats;   // STATS_FIELDS (web/boundary.c) doubles
   #f16;     // the array type f16 hits come back as
+  #fp;
 
   /**
    * @param core  web/core.js Core
    * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array'}} opts
    */
-  #fp;
-
   constructor(core, { capBytes, fingerprint, layout, f16As }) {
     this.#core = core;
     this.#fp = fingerprint;
@@ -136,8 +135,7 @@ export class NativeCache {
     if (!e) return core.i32(core.cell);
     try {
       const to = core.u32[this.#rec() + REC.DATA];
-      const bytes = lengths.reduce((n, len) => n + len, 0) * (dtype === DTYPE.f16 ? 2 : 4);
-      fill(core.u8.subarray(to, to + bytes));
+      fill(core.u8.subarray(to, to + (M._rlxkv_entry_kv_bytes(e) >>> 0)));
     } catch (err) {
       M._rlxkv_entry_free(e);
       throw err;
@@ -222,7 +220,8 @@ export class NativeCache {
         }
       }
       M._rlxkv_web_put_stored(this.#w, end - i);
-      for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = core.u32[head] | 0;
+      const out = core.u32; // read after the call: the heap may have grown
+      for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = out[head] | 0;
       i = end;
     }
     return status;

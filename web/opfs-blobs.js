@@ -41,7 +41,7 @@
 //   - mtime cannot be set: touch() records uses in memory, and the next
 //     write() or close() saves them in one small file (USES_NAME, replaced
 //     the same way), merged with what other tabs saved.
-import { RlxkvError } from './errors.js';
+import { RlxkvError, storageError } from './errors.js';
 
 export const USES_NAME = '.rlxkv-uses';
 const SUFFIX = '.rlxkv';
@@ -61,11 +61,7 @@ const MAX_HANDLES = 4096; // file handles kept (see #handles)
 const STREAM_CHUNK = 1 << 20;
 
 /** A DOMException from OPFS as an RlxkvError: QUOTA when storage is full, else IO. */
-export function opfsError(err, what) {
-  const quota = err && err.name === 'QuotaExceededError';
-  const detail = quota ? 'storage quota exceeded' : (err && (err.message || err.name)) || 'unknown OPFS error';
-  return new RlxkvError(quota ? 'QUOTA' : 'IO', `${what}: ${detail}`, { cause: err });
-}
+export const opfsError = (err, what) => storageError(err, what, 'OPFS');
 
 const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
 

@@ -5,8 +5,8 @@
 #                             minified browser bundle (web/bundle.mjs); it
 #                             loads rlxkv_core.wasm too: the two links make
 #                             the same wasm, checked here, shipped once
-# Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB is reached
-# by web/idb-sync.js over a MEMFS mount, not by Emscripten's IDBFS.
+# Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
+# reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
