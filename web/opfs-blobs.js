@@ -8,12 +8,14 @@
 // How it differs from the Node directory, and why:
 //   - Two paths. In a dedicated worker, sync access handles: reads go
 //     straight into memory the caller gives (the wasm heap: readWith()),
-//     writes are synchronous calls. In a window there are none: File reads
-//     (getFile().arrayBuffer()) and createWritable() streams.
+//     writes are synchronous calls. In a window there are none: reads go
+//     through a helper worker's (web/opfs-reader.js), or where a page can
+//     have none, File reads (getFile().arrayBuffer()); writes are
+//     createWritable() streams.
 //     A worker uses its sync handles for blobs of every size, though
 //     opening and closing one costs 2-3 ms (a hit waits for the opening
-//     only: it has its bytes before the close and the lock's release,
-//     and the file handle kept from an earlier read): nothing else reads faster
+//     only: it has its bytes before the close, and the file handle is kept
+//     from the listing or an earlier read): nothing else reads faster
 //     (the File read ties below 512 KiB, so no size switches to it, and
 //     only readWith() reads straight into the heap). Chromium 156, ms to
 //     get a whole file into new memory in a fresh worker (getFileHandle
@@ -31,17 +33,26 @@
 //     the name. Measured in Chromium 156 (tests/browser/opfs.test.js and
 //     the SIGKILL loops in its header): a killed browser leaves the old
 //     file or the new, never a torn one, and at worst a stray temporary.
-//   - A file with an open sync access handle is locked: moving onto it
-//     fails (NoModificationAllowedError), and a File read across a replace
-//     fails (NotReadableError). So every reader holds a shared Web Lock on
-//     the blob's name, and every move or removal the exclusive one; other
-//     tabs and workers of the origin take the same locks. A temporary file
+//   - A file with an open sync access handle is locked: moving onto it or
+//     removing it fails (NoModificationAllowedError), and a File read
+//     across a replace fails (NotReadableError). Every move or removal
+//     takes the blob name's exclusive Web Lock and tries again while a
+//     reader's handle is open; a File read, and a sync handle read where
+//     handles cannot be read-only (shared), take the shared lock. A read
+//     through a read-only handle (Chromium 121+) takes none (~0.5 ms a
+//     round trip): the open handle locks the file, and a read that finds
+//     a move under way (the same error) waits for it under the shared
+//     lock. Measured in Chromium 156: with a read-only handle open, move()
+//     onto the file and removeEntry() both fail so, and an open racing a
+//     move either wins (the move fails) or fails. Other tabs and workers
+//     of the origin take the same locks. A temporary file
 //     is held under its own exclusive lock while being written, so that
 //     open() removes only the strays of writers that are gone.
 //   - mtime cannot be set: touch() records uses in memory, and the next
 //     write() or close() saves them in one small file (USES_NAME, replaced
 //     the same way), merged with what other tabs saved.
 import { RlxkvError, storageError } from './errors.js';
+import { OpfsReader } from './opfs-reader.js';
 
 export const USES_NAME = '.rlxkv-uses';
 const SUFFIX = '.rlxkv';
@@ -63,7 +74,16 @@ const STREAM_CHUNK = 1 << 20;
 /** A DOMException from OPFS as an RlxkvError: QUOTA when storage is full, else IO. */
 export const opfsError = (err, what) => storageError(err, what, 'OPFS');
 
+const BUSY_MS = 10000; // how long a save or removal waits for readers to let go of a blob
 const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
+// The file is locked: a sync handle is open on it, or a move onto it is under way.
+const isLocked = (err) => !!err && err.name === 'NoModificationAllowedError';
+
+/** Whether sync handles can be read-only (Chromium 121+): such handles share a file. */
+const readOnlyHandles = () => {
+  const S = globalThis.FileSystemSyncAccessHandle;
+  return !!S && 'mode' in S.prototype;
+};
 
 /** Whether sync access handles exist here (a dedicated worker). */
 export function opfsSyncHandles() {
@@ -98,6 +118,9 @@ export class OpfsBlobs {
     }
     const blobs = new OpfsBlobs(path, dir);
     await blobs.#removeStrays();
+    // A window's reads go through a helper worker once it is up (it
+    // starts beside the listing, which waits for it: see list()).
+    if (!blobs.sync) blobs.#readerStarting = OpfsReader.start(path).then((r) => { blobs.#reader = r; });
     return blobs;
   }
 
@@ -105,9 +128,12 @@ export class OpfsBlobs {
   #uses = new Map(); // name -> lastUse (ms) not saved yet
   // name -> FileSystemFileHandle. A handle names a path, not a file: it
   // finds a blob replaced since (by a move onto its name) and fails as
-  // gone once it is removed. Kept so that a hit skips getFileHandle's
-  // round trip to the browser (~0.6 ms).
+  // gone once it is removed. Kept from the listing and from reads, so
+  // that a hit skips getFileHandle's round trip to the browser (~0.6 ms).
   #handles = new Map();
+
+  #reader = null; // a window's OpfsReader, if it has one
+  #readerStarting = null;
 
   constructor(path, dir) {
     this.kind = 'opfs';
@@ -138,14 +164,18 @@ export class OpfsBlobs {
     const known = this.#handles.get(name);
     if (known) return known;
     try {
-      const h = await this.#dir.getFileHandle(name);
-      if (this.#handles.size >= MAX_HANDLES) this.#handles.delete(this.#handles.keys().next().value);
-      this.#handles.set(name, h);
-      return h;
+      return this.#keep(name, await this.#dir.getFileHandle(name));
     } catch (err) {
       if (isGone(err)) return null;
       throw opfsError(err, `opening ${name}`);
     }
+  }
+
+  /** Keeps handle h of blob `name` (the oldest kept goes past MAX_HANDLES); h. */
+  #keep(name, h) {
+    if (!this.#handles.has(name) && this.#handles.size >= MAX_HANDLES) this.#handles.delete(this.#handles.keys().next().value);
+    this.#handles.set(name, h);
+    return h;
   }
 
   /** A blob found gone through its kept handle: null, and the handle forgotten. */
@@ -180,6 +210,7 @@ export class OpfsBlobs {
     try {
       for await (const [name, h] of this.#dir.entries()) {
         if (h.kind !== 'file' || !name.endsWith(SUFFIX)) continue;
+        this.#keep(name, h);
         try {
           const f = await h.getFile();
           out.push({ name, bytes: f.size, mtimeMs: Math.max(f.lastModified, uses.get(name) || 0) });
@@ -190,6 +221,7 @@ export class OpfsBlobs {
     } catch (err) {
       throw opfsError(err, `listing OPFS ${this.path}`);
     }
+    await this.#readerStarting;
     return { blobs: out, temporaries: [] };
   }
 
@@ -219,6 +251,7 @@ export class OpfsBlobs {
         return buf;
       });
     }
+    if (this.#reader?.alive) return this.#reader.read(name);
     return this.#shared(name, async () => {
       const h = await this.#file(name);
       if (!h) return null;
@@ -237,11 +270,33 @@ export class OpfsBlobs {
    * Uint8Array dst (any memory, the wasm heap included) from byte `at`,
    * readv() the dsts one after another (a sync handle has no scatter read:
    * one read each), and both return the bytes read — or null if the blob
-   * is gone. fn runs synchronously, under the blob's shared lock, so the
-   * file cannot change under it. Its answer comes before the handle's close
-   * and the lock's release, which follow under the lock.
+   * is gone. fn runs synchronously while the handle is open, so the file
+   * cannot change under it: an open read-only handle locks out moves onto
+   * the file and its removal. Where handles can be read-only (Chromium
+   * 121+) the read takes no Web Lock: a save or removal waits for the
+   * handle (#exclusive), and a read that finds one under way waits for it
+   * under the shared lock. Elsewhere (exclusive handles) every read takes
+   * the shared lock. The answer comes before the handle's close.
    */
-  readWith(name, fn) {
+  async readWith(name, fn) {
+    if (readOnlyHandles()) {
+      const h = await this.#file(name);
+      if (!h) return null;
+      let s = null;
+      try {
+        s = await h.createSyncAccessHandle({ mode: 'read-only' });
+      } catch (err) {
+        if (isGone(err)) return this.#gone(name);
+        if (!isLocked(err)) throw opfsError(err, `opening ${name}`);
+      }
+      if (s) {
+        const result = this.#readOpen(name, s, fn);
+        // A close takes ~0.5 ms: once the caller has gone on with its
+        // answer (its continuations are microtasks, this a task).
+        setTimeout(() => s.close(), 0);
+        return result;
+      }
+    }
     return this.#shared(name, async (answer) => {
       const h = await this.#file(name);
       if (!h) return null;
@@ -253,29 +308,53 @@ export class OpfsBlobs {
         throw opfsError(err, `opening ${name}`);
       }
       try {
-        const size = s.getSize();
-        const read = (dst, at) => s.read(dst, { at });
-        const readv = (dsts, at) => {
-          let got = 0;
-          for (const dst of dsts) {
-            const n = read(dst, at + got);
-            got += n;
-            if (n < dst.length) break;
-          }
-          return got;
-        };
-        const result = fn({ size, read, readv });
+        const result = this.#readOpen(name, s, fn);
         answer(result);
         return result;
-      } catch (err) {
-        throw err instanceof RlxkvError || err instanceof RangeError ? err : opfsError(err, `reading ${name}`);
       } finally {
-        // A close takes ~0.5 ms: once the caller has gone on with its answer
-        // (its continuations are microtasks, this a task), still locked. Only
-        // a read-only handle (Chromium 121+) shares the file with the next
-        // one; where the mode is not known a handle is exclusive: closed now.
+        // After the answer, still locked; a handle that may be exclusive
+        // (its mode unknown) closes at once, for the next reader.
         if (s.mode === 'read-only') await new Promise((resolve) => setTimeout(resolve, 0));
         s.close();
+      }
+    });
+  }
+
+  /** fn (see readWith) over the open sync handle s, whose close is the caller's. */
+  #readOpen(name, s, fn) {
+    try {
+      const size = s.getSize();
+      const read = (dst, at) => s.read(dst, { at });
+      const readv = (dsts, at) => {
+        let got = 0;
+        for (const dst of dsts) {
+          const n = read(dst, at + got);
+          got += n;
+          if (n < dst.length) break;
+        }
+        return got;
+      };
+      return fn({ size, read, readv });
+    } catch (err) {
+      throw err instanceof RlxkvError || err instanceof RangeError ? err : opfsError(err, `reading ${name}`);
+    }
+  }
+
+  /**
+   * op() (a move onto blob `name`, its removal) under the blob's exclusive
+   * lock, tried again while readers without the lock hold the file open
+   * (NoModificationAllowedError; a read holds it for milliseconds), for up
+   * to BUSY_MS.
+   */
+  #exclusive(name, op) {
+    return this.#lock(name, 'exclusive', async () => {
+      for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
+        try {
+          return await op();
+        } catch (err) {
+          if (!isLocked(err) || waited >= BUSY_MS) throw err;
+          await new Promise((resolve) => setTimeout(resolve, wait));
+        }
       }
     });
   }
@@ -303,7 +382,7 @@ export class OpfsBlobs {
         tmp = await this.#dir.getFileHandle(tmpName, { create: true });
         if (this.sync) await writeSync(tmp, parts);
         else await writeStream(tmp, parts);
-        await this.#lock(name, 'exclusive', () => tmp.move(this.#dir, name));
+        await this.#exclusive(name, () => tmp.move(this.#dir, name));
       } catch (err) {
         if (tmp) await this.#dir.removeEntry(tmpName).catch(() => {});
         throw opfsError(err, `saving ${name}`);
@@ -315,15 +394,13 @@ export class OpfsBlobs {
   async remove(names) {
     const removed = [];
     for (const name of names) {
-      await this.#lock(name, 'exclusive', async () => {
-        this.#handles.delete(name);
-        try {
-          await this.#dir.removeEntry(name);
-          removed.push(name);
-        } catch (err) {
-          if (!isGone(err)) throw opfsError(err, `removing ${name}`);
-        }
-      });
+      this.#handles.delete(name);
+      try {
+        await this.#exclusive(name, () => this.#dir.removeEntry(name));
+        removed.push(name);
+      } catch (err) {
+        if (!isGone(err)) throw opfsError(err, `removing ${name}`);
+      }
       this.#uses.delete(name);
     }
     return removed;
@@ -360,7 +437,11 @@ export class OpfsBlobs {
     }).catch(() => {}); // only a hint: a failure loses recency, nothing else
   }
 
-  async close() { await this.#saveUses(); }
+  async close() {
+    await this.#saveUses();
+    await this.#readerStarting;
+    this.#reader?.close();
+  }
 }
 
 async function writeSync(handle, parts) {
