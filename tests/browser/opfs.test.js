@@ -1,6 +1,7 @@
 // Browser tests of storage: 'opfs' (web/opfs-blobs.js), in a module worker
 // (sync access handles: reads straight into the wasm heap) and in a window
-// (File reads, createWritable streams): a browser restart between the two,
+// (a helper worker's reads, File reads under a CSP that forbids it,
+// createWritable streams): a browser restart between the two,
 // each reading what the other wrote; a flush interrupted by a SIGKILL of
 // the browser (worker) and by closing the tab (window), leaving every entry
 // old or new and no stray temporary file once reopened, and by a SIGKILL
@@ -9,7 +10,8 @@
 // the same entries while a third reads them; a quota error in both (and in
 // a window, again and again, the store whole after a reload); a store
 // copied from IndexedDB to OPFS and back; storageCapBytes, pins and prune;
-// a window watching what a worker saves.
+// a window watching what a worker saves; a save and a removal waiting out
+// a reader's open handle.
 import assert from 'node:assert/strict';
 import { browserTest, call } from './helpers.js';
 
@@ -115,6 +117,68 @@ browserTest('opfs: a worker that read a blob reads it again as replaced by a win
   await inWorker(page, w, 'close');
   const left = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
   assert.equal(left.length, 1, 'entry 1 stays stored');
+});
+
+browserTest('opfs: a window reads blobs through a helper worker; a page whose CSP forbids blob: workers reads Files', async (t, session) => {
+  const PATH = '/opfs-helper';
+  const page = await session.open();
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [0, 1, 2], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  await inWorker(page, w, 'close');
+
+  const helpers = (p) => p.workers().filter((x) => x.url().startsWith('blob:'));
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(helpers(page).length, 1, 'the open started one helper worker');
+  await page.evaluate(() => window.T.countFileReads());
+  const found = await call(page, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
+  assert.deepEqual([0, 1, 2].map((id) => found[id].version), ['A', 'A', 'A']);
+  assert.equal(await page.evaluate(() => window.T.fileReads), 0, 'no File read in the window');
+  await call(page, 'close');
+  for (let i = 0; i < 100 && helpers(page).length; i++) await new Promise((r) => setTimeout(r, 20)); // the event comes late
+  assert.equal(helpers(page).length, 0, 'close() ends the helper');
+
+  const strict = await session.context.newPage();
+  await strict.route('**/harness.html*', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
+  });
+  await session.load(strict);
+  await call(strict, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(helpers(strict).length, 0, 'no helper under this CSP');
+  await strict.evaluate(() => window.T.countFileReads());
+  const again = await call(strict, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
+  assert.deepEqual([0, 1, 2].map((id) => again[id].version), ['A', 'A', 'A']);
+  assert.equal(await strict.evaluate(() => window.T.fileReads), 3, 'one File read per hit');
+});
+
+browserTest('opfs: a save and a removal wait while a reader in another worker holds the blob open, then go through', async (t, session) => {
+  // Reads through read-only handles take no Web Lock; a move onto the
+  // file or its removal fails while one is open, and is tried again.
+  const PATH = '/opfs-held';
+  const page = await session.open();
+  const writer = await spawn(page);
+  const reader = await spawn(page);
+  await inWorker(page, writer, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, writer, 'insert', [0], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, writer, 'flush'), { ok: true });
+  const [name] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+
+  await inWorker(page, reader, 'opfsHold', PATH, name, 300);
+  await inWorker(page, writer, 'insert', [0], 'B', SHAPE);
+  assert.deepEqual(await inWorker(page, writer, 'flush'), { ok: true }, 'the save goes through');
+  const saved = await call(page, 'now');
+  assert.ok(saved >= await inWorker(page, reader, 'heldUntil'), 'after the reader let go');
+  assert.equal(await inWorker(page, writer, 'clear'), 0);
+  assert.equal((await inWorker(page, writer, 'verify', [0], ['A', 'B'], SHAPE))[0].version, 'B');
+
+  await inWorker(page, reader, 'opfsHold', PATH, name, 300);
+  await inWorker(page, writer, 'remove', [0], SHAPE);
+  assert.deepEqual(await inWorker(page, writer, 'flush'), { ok: true }, 'the removal goes through');
+  assert.ok(await call(page, 'now') >= await inWorker(page, reader, 'heldUntil'), 'after the reader let go');
+  assert.deepEqual((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')), [], 'removed');
+  assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
 });
 
 browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {

@@ -237,6 +237,23 @@ export function makeApi(rlx) {
       await w.close();
     },
 
+    /**
+     * Workers only: opens a read-only sync handle on OPFS file path/name,
+     * as a reader does, and closes it after ms. Resolves once it is open;
+     * heldUntil() then gives the time of the close (performance.timeOrigin based).
+     */
+    async opfsHold(path, name, ms) {
+      let dir = await navigator.storage.getDirectory();
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const s = await (await dir.getFileHandle(name)).createSyncAccessHandle({ mode: 'read-only' });
+      api.held = new Promise((resolve) => setTimeout(() => { s.close(); resolve(performance.timeOrigin + performance.now()); }, ms));
+      return true;
+    },
+    heldUntil() { return api.held; },
+
+    /** The time now, comparable between pages and workers (performance.timeOrigin based). */
+    now() { return performance.timeOrigin + performance.now(); },
+
     /** The file names in OPFS directory `path` (temporary files included), sorted. */
     async opfsNames(path) {
       let dir = await navigator.storage.getDirectory();

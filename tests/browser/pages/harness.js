@@ -15,6 +15,15 @@ let nextCall = 0;
 const T = {
   ready: null,
   error: null,
+  /** Counts the window's File reads of OPFS files (getFile() calls) from now on, in T.fileReads. */
+  countFileReads() {
+    const getFile = FileSystemFileHandle.prototype.getFile;
+    T.fileReads = 0;
+    FileSystemFileHandle.prototype.getFile = function (...args) {
+      T.fileReads++;
+      return getFile.apply(this, args);
+    };
+  },
   /** Counts IndexedDB put() calls (T.puts), logs the first one to the console and holds its transaction open for 5 s. */
   watchPuts() {
     const put = IDBObjectStore.prototype.put;
