@@ -33,6 +33,7 @@ const RATIOS = [
   ['Worker hit / bare read (new memory)', (r) => times(r.worker_over_bare_read)],
   ['Warm hit / bare read (touched memory)', (r) => times(r.worker_warm_over_bare_read_warm)],
   ['Window hit / window File read', (r) => times(r.window_over_file_read)],
+  ['Window hit / bare read (new memory)', (r) => times(r.window_over_bare_read)],
   ['Worker File read / bare read', (r) => times(r.worker_file_read_over_bare_read)],
   ["'idb' hit / IDB get", (r) => times(r.idb_hit_over_idb_get)],
 ];
@@ -58,7 +59,7 @@ function targets({ rows }) {
       `A warm hit takes ${missed.map((r) => times(r.worker_warm_over_bare_read_warm)).join(', ')} the bare read into touched memory; a new instance's first hit ${missed.map((r) => ms(r.opfs_worker_hit_ms - r.opfs_worker_hit_warm_ms)).join(', ')} more than its warm one (next targets).`;
   });
   target('OPFS hit-load in a window ≤ 0.5× the raw IndexedDB get of the same bytes', (r) => r.window_over_idb_get, 0.5, (missed) =>
-    `Missed at ${sizes(missed)}. A window has no sync access handles: it reads the File (getFile().arrayBuffer(), alone ${missed.map((r) => times(r.file_read_over_idb_get)).join(', ')} the get) and copies it into the heap; the hit takes ${missed.map((r) => times(r.window_over_file_read)).join(', ')} that File read.`);
+    `Missed at ${sizes(missed)}. A window has no sync access handles: its helper worker reads the file with one (as the bare read does, but for the file handle, kept from the listing), transfers the bytes back, and the window copies them into the heap; the hit takes ${missed.map((r) => times(r.window_over_bare_read)).join(', ')} the worker's bare read into new memory, which alone takes ${missed.map((r) => times(r.bare_read_over_idb_get)).join(', ')} the get. Reading the File in the window instead (what a page whose CSP forbids blob: workers gets) takes ${missed.map((r) => times(r.file_read_over_idb_get)).join(', ')} the get alone.`);
   target('OPFS hit-load in a worker ≤ 1.2× a bare OPFS read of the file (both into new memory: a new module instance, a new buffer)', (r) => r.worker_over_bare_read, 1.2, (missed) =>
     `Missed at ${sizes(missed)}: the hit takes ${missed.map((r) => `${ms(r.opfs_worker_hit_ms - r.bare_read_ms)} more at ${r.mib} MiB`).join(', ')}. ` +
     `What a hit does beside the read (the lock, the structure check, the entry, the lookup) is not it: with a warm heap the hit takes ${missed.map((r) => times(r.worker_warm_over_bare_read_warm)).join(', ')} the bare read into a touched buffer. ` +
@@ -106,7 +107,7 @@ export function opfsMarkdown(dir) {
     for (const r of data.rows) md.push(`| ${cols.map(([, g]) => g(r)).join(' | ')} |`);
   }
   md.push('');
-  md.push("What each is: a hit-load is `await cache.match(tokens)` on a cache just opened (openCache untimed; it reads no KV) whose one entry is only stored: the blob read, checked and put in wasm memory. In a worker rlxkv opens a sync access handle and reads each K/V block straight into the new entry's heap memory; in a window it reads the File whole and copies it in (one copy either way). The bare OPFS read is what the least code does to get the file's bytes: getFileHandle, createSyncAccessHandle, read() of the whole file, close — into a new buffer (its pages fresh, as a new instance's heap is), then into a buffer touched beforehand (as a warm heap is); \"read() alone\" is that last read() without the handles. The worker File read is getFileHandle, getFile().arrayBuffer() and one copy into a new buffer; the window File read the same without the copy. The raw IndexedDB get is one get of the blob's record in a readonly transaction (the database opened untimed). \"memory.grow in the hit\" is the time spent in WebAssembly.Memory.grow() during the hit on a new instance, and how much it grew.");
+  md.push("What each is: a hit-load is `await cache.match(tokens)` on a cache just opened (openCache untimed; it reads no KV) whose one entry is only stored: the blob read, checked and put in wasm memory. In a worker rlxkv opens a sync access handle and reads each K/V block straight into the new entry's heap memory; in a window its helper worker (started by openCache) reads the file through a sync access handle into a new buffer, transfers it to the window, which copies it in (one copy either way). The bare OPFS read is what the least code does to get the file's bytes: getFileHandle, createSyncAccessHandle, read() of the whole file, close — into a new buffer (its pages fresh, as a new instance's heap is), then into a buffer touched beforehand (as a warm heap is); \"read() alone\" is that last read() without the handles. The worker File read is getFileHandle, getFile().arrayBuffer() and one copy into a new buffer; the window File read the same without the copy. The raw IndexedDB get is one get of the blob's record in a readonly transaction (the database opened untimed). \"memory.grow in the hit\" is the time spent in WebAssembly.Memory.grow() during the hit on a new instance, and how much it grew.");
   md.push('');
   return md.join('\n');
 }

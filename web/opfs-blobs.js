@@ -221,6 +221,11 @@ export class OpfsBlobs {
     } catch (err) {
       throw opfsError(err, `listing OPFS ${this.path}`);
     }
+    // A worker's first sync handle takes 1-4 ms longer than the next ones:
+    // one opened and closed here, so that the first hit does not wait for that.
+    if (this.sync && readOnlyHandles() && out.length) {
+      await this.#handles.get(out[0].name)?.createSyncAccessHandle({ mode: 'read-only' }).then((s) => s.close(), () => {});
+    }
     await this.#readerStarting;
     return { blobs: out, temporaries: [] };
   }
