@@ -728,9 +728,10 @@ const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
 
 /**
  * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
- * of BACKENDS), bytes unchanged, one at a time, least recently used first
- * (so that a directory's file times keep their order). An IndexedDB
- * destination gets each blob and its index record in one transaction.
+ * of BACKENDS), bytes unchanged, least recently used first (so that a
+ * directory's file times keep their order). An IndexedDB destination gets
+ * them in transactions of up to IDB_BATCH_BYTES, each with the index
+ * records of its blobs (one index rewrite per transaction).
  * Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
  * before staying.
  */
@@ -749,19 +750,37 @@ export async function copyBlobs(from, to) {
     }
     names.sort((a, b) => a[1] - b[1]);
     let copied = 0, bytes = 0;
+    // Into IndexedDB, blobs go in transactions of up to IDB_BATCH_BYTES,
+    // each with one rewrite of the index (not one per blob).
+    let batch = [], batchBytes = 0;
+    const writeBatch = async () => {
+      const records = batch.map((it) => it.record);
+      await dst.write(batch, [], (cur) => {
+        const index = parseIndex(cur);
+        for (const r of records) index.set(r.name, r);
+        return encodeIndex(index);
+      });
+      copied += batch.length;
+      bytes += batchBytes;
+      batch = [];
+      batchBytes = 0;
+    };
     for (const [name, lastUse] of names) {
       const blob = await src.read(name);
       if (!blob) continue; // gone meanwhile
       const item = { name, parts: [blob], bytes: blob.length };
-      if (dst.kind === 'idb') {
-        const record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
-        await dst.write([item], [], (cur) => encodeIndex(parseIndex(cur).set(name, record)));
-      } else {
+      if (dst.kind !== 'idb') {
         await dst.write([item]);
+        copied++;
+        bytes += blob.length;
+        continue;
       }
-      copied++;
-      bytes += blob.length;
+      item.record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
+      batch.push(item);
+      batchBytes += blob.length;
+      if (batchBytes >= IDB_BATCH_BYTES) await writeBatch();
     }
+    if (batch.length) await writeBatch();
     return { copied, bytes };
   } finally {
     await src.close();

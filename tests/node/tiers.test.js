@@ -451,7 +451,7 @@ test('fs: a read-only store opens, says so, answers hits, and refuses to flush w
   assert.equal(readdirSync(dir).length, 2, 'nothing was pruned or written');
 });
 
-test('copyStore moves a store from a directory to IndexedDB and back, every blob byte for byte', async () => {
+test('copyStore moves a store from a directory to IndexedDB (one index write) and back, every blob byte for byte', async () => {
   const dir = await storeOf('fs', 5);
   const rlx = await page();
   // Another fingerprint's blob travels too.
@@ -459,8 +459,21 @@ test('copyStore moves a store from a directory to IndexedDB and back, every blob
   other.insert(range(77, 8), kv(77));
   await other.close();
   const idb = freshPath();
-  const there = await rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'idb', path: idb });
+  // The blobs and their index records go in one transaction: one index write, not one per blob.
+  const put = IDBObjectStore.prototype.put;
+  let indexWrites = 0;
+  IDBObjectStore.prototype.put = function (value, key) {
+    if (String(key).endsWith('/.rlxkv-index')) indexWrites++;
+    return put.call(this, value, key);
+  };
+  let there;
+  try {
+    there = await rlx.copyStore({ storage: 'fs', path: dir }, { storage: 'idb', path: idb });
+  } finally {
+    IDBObjectStore.prototype.put = put;
+  }
   assert.equal(there.copied, 6);
+  assert.equal(indexWrites, 1);
   const inIdb = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'idb', path: idb });
   assert.deepEqual(inIdb.restoreReport, {
     loaded: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
