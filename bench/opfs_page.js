@@ -111,6 +111,37 @@ export async function windowPhase({ size, entry }) {
   };
 }
 
+// The open of a store of many entries: OPEN_ENTRIES of OPEN_TOKENS tokens
+// and 32 KiB of KV each, the same in 'opfs' and in 'idb'.
+export const OPEN_ENTRIES = 1000;
+const OPEN_TOKENS = 512;
+const OPEN_PATH = '/bench-opfs-open';
+const openTokensOf = (i) => Uint32Array.from({ length: OPEN_TOKENS }, (_, j) => (i * 997 + j * 31) % 50257);
+
+/** First visit: OPEN_ENTRIES entries flushed to `storage` (a worker writes 'opfs', the window 'idb'). */
+export async function setupOpen({ entry, storage }) {
+  const rlx = await init(entry);
+  const cache = await rlx.openCache({ capBytes: mib(64), fingerprint: FP, storage, path: OPEN_PATH });
+  const kv = () => [new Float32Array(OPEN_TOKENS * 8).fill(0.5)];
+  for (let i = 0; i < OPEN_ENTRIES; i++) {
+    const t = openTokensOf(i);
+    t[0] = 60000 + i; // no entry a prefix of another
+    cache.insert(t, { k: kv(), v: kv() });
+  }
+  await cache.close();
+  return {};
+}
+
+/** openCache of the OPEN_ENTRIES store from `storage` here (window or worker): { open_ms, known }. */
+export async function openPhase({ entry, storage }) {
+  const rlx = await init(entry);
+  const [open_ms, cache] = await timed(() => rlx.openCache({ capBytes: mib(64), fingerprint: FP, storage, path: OPEN_PATH }));
+  const known = cache.stats.storedEntries;
+  await cache.close({ flush: false });
+  if (known !== OPEN_ENTRIES) throw new Error(`${storage}: ${known} entries known, not ${OPEN_ENTRIES}`);
+  return { open_ms };
+}
+
 /** What the grows of wasm memory cost while fn runs: [ms of fn, its result, ms in memory.grow(), bytes grown]. */
 async function timedGrows(fn) {
   const Memory = WebAssembly.Memory.prototype, grow = Memory.grow;

@@ -1,9 +1,11 @@
-// The worker of bench/opfs_page.js: runs workerPhase on a message and posts its result (or { error }).
-import { workerPhase } from './opfs_page.js';
+// The worker of bench/opfs_page.js: runs workerPhase (or the open's phases) on a message and posts its result (or { error }).
+import { openPhase, setupOpen, workerPhase } from './opfs_page.js';
+
+const PHASES = { open: openPhase, setupOpen };
 
 self.onmessage = async ({ data }) => {
   try {
-    self.postMessage(await workerPhase(data));
+    self.postMessage(await (PHASES[data.phase] || workerPhase)(data));
   } catch (e) {
     self.postMessage({ error: String((e && e.stack) || e) });
   }

@@ -76,6 +76,10 @@ export function opfsTable(data) {
     out.push('', cols.map(([h]) => h).join(' | '));
     for (const r of data.rows) out.push(cols.map(([, g]) => g(r)).join(' | '));
   }
+  if (data.open) {
+    const o = data.open;
+    out.push('', `open of ${o.entries} entries: 'opfs' window ${ms(o.opfs_window_ms)}, worker ${ms(o.opfs_worker_ms)}; 'idb' window ${ms(o.idb_window_ms)}`);
+  }
   out.push('', 'Targets');
   for (const t of targets(data)) out.push(`  [${t.met ? 'met' : 'MISSED'}] ${t.name}: ${t.measured}`);
   return out.join('\n');
@@ -83,7 +87,7 @@ export function opfsTable(data) {
 
 /** The BENCHMARKS.md section, from opfs.json in dir (saying so when it is not there). */
 export function opfsMarkdown(dir) {
-  const md = ["## Storage 'opfs' in Chromium: hit-load against IndexedDB and a bare read", ''];
+  const md = ["## Storage 'opfs' in Chromium: hit-load against IndexedDB and a bare read; the open", ''];
   let data = null;
   try { data = JSON.parse(readFileSync(join(dir, 'opfs.json'), 'utf8')); } catch { /* not run, or it failed */ }
   if (!data || !data.rows || !data.rows.length || !('bare_read_warm_ms' in data.rows[0])) {
@@ -105,6 +109,13 @@ export function opfsMarkdown(dir) {
   for (const [title, cols] of [['Times', TIMES], ['Ratios', RATIOS]]) {
     md.push('', `### ${title}`, '', `| ${cols.map(([h]) => h).join(' | ')} |`, `|${cols.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
     for (const r of data.rows) md.push(`| ${cols.map(([, g]) => g(r)).join(' | ')} |`);
+  }
+  if (data.open) {
+    const o = data.open;
+    md.push('', '### Open of a store of many entries', '');
+    md.push(`openCache of a store of ${o.entries.toLocaleString('en-US')} entries (512 tokens and 32 KiB of KV each), on a fresh page load (medians of ${o.reps.length}); it reads no KV. OPFS reads its index file and lists the directory; IndexedDB reads its index record and a census of the store.`, '');
+    md.push("| 'opfs', window | 'opfs', worker | 'idb', window |", '|---:|---:|---:|');
+    md.push(`| ${ms(o.opfs_window_ms)} | ${ms(o.opfs_worker_ms)} | ${ms(o.idb_window_ms)} |`);
   }
   md.push('');
   md.push("What each is: a hit-load is `await cache.match(tokens)` on a cache just opened (openCache untimed; it reads no KV) whose one entry is only stored: the blob read, checked and put in wasm memory. In a worker rlxkv opens a sync access handle and reads each K/V block straight into the new entry's heap memory; in a window its helper worker (started by openCache) reads the file through a sync access handle into a new buffer, transfers it to the window, which copies it in (one copy either way). The bare OPFS read is what the least code does to get the file's bytes: getFileHandle, createSyncAccessHandle, read() of the whole file, close — into a new buffer (its pages fresh, as a new instance's heap is), then into a buffer touched beforehand (as a warm heap is); \"read() alone\" is that last read() without the handles. The worker File read is getFileHandle, getFile().arrayBuffer() and one copy into a new buffer; the window File read the same without the copy. The raw IndexedDB get is one get of the blob's record in a readonly transaction (the database opened untimed). \"memory.grow in the hit\" is the time spent in WebAssembly.Memory.grow() during the hit on a new instance, and how much it grew.");

@@ -4,12 +4,14 @@
 // stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
 // hit.
 //
-//   open:  reads the index, never the KV: in a directory (Node, OPFS) each
-//          blob's first bytes (tokens and sizes); in IndexedDB one index
-//          record, checked against a census of the store (a count and the
-//          newest timestamp) or, if they disagree, against every key, and
-//          the blobs it does not describe read once to repair it (a store
-//          written by 0.1.0 has no index at all).
+//   open:  reads the index, never the KV: in a Node directory each blob's
+//          first bytes (tokens and sizes); in IndexedDB one index record,
+//          checked against a census of the store (a count and the newest
+//          timestamp) or, if they disagree, against every key, and the
+//          blobs it does not describe read once to repair it (a store
+//          written by 0.1.0 has no index at all); in OPFS one index file,
+//          checked against the directory's listing of names, the blobs it
+//          does not describe read (their first bytes) to repair it.
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
@@ -21,9 +23,10 @@
 //   watch: stores on one store tell each other what they saved and
 //          deleted (a BroadcastChannel); a watching one takes it in.
 //   flush: each dirty entry encoded from the heap and written on its own
-//          (a directory: temporary file + rename or move; IndexedDB: batches of
-//          records and the index in one transaction), then marked clean
-//          if it is still the entry that was encoded.
+//          (a directory: temporary file + rename or move, then, in OPFS,
+//          one update of the index file; IndexedDB: batches of records and
+//          the index in one transaction), then marked clean if it is still
+//          the entry that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
 import { RlxkvError, STATUS, statusError } from '../web/errors.js';
@@ -85,7 +88,7 @@ export class TieredStore {
   #layout;
   /** name -> blob record (see above), every blob of the store. */
   #known = new Map();
-  /** names whose lastUse changed since the index was last written (IndexedDB). */
+  /** names whose lastUse changed since the index was last written (IndexedDB, OPFS). */
   #used = new Set();
   /** name -> promise of a load under way. */
   #loading = new Map();
@@ -116,6 +119,7 @@ export class TieredStore {
 
   async #index() {
     if (this.#blobs.kind === 'idb') await this.#readIndex();
+    else if (this.#blobs.kind === 'opfs') await this.#readIndexFile();
     else this.#admit(await this.#scanDir());
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
@@ -148,22 +152,53 @@ export class TieredStore {
     mine.forEach((r, i) => { r.admitted = status[i] >= 0; });
   }
 
-  /** A directory (Node, OPFS): every blob's first bytes; temporary files of dead writers swept. */
+  /** A Node directory: every blob's first bytes; temporary files of dead writers swept. */
   async #scanDir() {
     const { blobs: files, temporaries } = await this.#blobs.list();
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    return Promise.all(files.map(async ({ name, bytes, mtimeMs }) => {
-      const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
-      let info = blobHead(head, bytes);
-      if (!info) {
-        // More tokens than the first read holds: read up to the first block's length.
-        const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
-        info = blobHead(await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens))), bytes);
-      }
-      return recordOf(name, bytes, mtimeMs, info);
-    }));
+    return Promise.all(files.map((file) => this.#headRecord(file)));
+  }
+
+  /** The record of a directory's blob { name, bytes, mtimeMs }, from its first bytes. */
+  async #headRecord({ name, bytes, mtimeMs }) {
+    const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
+    let info = blobHead(head, bytes);
+    if (!info) {
+      // More tokens than the first read holds: read up to the first block's length.
+      const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
+      info = blobHead(await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens))), bytes);
+    }
+    return recordOf(name, bytes, mtimeMs, info);
+  }
+
+  /**
+   * OPFS: the index file, against the directory's names: the entries of
+   * blobs gone leave, blobs it does not describe (saved by a writer that
+   * died before its index update, or all of them with no index yet) are
+   * read (their first bytes) and added, and the file is rewritten if
+   * either happened. A blob replaced under its name by such a writer keeps
+   * its old record until its next save; a hit reads it whole all the same.
+   */
+  async #readIndexFile() {
+    const [bytes, names] = await Promise.all([this.#blobs.readIndex(), this.#blobs.names()]);
+    const stored = parseIndex(bytes);
+    const present = new Set(names);
+    const kept = [...stored.values()].filter((r) => present.has(r.name));
+    const dropped = [...stored.keys()].filter((n) => !present.has(n));
+    const missing = names.filter((n) => !stored.has(n));
+    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
+    const repaired = await Promise.all(files.map((file) => this.#headRecord(file)));
+    this.#admit([...kept, ...repaired]);
+    if (!repaired.length && !dropped.length) return;
+    // Only a hint: a store it cannot be written to (over quota) opens all the same.
+    await this.#blobs.updateIndex((cur) => {
+      const merged = parseIndex(cur);
+      for (const n of dropped) merged.delete(n);
+      for (const r of repaired) if (!merged.has(r.name)) merged.set(r.name, r);
+      return encodeIndex(merged);
+    }).catch(() => {});
   }
 
   /**
@@ -270,9 +305,9 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // IndexedDB keeps uses in its index (written at the next flush); others with the blob.
-    if (this.#blobs.kind === 'idb') this.#used.add(name);
-    else this.#touchSoon(name);
+    // A Node directory keeps uses as file times; IndexedDB and OPFS in their index (at the next flush).
+    if (this.#blobs.kind === 'fs') this.#touchSoon(name);
+    else this.#used.add(name);
     return true;
   }
 
@@ -439,27 +474,62 @@ export class TieredStore {
     dirty.reverse();
     let batch = [], batchBytes = 0;
     const idb = this.#blobs.kind === 'idb';
-    for (const d of dirty) {
-      const item = this.#encode(d, this.#blobs.kind === 'fs' && LITTLE_ENDIAN);
-      if (!item) continue; // replaced or gone since
-      if (!idb) {
-        try {
-          await this.#blobs.write([item], () => this.#saved(item));
-        } catch (err) {
-          // Replaced or evicted mid-save: the next flush saves what is there.
-          if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
+    const saved = [];
+    try {
+      for (const d of dirty) {
+        const item = this.#encode(d, this.#blobs.kind === 'fs' && LITTLE_ENDIAN);
+        if (!item) continue; // replaced or gone since
+        if (!idb) {
+          try {
+            await this.#blobs.write([item], () => { this.#saved(item); saved.push(item); });
+          } catch (err) {
+            // Replaced or evicted mid-save: the next flush saves what is there.
+            if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
+          }
+          continue;
         }
-        continue;
+        batch.push(item);
+        batchBytes += item.bytes;
+        if (batchBytes >= IDB_BATCH_BYTES) {
+          await this.#writeIdb(batch);
+          batch = [];
+          batchBytes = 0;
+        }
       }
-      batch.push(item);
-      batchBytes += item.bytes;
-      if (batchBytes >= IDB_BATCH_BYTES) {
-        await this.#writeIdb(batch);
-        batch = [];
-        batchBytes = 0;
-      }
+      if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
+    } finally {
+      // OPFS: the index gets what was saved, even if a later save failed.
+      if (this.#blobs.kind === 'opfs' && (saved.length || this.#used.size)) await this.#updateIndexFile(saved);
     }
-    if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
+  }
+
+  /** OPFS: the index file updated with saved items (their records), last uses and removed names. */
+  #updateIndexFile(items, removed = []) {
+    return this.#withIndexUpdate((update) => this.#blobs.updateIndex(update), items, removed);
+  }
+
+  /**
+   * write(update) with an index update (IndexedDB's record, OPFS's file:
+   * bytes → bytes): the last uses of hits so far, the records of saved
+   * items, removed names gone. Uses recorded meanwhile wait for the next;
+   * those of a write that fails too.
+   */
+  async #withIndexUpdate(write, items, removed = []) {
+    const usedNames = [...this.#used];
+    this.#used.clear();
+    const used = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
+    try {
+      await write((cur) => {
+        const merged = parseIndex(cur);
+        for (const r of used) if (merged.has(r.name)) merged.get(r.name).lastUse = r.lastUse;
+        for (const it of items) merged.set(it.name, it.record);
+        for (const n of removed) merged.delete(n);
+        return encodeIndex(merged);
+      });
+    } catch (err) {
+      for (const n of usedNames) this.#used.add(n);
+      throw err;
+    }
   }
 
   /**
@@ -506,14 +576,7 @@ export class TieredStore {
   }
 
   async #writeIdb(items) {
-    const used = [...this.#used].map((n) => this.#known.get(n)).filter(Boolean);
-    await this.#blobs.write(items, [], (cur) => {
-      const merged = parseIndex(cur);
-      for (const r of used) if (merged.has(r.name)) merged.get(r.name).lastUse = r.lastUse;
-      for (const it of items) merged.set(it.name, it.record);
-      return encodeIndex(merged);
-    });
-    this.#used.clear();
+    await this.#withIndexUpdate((update) => this.#blobs.write(items, [], update), items);
     for (const it of items) this.#saved(it);
   }
 
@@ -641,12 +704,17 @@ export class TieredStore {
 
   /** Deletes these blobs (and, in IndexedDB, their index records in the same transaction). */
   async #removeNames(names) {
-    if (this.#blobs.kind !== 'idb') await this.#blobs.remove(names);
-    else await this.#blobs.write([], names, (cur) => {
-      const merged = parseIndex(cur);
-      for (const n of names) merged.delete(n);
-      return encodeIndex(merged);
-    });
+    const kind = this.#blobs.kind;
+    if (kind === 'idb') {
+      await this.#withIndexUpdate((update) => this.#blobs.write([], names, update), [], names);
+    } else {
+      try {
+        await this.#blobs.remove(names);
+      } finally {
+        // Those removed before a failure leave the index all the same.
+        if (kind === 'opfs') await this.#updateIndexFile([], names);
+      }
+    }
     for (const n of names) this.#known.delete(n);
     this.#tell({ removed: names });
   }
@@ -731,8 +799,8 @@ const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
  * of BACKENDS), bytes unchanged, least recently used first (so that a
  * directory's file times keep their order). An IndexedDB destination gets
  * them in transactions of up to IDB_BATCH_BYTES, each with the index
- * records of its blobs (one index rewrite per transaction).
- * Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
+ * records of its blobs (one index rewrite per transaction); an OPFS one
+ * its index file once, at the end. Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
  * before staying.
  */
 export async function copyBlobs(from, to) {
@@ -746,41 +814,51 @@ export async function copyBlobs(from, to) {
       const uses = parseIndex(index && index.bytes);
       names = (await src.names()).map((name) => [name, uses.get(name)?.lastUse ?? 0]);
     } else {
-      names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, mtimeMs]);
+      const uses = src.kind === 'opfs' ? parseIndex(await src.readIndex()) : new Map();
+      names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, Math.max(mtimeMs, uses.get(name)?.lastUse ?? 0)]);
     }
     names.sort((a, b) => a[1] - b[1]);
     let copied = 0, bytes = 0;
     // Into IndexedDB, blobs go in transactions of up to IDB_BATCH_BYTES,
-    // each with one rewrite of the index (not one per blob).
+    // each with one rewrite of the index (not one per blob); into OPFS one
+    // at a time, and the index file once at the end.
     let batch = [], batchBytes = 0;
+    const indexed = [];
+    const addTo = (cur, records) => {
+      const index = parseIndex(cur);
+      for (const r of records) index.set(r.name, r);
+      return encodeIndex(index);
+    };
     const writeBatch = async () => {
       const records = batch.map((it) => it.record);
-      await dst.write(batch, [], (cur) => {
-        const index = parseIndex(cur);
-        for (const r of records) index.set(r.name, r);
-        return encodeIndex(index);
-      });
+      await dst.write(batch, [], (cur) => addTo(cur, records));
       copied += batch.length;
       bytes += batchBytes;
       batch = [];
       batchBytes = 0;
     };
-    for (const [name, lastUse] of names) {
-      const blob = await src.read(name);
-      if (!blob) continue; // gone meanwhile
-      const item = { name, parts: [blob], bytes: blob.length };
-      if (dst.kind !== 'idb') {
-        await dst.write([item]);
-        copied++;
-        bytes += blob.length;
-        continue;
+    try {
+      for (const [name, lastUse] of names) {
+        const blob = await src.read(name);
+        if (!blob) continue; // gone meanwhile
+        const item = { name, parts: [blob], bytes: blob.length };
+        const record = dst.kind !== 'fs' && recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
+        if (dst.kind !== 'idb') {
+          await dst.write([item]);
+          if (record) indexed.push(record);
+          copied++;
+          bytes += blob.length;
+          continue;
+        }
+        item.record = record;
+        batch.push(item);
+        batchBytes += blob.length;
+        if (batchBytes >= IDB_BATCH_BYTES) await writeBatch();
       }
-      item.record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
-      batch.push(item);
-      batchBytes += blob.length;
-      if (batchBytes >= IDB_BATCH_BYTES) await writeBatch();
+      if (batch.length) await writeBatch();
+    } finally {
+      if (indexed.length) await dst.updateIndex((cur) => addTo(cur, indexed));
     }
-    if (batch.length) await writeBatch();
     return { copied, bytes };
   } finally {
     await src.close();

@@ -21,7 +21,7 @@ const BIG = { tokens: 512, layers: 8, width: 256 }; // 8 MiB of KV
 const inWorker = (page, w, fn, ...args) =>
   page.evaluate(([i, f, a]) => window.T.inWorker(i, f, ...a), [w, fn, args]);
 const spawn = (page) => page.evaluate(() => window.T.spawnWorker());
-const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-uses');
+const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-index');
 
 function assertVersions(found, ids, versions, label) {
   for (const id of ids) assert.ok(versions.includes(found[id].version), `${label}: entry ${id} is ${found[id].version}`);
@@ -179,6 +179,69 @@ browserTest('opfs: a save and a removal wait while a reader in another worker ho
   assert.ok(await call(page, 'now') >= await inWorker(page, reader, 'heldUntil'), 'after the reader let go');
   assert.deepEqual((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')), [], 'removed');
   assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
+});
+
+browserTest('opfs: an open reads the index file, not each blob; blobs it does not describe, a lost or a damaged index are repaired from the blobs', async (t, session) => {
+  const PATH = '/opfs-index';
+  const INDEX = '.rlxkv-index';
+  const page = await session.open();
+  // Opens the window's cache and counts its File reads (a head is one, a getFile() of the listing another).
+  const openCounting = async () => {
+    await page.evaluate(() => window.T.countFileReads());
+    const opened = await call(page, 'open', { path: PATH, storage: 'opfs' });
+    const reads = await page.evaluate(() => window.T.fileReads);
+    await call(page, 'close');
+    return { known: opened.known, reads };
+  };
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [0, 1, 2, 3], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  assert.ok(await call(page, 'opfsFile', PATH, INDEX), 'the flush wrote the index');
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 }, 'the index alone');
+
+  // A writer that died between its save and its index update: the blob is found and added.
+  const before = await call(page, 'opfsFile', PATH, INDEX);
+  await inWorker(page, w, 'insert', [4], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  await call(page, 'opfsFile', PATH, INDEX, before);
+  assert.deepEqual(await openCounting(), { known: 5, reads: 2 }, 'entry 4 read: its size, its head');
+  assert.deepEqual(await openCounting(), { known: 5, reads: 0 }, 'and the index repaired');
+
+  // A blob removed behind the index leaves it.
+  const [gone] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  await call(page, 'opfsFile', PATH, gone, null);
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
+
+  // No index, or one damaged: rebuilt from every blob's head, once.
+  await call(page, 'opfsFile', PATH, INDEX, null);
+  assert.deepEqual(await openCounting(), { known: 4, reads: 8 });
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
+  const index = await call(page, 'opfsFile', PATH, INDEX);
+  await call(page, 'opfsFile', PATH, INDEX, index.slice(0, index.length - 3));
+  assert.deepEqual(await openCounting(), { known: 4, reads: 8 });
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
+
+  // Every entry reads back as it was saved.
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  const found = await call(page, 'verify', [0, 1, 2, 3, 4], ['A', 'B'], SHAPE);
+  assert.equal(Object.values(found).filter((f) => f.version === 'A').length, 4);
+  assert.equal(Object.values(found).filter((f) => f.version === 'missing').length, 1);
+  await call(page, 'close');
+  await inWorker(page, w, 'close');
+
+  // A hit's use is kept in the index (at the close's flush): its blob is the newest at the next open.
+  const [one] = Object.entries(found).filter(([, f]) => f.version === 'A').map(([id]) => Number(id));
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  const uses = new Map((await call(page, 'list')).map((b) => [b.name, b.mtime]));
+  await call(page, 'nextSecond');
+  await call(page, 'verify', [one], ['A'], SHAPE);
+  await call(page, 'close');
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  const changed = (await call(page, 'list')).filter((b) => b.mtime !== uses.get(b.name));
+  assert.equal(changed.length, 1, 'one blob was used');
+  assert.ok(changed[0].mtime > Math.max(...uses.values()), 'and it is the newest now');
+  await call(page, 'close');
 });
 
 browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {

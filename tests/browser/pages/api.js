@@ -254,6 +254,25 @@ export function makeApi(rlx) {
     /** The time now, comparable between pages and workers (performance.timeOrigin based). */
     now() { return performance.timeOrigin + performance.now(); },
 
+    /**
+     * OPFS file path/name behind any cache's back: its bytes (an array of
+     * numbers, or null if there is none) as they were, then replaced by
+     * `put` (an array of numbers), or removed if put is null.
+     */
+    async opfsFile(path, name, put) {
+      let dir = await navigator.storage.getDirectory();
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const fh = await dir.getFileHandle(name).catch(() => null);
+      const was = fh && [...new Uint8Array(await (await fh.getFile()).arrayBuffer())];
+      if (put === null) await dir.removeEntry(name).catch(() => {});
+      else if (put !== undefined) {
+        const w = await (await dir.getFileHandle(name, { create: true })).createWritable();
+        await w.write(new Uint8Array(put));
+        await w.close();
+      }
+      return was;
+    },
+
     /** The file names in OPFS directory `path` (temporary files included), sorted. */
     async opfsNames(path) {
       let dir = await navigator.storage.getDirectory();

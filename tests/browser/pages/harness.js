@@ -15,12 +15,12 @@ let nextCall = 0;
 const T = {
   ready: null,
   error: null,
-  /** Counts the window's File reads of OPFS files (getFile() calls) from now on, in T.fileReads. */
+  /** Counts the window's File reads of OPFS blobs (getFile() calls on *.rlxkv files) from now on, in T.fileReads. */
   countFileReads() {
-    const getFile = FileSystemFileHandle.prototype.getFile;
+    const getFile = T.getFile ??= FileSystemFileHandle.prototype.getFile;
     T.fileReads = 0;
     FileSystemFileHandle.prototype.getFile = function (...args) {
-      T.fileReads++;
+      if (this.name.endsWith('.rlxkv')) T.fileReads++;
       return getFile.apply(this, args);
     };
   },
