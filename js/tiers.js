@@ -179,26 +179,26 @@ export class TieredStore {
    * died before its index update, or all of them with no index yet) are
    * read (their first bytes) and added, and the file is rewritten if
    * either happened. A blob replaced under its name by such a writer keeps
-   * its old record until its next save; a hit reads it whole all the same.
+   * its old record until its next save (a hit reads it whole all the
+   * same), but for one recorded corrupt or too large: read again here, so
+   * that a prune does not take a good blob for a bad one.
    */
   async #readIndexFile() {
     const [bytes, names] = await Promise.all([this.#blobs.readIndex(), this.#blobs.names()]);
     const stored = parseIndex(bytes);
     const present = new Set(names);
-    const kept = [...stored.values()].filter((r) => present.has(r.name));
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
+    const kept = [...stored.values()].filter((r) => present.has(r.name) && !bad(r));
     const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    const missing = names.filter((n) => !stored.has(n));
+    const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
     const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
     const repaired = await Promise.all(files.map((file) => this.#headRecord(file)));
     this.#admit([...kept, ...repaired]);
-    if (!repaired.length && !dropped.length) return;
-    // Only a hint: a store it cannot be written to (over quota) opens all the same.
-    await this.#blobs.updateIndex((cur) => {
-      const merged = parseIndex(cur);
-      for (const n of dropped) merged.delete(n);
-      for (const r of repaired) if (!merged.has(r.name)) merged.set(r.name, r);
-      return encodeIndex(merged);
-    }).catch(() => {});
+    const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
+    if (!news.length && !dropped.length) return;
+    // A record another tab wrote since is kept, unless bad. Only a hint: a
+    // store it cannot be written to (over quota) opens all the same.
+    await this.#blobs.updateIndex((cur) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was) })).catch(() => {});
   }
 
   /**
@@ -229,12 +229,7 @@ export class TieredStore {
     }
     this.#admit(repaired);
     if (repaired.length || dropped.length) {
-      await this.#blobs.write([], [], (cur) => {
-        const merged = parseIndex(cur);
-        for (const n of dropped) merged.delete(n);
-        for (const r of repaired) merged.set(r.name, r);
-        return encodeIndex(merged);
-      });
+      await this.#blobs.write([], [], (cur) => mergeIndex(cur, { set: repaired, remove: dropped }));
     }
   }
 
@@ -312,8 +307,8 @@ export class TieredStore {
   }
 
   /**
-   * Records a use of blob `name` with the backend (a file time, OPFS's
-   * uses file) on the side, after the hit has returned: a hit does not
+   * Records a use of blob `name` in a Node directory (its file time) on
+   * the side, after the hit has returned: a hit does not
    * wait for its bookkeeping. One timer for every hit until it fires.
    */
   #touchSoon(name) {
@@ -475,6 +470,7 @@ export class TieredStore {
     let batch = [], batchBytes = 0;
     const idb = this.#blobs.kind === 'idb';
     const saved = [];
+    let failure = null;
     try {
       for (const d of dirty) {
         const item = this.#encode(d, this.#blobs.kind === 'fs' && LITTLE_ENDIAN);
@@ -497,10 +493,14 @@ export class TieredStore {
         }
       }
       if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
-    } finally {
-      // OPFS: the index gets what was saved, even if a later save failed.
-      if (this.#blobs.kind === 'opfs' && (saved.length || this.#used.size)) await this.#updateIndexFile(saved);
+    } catch (err) {
+      failure = err;
     }
+    // OPFS: the index gets what was saved, even if a later save failed (whose error wins).
+    if (this.#blobs.kind === 'opfs' && (saved.length || this.#used.size)) {
+      failure = await this.#updateIndexFile(saved).then(() => failure, (err) => failure ?? err);
+    }
+    if (failure) throw failure;
   }
 
   /** OPFS: the index file updated with saved items (their records), last uses and removed names. */
@@ -519,13 +519,7 @@ export class TieredStore {
     this.#used.clear();
     const used = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
     try {
-      await write((cur) => {
-        const merged = parseIndex(cur);
-        for (const r of used) if (merged.has(r.name)) merged.get(r.name).lastUse = r.lastUse;
-        for (const it of items) merged.set(it.name, it.record);
-        for (const n of removed) merged.delete(n);
-        return encodeIndex(merged);
-      });
+      await write((cur) => mergeIndex(cur, { set: items.map((it) => it.record), remove: removed, uses: used }));
     } catch (err) {
       for (const n of usedNames) this.#used.add(n);
       throw err;
@@ -702,21 +696,23 @@ export class TieredStore {
     return report;
   }
 
-  /** Deletes these blobs (and, in IndexedDB, their index records in the same transaction). */
+  /**
+   * Deletes these blobs and their index records (IndexedDB: in the same
+   * transaction; OPFS: the index file after, with those removed before a
+   * failure).
+   */
   async #removeNames(names) {
-    const kind = this.#blobs.kind;
-    if (kind === 'idb') {
+    let gone = names, failure = null;
+    if (this.#blobs.kind === 'idb') {
       await this.#withIndexUpdate((update) => this.#blobs.write([], names, update), [], names);
     } else {
-      try {
-        await this.#blobs.remove(names);
-      } finally {
-        // Those removed before a failure leave the index all the same.
-        if (kind === 'opfs') await this.#updateIndexFile([], names);
-      }
+      gone = [];
+      failure = await this.#blobs.remove(names, (n) => gone.push(n)).then(() => null, (err) => err);
+      if (this.#blobs.kind === 'opfs' && gone.length) failure = await this.#updateIndexFile([], gone).then(() => failure, (err) => failure ?? err);
     }
-    for (const n of names) this.#known.delete(n);
-    this.#tell({ removed: names });
+    for (const n of gone) this.#known.delete(n);
+    if (gone.length) this.#tell({ removed: gone });
+    if (failure) throw failure;
   }
 
   // ---- watching --------------------------------------------------------
@@ -822,16 +818,11 @@ export async function copyBlobs(from, to) {
     // Into IndexedDB, blobs go in transactions of up to IDB_BATCH_BYTES,
     // each with one rewrite of the index (not one per blob); into OPFS one
     // at a time, and the index file once at the end.
-    let batch = [], batchBytes = 0;
+    let batch = [], batchBytes = 0, failure = null;
     const indexed = [];
-    const addTo = (cur, records) => {
-      const index = parseIndex(cur);
-      for (const r of records) index.set(r.name, r);
-      return encodeIndex(index);
-    };
     const writeBatch = async () => {
       const records = batch.map((it) => it.record);
-      await dst.write(batch, [], (cur) => addTo(cur, records));
+      await dst.write(batch, [], (cur) => mergeIndex(cur, { set: records }));
       copied += batch.length;
       bytes += batchBytes;
       batch = [];
@@ -856,9 +847,11 @@ export async function copyBlobs(from, to) {
         if (batchBytes >= IDB_BATCH_BYTES) await writeBatch();
       }
       if (batch.length) await writeBatch();
-    } finally {
-      if (indexed.length) await dst.updateIndex((cur) => addTo(cur, indexed));
+    } catch (err) {
+      failure = err;
     }
+    if (indexed.length) failure = await dst.updateIndex((cur) => mergeIndex(cur, { set: indexed })).then(() => failure, (err) => failure ?? err);
+    if (failure) throw failure;
     return { copied, bytes };
   } finally {
     await src.close();
@@ -1012,6 +1005,23 @@ function indexLayout(count, total, high, nameBytes) {
   const cols = 24, tokensAt = pad4(cols + 37 * count), highAt = pad4(tokensAt + 2 * total);
   const namesAt = pad4(highAt + 6 * high);
   return { cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes };
+}
+
+/**
+ * Index bytes cur (or null: none) with the records `set` put in (over
+ * those of their names, unless keep(the record there) says to keep it),
+ * the names `remove` taken out, and the last uses of the records `uses`
+ * raised to theirs: new index bytes.
+ */
+function mergeIndex(cur, { set = [], remove = [], uses = [], keep = () => false }) {
+  const index = parseIndex(cur);
+  for (const r of uses) {
+    const was = index.get(r.name);
+    if (was) was.lastUse = Math.max(was.lastUse, r.lastUse);
+  }
+  for (const r of set) if (!index.has(r.name) || !keep(index.get(r.name))) index.set(r.name, r);
+  for (const n of remove) index.delete(n);
+  return encodeIndex(index);
 }
 
 function encodeIndex(map) {

@@ -281,8 +281,12 @@ export class FsBlobs {
     }
   }
 
-  /** Removes blobs; the names that were there. Rejects with IO (others stay as they were). */
-  async remove(names) {
+  /**
+   * Removes blobs, calling done(name) after each is gone (removed, or not
+   * there); the names that were there. Rejects with IO at the first
+   * failure (that one and those after stay as they were).
+   */
+  async remove(names, done = () => {}) {
     if (this.readOnly && names.length) throw new RlxkvError('IO', `removing ${names[0]}: the store ${this.root} is read-only`);
     const removed = [];
     for (const name of names) {
@@ -292,6 +296,7 @@ export class FsBlobs {
       } catch (err) {
         if (err.code !== 'ENOENT') throw fsError(err, `removing ${name}`);
       }
+      done(name);
     }
     return removed;
   }

@@ -1,9 +1,9 @@
 // Blob files in the Origin Private File System (OPFS): the tiered store's
 // (js/tiers.js) third backend, beside web/fs-blobs.js (a Node directory) and
 // web/idb-blobs.js (IndexedDB). Bytes only, no format: one file per blob,
-// named by its caller, in the directory `path` under the OPFS root. Like the
-// Node directory, the files are their own index (list() is a directory
-// listing; head() reads a file's first bytes).
+// named by its caller, in the directory `path` under the OPFS root, and an
+// index file its caller keeps (see below; names() is a directory listing,
+// head() reads a file's first bytes, for the repairs of the index).
 //
 // How it differs from the Node directory, and why:
 //   - Two paths. In a dedicated worker, sync access handles: reads go
@@ -83,6 +83,7 @@ const BUSY_MS = 10000; // how long a save or removal waits for readers to let go
 const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
 // The file is locked: a sync handle is open on it, or a move onto it is under way.
 const isLocked = (err) => !!err && err.name === 'NoModificationAllowedError';
+const BUSY = Symbol('busy'); // a read without the lock that must be made under it
 
 /** Whether sync handles can be read-only (Chromium 121+): such handles share a file. */
 const readOnlyHandles = () => {
@@ -210,7 +211,7 @@ export class OpfsBlobs {
         if (lock) await this.#dir.removeEntry(name).catch(() => {});
       });
     }
-    await this.#ready(names[0]);
+    await this.#ready(names.at(-1)); // the last kept, whatever MAX_HANDLES let go
     return names;
   }
 
@@ -249,20 +250,21 @@ export class OpfsBlobs {
     await this.#readerStarting;
   }
 
-  /** The index file's bytes, or null if there is none (or it cannot be read: it is rebuilt). */
+  /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
   async readIndex() {
     return this.read(INDEX_NAME).catch(() => null);
   }
 
   /**
-   * Replaces the index file with update(its bytes or null) (no change if
-   * it returns nothing), atomically as a blob, under a lock that orders
-   * every writer of this directory's index (other tabs' too), so that each
-   * update sees the one before. Rejects with QUOTA or IO (the file as it was).
+   * Replaces the index file with update(its bytes, or null if there is
+   * none) (no change if it returns nothing), atomically as a blob, under a
+   * lock that orders every writer of this directory's index (other tabs'
+   * too), so that each update sees the one before. Rejects with QUOTA or
+   * IO, the file as it was (one that cannot be read is not replaced).
    */
   async updateIndex(update) {
     await navigator.locks.request(`rlxkv-opfs:${this.path}/${INDEX_NAME}:writer`, async () => {
-      const next = update(await this.readIndex());
+      const next = update(await this.read(INDEX_NAME));
       if (next) await this.#save(INDEX_NAME, [next]);
     });
   }
@@ -293,7 +295,13 @@ export class OpfsBlobs {
         return buf;
       });
     }
-    if (this.#reader?.alive) return this.#reader.read(name);
+    if (this.#reader?.alive) {
+      try {
+        return await this.#reader.read(name);
+      } catch (err) {
+        if (!err.helperGone) throw err; // else: the helper ended, the File is read
+      }
+    }
     return this.#shared(name, async () => {
       const h = await this.#file(name);
       if (!h) return null;
@@ -320,46 +328,43 @@ export class OpfsBlobs {
    * under the shared lock. Elsewhere (exclusive handles) every read takes
    * the shared lock. The answer comes before the handle's close.
    */
-  async readWith(name, fn) {
-    if (readOnlyHandles()) {
-      const h = await this.#file(name);
-      if (!h) return null;
-      let s = null;
-      try {
-        s = await h.createSyncAccessHandle({ mode: 'read-only' });
-      } catch (err) {
-        if (isGone(err)) return this.#gone(name);
-        if (!isLocked(err)) throw opfsError(err, `opening ${name}`);
-      }
-      if (s) {
-        const result = this.#readOpen(name, s, fn);
-        // A close takes ~0.5 ms: once the caller has gone on with its
-        // answer (its continuations are microtasks, this a task).
-        setTimeout(() => s.close(), 0);
-        return result;
-      }
-    }
-    return this.#shared(name, async (answer) => {
-      const h = await this.#file(name);
-      if (!h) return null;
-      let s;
-      try {
-        s = await h.createSyncAccessHandle({ mode: 'read-only' });
-      } catch (err) {
-        if (isGone(err)) return this.#gone(name);
-        throw opfsError(err, `opening ${name}`);
-      }
-      try {
-        const result = this.#readOpen(name, s, fn);
-        answer(result);
-        return result;
-      } finally {
-        // After the answer, still locked; a handle that may be exclusive
-        // (its mode unknown) closes at once, for the next reader.
-        if (s.mode === 'read-only') await new Promise((resolve) => setTimeout(resolve, 0));
-        s.close();
-      }
+  readWith(name, fn) {
+    return new Promise((resolve, reject) => {
+      const locked = () => this.#lock(name, 'shared', () => this.#readOnce(name, fn, resolve, true)).then(resolve, reject);
+      if (!readOnlyHandles()) return locked();
+      this.#readOnce(name, fn, resolve, false).then((got) => (got === BUSY ? locked() : resolve(got)), reject);
     });
+  }
+
+  /**
+   * One read of readWith: answer(fn's result) before the handle's close,
+   * which the returned promise waits for. Without the lock (locked false),
+   * BUSY if the file is locked (a move or removal under way) or seems gone:
+   * the read under the shared lock decides.
+   */
+  async #readOnce(name, fn, answer, locked) {
+    const h = await this.#file(name);
+    if (!h) return locked ? null : BUSY;
+    let s;
+    try {
+      s = await h.createSyncAccessHandle({ mode: 'read-only' });
+    } catch (err) {
+      if (!locked && (isGone(err) || isLocked(err))) return BUSY;
+      if (isGone(err)) return this.#gone(name);
+      throw opfsError(err, `opening ${name}`);
+    }
+    try {
+      const result = this.#readOpen(name, s, fn);
+      answer(result);
+      return result;
+    } finally {
+      // A close takes ~0.5 ms: once the caller has gone on with its answer
+      // (its continuations are microtasks, this a task); still locked if
+      // locked. A handle that may be exclusive (its mode unknown) closes
+      // at once, for the next reader.
+      if (s.mode === 'read-only') await new Promise((resolve) => setTimeout(resolve, 0));
+      s.close();
+    }
   }
 
   /** fn (see readWith) over the open sync handle s, whose close is the caller's. */
@@ -431,19 +436,21 @@ export class OpfsBlobs {
     });
   }
 
-  /** Removes blobs; the names that were there. Rejects with IO (others stay as they were). */
-  async remove(names) {
-    const removed = [];
+  /**
+   * Removes blobs, calling done(name) after each is gone (removed, or not
+   * there). Rejects with IO at the first failure (that one and those after
+   * stay as they were).
+   */
+  async remove(names, done = () => {}) {
     for (const name of names) {
       this.#handles.delete(name);
       try {
         await this.#exclusive(name, () => this.#dir.removeEntry(name));
-        removed.push(name);
       } catch (err) {
         if (!isGone(err)) throw opfsError(err, `removing ${name}`);
       }
+      done(name);
     }
-    return removed;
   }
 
   async close() {

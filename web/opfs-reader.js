@@ -19,13 +19,19 @@ const READY_MS = 2000; // a helper that has not answered by then is not used
 
 /**
  * The helper's body, run as its own script: nothing from outside this
- * function reaches it. Messages in: { id, name }; out: { id, buf, size }
+ * function reaches it. Messages in: { start: path }, answered { ready }
+ * (whether it can read), then { id, name }, answered { id, buf, size }
  * (buf transferred), { id, gone: true } or { id, error: { name, message } }.
  */
 function helperMain() {
+  const MAX_HANDLES = 4096; // as OpfsBlobs keeps
   let dir = null;
   let lockPrefix = '';
   const handles = new Map();
+  const keep = (name, h) => {
+    if (!handles.has(name) && handles.size >= MAX_HANDLES) handles.delete(handles.keys().next().value);
+    handles.set(name, h);
+  };
   const readOnly = typeof FileSystemSyncAccessHandle === 'function' && 'mode' in FileSystemSyncAccessHandle.prototype;
   const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
   const fail = (id, err) => postMessage({ id, error: { name: (err && err.name) || 'Error', message: String((err && err.message) || err) } });
@@ -37,7 +43,7 @@ function helperMain() {
     let first = null;
     for await (const [name, h] of dir.entries()) {
       if (h.kind !== 'file' || !name.endsWith('.rlxkv')) continue;
-      handles.set(name, h);
+      keep(name, h);
       first ??= h;
     }
     // The first sync handle of a worker costs more than the next ones.
@@ -52,7 +58,7 @@ function helperMain() {
       } catch (err) {
         return isGone(err) ? postMessage({ id, gone: true }) : fail(id, err);
       }
-      handles.set(name, h);
+      keep(name, h);
     }
     // As OpfsBlobs.readWith: no lock but the read-only handle's own, and
     // the shared Web Lock if a move or removal is under way.
@@ -98,6 +104,9 @@ function helperMain() {
   };
 }
 
+/** A read that failed because the helper ended (closed, or its worker failed): the caller reads another way. */
+const helperGone = (what) => Object.assign(new RlxkvError('IO', `OPFS reader worker ${what}`), { helperGone: true });
+
 export class OpfsReader {
   /**
    * A helper worker reading the OPFS directory `path` (segments under the
@@ -140,13 +149,19 @@ export class OpfsReader {
     worker.onmessage = (e) => this.#answer(e.data);
     worker.onerror = (e) => {
       e.preventDefault();
-      this.#die(new RlxkvError('IO', `OPFS reader worker failed: ${e.message || 'error'}`));
+      this.#die(helperGone(`failed: ${e.message || 'error'}`));
     };
+    // An answer that cannot arrive (its buffer not allocated here): no read waits forever.
+    worker.onmessageerror = () => this.#die(helperGone('sent an answer that could not be received'));
   }
 
-  /** The whole blob `name` in a new buffer (transferred from the worker); null if it is gone. */
+  /**
+   * The whole blob `name` in a new buffer (transferred from the worker);
+   * null if it is gone. Rejects with QUOTA / IO, or, if the helper ended,
+   * an error with helperGone set.
+   */
   read(name) {
-    if (!this.alive) return Promise.reject(new RlxkvError('IO', 'OPFS reader worker closed'));
+    if (!this.alive) return Promise.reject(helperGone('closed'));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
       this.#waiting.set(id, { resolve, reject, name });
@@ -174,8 +189,8 @@ export class OpfsReader {
     this.#waiting.clear();
   }
 
-  /** Ends the worker; reads waiting reject with IO. */
+  /** Ends the worker; reads waiting reject (helperGone). */
   close() {
-    if (this.alive) this.#die(new RlxkvError('IO', 'OPFS reader worker closed'));
+    if (this.alive) this.#die(helperGone('closed'));
   }
 }

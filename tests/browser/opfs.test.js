@@ -13,7 +13,7 @@
 // a window watching what a worker saves; a save and a removal waiting out
 // a reader's open handle.
 import assert from 'node:assert/strict';
-import { browserTest, call } from './helpers.js';
+import { HARNESS, browserTest, call } from './helpers.js';
 
 const SHAPE = { tokens: 64, layers: 4, width: 64 }; // 128 KiB of KV each
 const BIG = { tokens: 512, layers: 8, width: 256 }; // 8 MiB of KV
@@ -119,9 +119,10 @@ browserTest('opfs: a worker that read a blob reads it again as replaced by a win
   assert.equal(left.length, 1, 'entry 1 stays stored');
 });
 
-browserTest('opfs: a window reads blobs through a helper worker; a page whose CSP forbids blob: workers reads Files', async (t, session) => {
-  const PATH = '/opfs-helper';
-  const page = await session.open();
+for (const [lib, query] of [['js/index.js', ''], ['the browser bundle', '?lib=bundle']]) {
+browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page whose CSP forbids blob: workers reads Files`, async (t, session) => {
+  const PATH = `/opfs-helper${query ? '-bundle' : ''}`;
+  const page = await session.open(HARNESS + query);
   const w = await spawn(page);
   await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
   await inWorker(page, w, 'insert', [0, 1, 2], 'A', SHAPE);
@@ -144,7 +145,7 @@ browserTest('opfs: a window reads blobs through a helper worker; a page whose CS
     const response = await route.fetch();
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
   });
-  await session.load(strict);
+  await session.load(strict, HARNESS + query);
   await call(strict, 'open', { path: PATH, storage: 'opfs' });
   assert.equal(helpers(strict).length, 0, 'no helper under this CSP');
   await strict.evaluate(() => window.T.countFileReads());
@@ -152,6 +153,7 @@ browserTest('opfs: a window reads blobs through a helper worker; a page whose CS
   assert.deepEqual([0, 1, 2].map((id) => again[id].version), ['A', 'A', 'A']);
   assert.equal(await strict.evaluate(() => window.T.fileReads), 3, 'one File read per hit');
 });
+}
 
 browserTest('opfs: a save and a removal wait while a reader in another worker holds the blob open, then go through', async (t, session) => {
   // Reads through read-only handles take no Web Lock; a move onto the
@@ -211,7 +213,9 @@ browserTest('opfs: an open reads the index file, not each blob; blobs it does no
   // A blob removed behind the index leaves it.
   const [gone] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
   await call(page, 'opfsFile', PATH, gone, null);
+  const describing = await call(page, 'opfsFile', PATH, INDEX);
   assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
+  assert.ok((await call(page, 'opfsFile', PATH, INDEX)).length < describing.length, 'the index rewritten without it');
 
   // No index, or one damaged: rebuilt from every blob's head, once.
   await call(page, 'opfsFile', PATH, INDEX, null);
@@ -220,6 +224,16 @@ browserTest('opfs: an open reads the index file, not each blob; blobs it does no
   const index = await call(page, 'opfsFile', PATH, INDEX);
   await call(page, 'opfsFile', PATH, INDEX, index.slice(0, index.length - 3));
   assert.deepEqual(await openCounting(), { known: 4, reads: 8 });
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
+
+  // A blob the index records as corrupt is read again at each open: replaced by a good one behind the index, it is found.
+  const [victim] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  const good = await call(page, 'opfsFile', PATH, victim);
+  await call(page, 'opfsFlip', PATH, victim, 0);
+  await call(page, 'opfsFile', PATH, INDEX, null);
+  assert.deepEqual(await openCounting(), { known: 3, reads: 8 }, 'rebuilt: one corrupt');
+  await call(page, 'opfsFile', PATH, victim, good);
+  assert.deepEqual(await openCounting(), { known: 4, reads: 2 }, 'only the corrupt one read again');
   assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
 
   // Every entry reads back as it was saved.
@@ -459,6 +473,15 @@ browserTest('opfs: a store copied from IndexedDB to OPFS and back keeps every bl
 
   const there = await call(page, 'copyStore', { storage: 'idb', path: '/moved' }, { storage: 'opfs', path: '/moved' });
   assert.equal(there.copied, 4);
+  // The copy wrote the OPFS index: an open reads no blob, and knows every one with its last use.
+  await page.evaluate(() => window.T.countFileReads());
+  assert.equal((await call(page, 'open', { path: '/moved', storage: 'opfs' })).known, 3);
+  assert.equal(await page.evaluate(() => window.T.fileReads), 0, 'the index alone');
+  const uses = (await call(page, 'list')).map((b) => b.mtime);
+  await call(page, 'close');
+  await call(page, 'open', { path: '/moved', storage: 'idb' });
+  assert.deepEqual((await call(page, 'list')).map((b) => b.mtime).sort(), uses.sort(), 'the last uses of IndexedDB');
+  await call(page, 'close');
   const w = await spawn(page);
   const inOpfs = await inWorker(page, w, 'open', { path: '/moved', storage: 'opfs' });
   assert.deepEqual(inOpfs.restoreReport, { loaded: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });

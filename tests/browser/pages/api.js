@@ -84,6 +84,13 @@ function errorInfo(e, RlxkvError) {
 
 function plainReport(r) { return r ? { ...r } : r; }
 
+/** The OPFS directory `path` ('/a/b' under the root), made if missing when create. */
+async function opfsDir(path, create = false) {
+  let dir = await navigator.storage.getDirectory();
+  for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create });
+  return dir;
+}
+
 /** The test API over one rlxkv module instance. */
 export function makeApi(rlx) {
   let cache = null;
@@ -227,8 +234,7 @@ export function makeApi(rlx) {
 
     /** Flips bit 0 of byte `at` of the OPFS file path/name, in place (behind any cache's back). */
     async opfsFlip(path, name, at) {
-      let dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const dir = await opfsDir(path);
       const fh = await dir.getFileHandle(name);
       const bytes = new Uint8Array(await (await fh.getFile()).arrayBuffer());
       bytes[at] ^= 1;
@@ -243,8 +249,7 @@ export function makeApi(rlx) {
      * heldUntil() then gives the time of the close (performance.timeOrigin based).
      */
     async opfsHold(path, name, ms) {
-      let dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const dir = await opfsDir(path);
       const s = await (await dir.getFileHandle(name)).createSyncAccessHandle({ mode: 'read-only' });
       api.held = new Promise((resolve) => setTimeout(() => { s.close(); resolve(performance.timeOrigin + performance.now()); }, ms));
       return true;
@@ -260,8 +265,7 @@ export function makeApi(rlx) {
      * `put` (an array of numbers), or removed if put is null.
      */
     async opfsFile(path, name, put) {
-      let dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
+      const dir = await opfsDir(path);
       const fh = await dir.getFileHandle(name).catch(() => null);
       const was = fh && [...new Uint8Array(await (await fh.getFile()).arrayBuffer())];
       if (put === null) await dir.removeEntry(name).catch(() => {});
@@ -275,8 +279,7 @@ export function makeApi(rlx) {
 
     /** The file names in OPFS directory `path` (temporary files included), sorted. */
     async opfsNames(path) {
-      let dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      const dir = await opfsDir(path, true);
       const names = [];
       for await (const [name] of dir.entries()) names.push(name);
       return names.sort();
