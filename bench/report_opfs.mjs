@@ -71,7 +71,7 @@ function targets({ rows }) {
 
 /** The text table bench_opfs.mjs prints. */
 export function opfsTable(data) {
-  const out = [`ms and ratios, medians of ${data.config.reps} page loads (Chromium ${data.config.chromium})`];
+  const out = [`ms and ratios, medians of ${data.config.reps_by_size ? Object.values(data.config.reps_by_size).join('/') : data.config.reps} page loads (Chromium ${data.config.chromium})`];
   for (const cols of [TIMES, RATIOS]) {
     out.push('', cols.map(([h]) => h).join(' | '));
     for (const r of data.rows) out.push(cols.map(([, g]) => g(r)).join(' | '));
@@ -95,7 +95,7 @@ export function opfsMarkdown(dir) {
     return md.join('\n');
   }
   const c = data.config;
-  md.push(`From bench/bench_opfs.mjs (bench/opfs_page.js), in the same run as the rest: Chromium ${c.chromium}, the page importing ${c.entry}, one entry of ${c.sizes_mib.map((m) => `${m}`).join(', ')} MiB of KV (256 tokens, pseudo-random floats), flushed to 'opfs' and to 'idb' and put as one record in a separate IndexedDB database. Each of ${c.reps} repetitions is a fresh page load, which times, in this order, the raw get of that record, a File read of the OPFS file, a hit-load from 'idb' and one from 'opfs' (the window), then two fresh workers, which of them goes first alternating: one times the bare read and the File read there, the other the hit-load on a new module instance and again on the same instance (warm heap). Times are medians; each ratio is the median of the repetitions' own ratios.`);
+  md.push(`From bench/bench_opfs.mjs (bench/opfs_page.js), in the same run as the rest: Chromium ${c.chromium}, the page importing ${c.entry}, one entry of ${c.sizes_mib.map((m) => `${m}`).join(', ')} MiB of KV (256 tokens, pseudo-random floats), flushed to 'opfs' and to 'idb' and put as one record in a separate IndexedDB database. Each of ${c.reps_by_size ? c.sizes_mib.map((m) => c.reps_by_size[m]).join(', ') : c.reps} repetitions${c.reps_by_size ? ' (by size)' : ''} is a fresh page load, which times, in this order, the raw get of that record, a File read of the OPFS file, a hit-load from 'idb' and one from 'opfs' (the window), then two fresh workers, which of them goes first alternating: one times the bare read and the File read there, the other the hit-load on a new module instance and again on the same instance (warm heap). Times are medians; each ratio is the median of the repetitions' own ratios.`);
   md.push('');
   md.push('| Target | Status | Measured |');
   md.push('|---|---|---|');
