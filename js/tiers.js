@@ -174,18 +174,27 @@ export class TieredStore {
   }
 
   /**
-   * OPFS: the index file, against the directory's names: the entries of
-   * blobs gone leave, blobs it does not describe (saved by a writer that
-   * died before its index update, or all of them with no index yet) are
-   * read (their first bytes) and added, and the file is rewritten if
-   * either happened. A blob replaced under its name by such a writer keeps
-   * its old record until its next save (a hit reads it whole all the
-   * same), but for one recorded corrupt or too large: read again here, so
-   * that a prune does not take a good blob for a bad one.
+   * OPFS: the index file, trusted as it is unless a writer died between
+   * a save or removal and its index update (a dead marker: see
+   * web/opfs-blobs.js), or it is missing, damaged or empty. Then it is
+   * checked against the directory's names: the entries of blobs gone
+   * leave, blobs it does not describe are read (their first bytes) and
+   * added, and the file is rewritten if either happened. A blob replaced
+   * under its name by such a writer keeps its old record (a hit reads it
+   * whole all the same), but for one recorded corrupt or too large: read
+   * again, so that a prune does not take a good blob for a bad one.
    */
   async #readIndexFile() {
-    const [bytes, names] = await Promise.all([this.#blobs.readIndex(), this.#blobs.names()]);
+    const [bytes, dead] = await Promise.all([this.#blobs.readIndex(), this.#blobs.deadMarkers()]);
     const stored = parseIndex(bytes);
+    const newest = () => [...this.#known.values()].reduce((a, r) => (!a || r.lastUse > a.lastUse ? r : a), null)?.name;
+    if (stored.size && !dead.length) {
+      // Every writer since it was written has updated it, or is at it now.
+      this.#admit([...stored.values()]);
+      await this.#blobs.ready(newest());
+      return;
+    }
+    const names = await this.#blobs.names();
     const present = new Set(names);
     const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
     const kept = [...stored.values()].filter((r) => present.has(r.name) && !bad(r));
@@ -195,10 +204,14 @@ export class TieredStore {
     const repaired = await Promise.all(files.map((file) => this.#headRecord(file)));
     this.#admit([...kept, ...repaired]);
     const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
-    if (!news.length && !dropped.length) return;
+    const ready = this.#blobs.ready(newest());
     // A record another tab wrote since is kept, unless bad. Only a hint: a
-    // store it cannot be written to (over quota) opens all the same.
-    await this.#blobs.updateIndex((cur) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was) })).catch(() => {});
+    // store it cannot be written to (over quota) opens all the same, and
+    // its dead writers' markers stay.
+    const updated = !news.length && !dropped.length ? true
+      : await this.#blobs.updateIndex((cur) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was) })).then(() => true, () => false);
+    if (updated) await this.#blobs.clearMarkers(dead);
+    await ready;
   }
 
   /**

@@ -49,17 +49,23 @@
 //     is held under its own exclusive lock while being written, so that
 //     a listing (names()) removes only the strays of writers that are gone.
 //   - An index file (INDEX_NAME, RLXKVIX2 as IndexedDB's index record,
-//     js/tiers.js encodeIndex), so that an open reads one file and lists the
-//     directory instead of a head of every blob: with 1,000 blobs, Chromium
-//     156 took 2.5-4.4 s to open from the heads (getFile() of each 0.18 s,
-//     their Web Locks 0.25-0.33 s, their slices 0.9-1.3 s) and lists the
-//     names in 50 ms. js/tiers.js keeps it (updateIndex(), after saves and
-//     removals), and repairs it at open from what the listing shows. It
-//     also holds each blob's last use (mtime cannot be set here).
+//     js/tiers.js encodeIndex), so that an open reads one file instead of
+//     a head of every blob: with 1,000 blobs, Chromium 156 took 2.5-4.4 s
+//     to open from the heads (getFile() of each 0.18 s, their Web Locks
+//     0.25-0.33 s, their slices 0.9-1.3 s), and 50-100 ms only to list
+//     the names. js/tiers.js keeps it (updateIndex(), after saves and
+//     removals). It also holds each blob's last use (mtime cannot be set
+//     here). So that an open need not list the directory to know the
+//     index describes it, a writer first puts a marker file in PENDING_DIR,
+//     held under its own exclusive Web Lock, and removes it after its
+//     index update: a marker whose lock is free (deadMarkers()) is a
+//     writer that died in between, and only then (or with no index) does
+//     an open list the directory and repair the index.
 import { RlxkvError, storageError } from './errors.js';
 import { OpfsReader } from './opfs-reader.js';
 
 export const INDEX_NAME = '.rlxkv-index';
+const PENDING_DIR = '.rlxkv-pending'; // writers' markers: see the header
 const SUFFIX = '.rlxkv';
 const TMP = '.tmp';
 const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
@@ -134,6 +140,8 @@ export class OpfsBlobs {
 
   #reader = null; // a window's OpfsReader, if it has one
   #readerStarting = null;
+  #pending = null; // promise of this writer's marker { name, release }, while it has one
+  #unindexed = 0; // saves and removals since, that no index update has covered yet
 
   constructor(path, dir) {
     this.kind = 'opfs';
@@ -143,8 +151,10 @@ export class OpfsBlobs {
     this.sync = opfsSyncHandles();
   }
 
-  #lock(name, mode, fn) {
-    return navigator.locks.request(`rlxkv-opfs:${this.path}/${name}`, { mode }, fn);
+  /** fn() under the Web Lock of `name` in this directory; with ifAvailable, only if it is free at once. */
+  #lock(name, mode, fn, ifAvailable = false) {
+    return navigator.locks.request(`rlxkv-opfs:${this.path}/${name}`, { mode, ifAvailable },
+      ifAvailable ? (lock) => lock && fn() : fn);
   }
 
   /**
@@ -187,7 +197,7 @@ export class OpfsBlobs {
   /**
    * The blob names (files named *.rlxkv), from the directory listing alone
    * (their file handles kept). The temporary files of writers that are
-   * gone are removed; the reads that follow readied (#ready()).
+   * gone are removed.
    */
   async names() {
     const names = [], strays = [];
@@ -211,7 +221,6 @@ export class OpfsBlobs {
         if (lock) await this.#dir.removeEntry(name).catch(() => {});
       });
     }
-    await this.#ready(names.at(-1)); // the last kept, whatever MAX_HANDLES let go
     return names;
   }
 
@@ -238,16 +247,92 @@ export class OpfsBlobs {
   }
 
   /**
-   * Once the directory is listed: a worker opens and closes one read-only
-   * sync handle (a worker's first one takes 1-4 ms longer than the next
-   * ones, which its first hit would wait for), and a window's helper
-   * worker is waited for.
+   * Readies the reads that follow an open, blob `name` (the one used last,
+   * the likeliest first hit; none: no blob) first: its file handle kept,
+   * and one read-only sync handle opened and closed (a worker's first one
+   * takes 1-4 ms longer than the next ones, which a first hit would wait
+   * for): here in a worker, by the helper in a window, once it is up.
    */
-  async #ready(someName) {
-    if (this.sync && readOnlyHandles() && someName) {
-      await this.#handles.get(someName)?.createSyncAccessHandle({ mode: 'read-only' }).then((s) => s.close(), () => {});
+  async ready(name) {
+    if (name && this.sync && readOnlyHandles()) {
+      const h = await this.#file(name).catch(() => null);
+      await h?.createSyncAccessHandle({ mode: 'read-only' }).then((s) => s.close(), () => {});
     }
     await this.#readerStarting;
+    if (name && this.#reader?.alive) await this.#reader.warm(name);
+  }
+
+  /**
+   * The markers in PENDING_DIR of writers that are gone (their locks
+   * free): each died after a save or removal and before its index update,
+   * so the index may not describe the directory. See clearMarkers().
+   */
+  async deadMarkers() {
+    let dir;
+    try {
+      dir = await this.#dir.getDirectoryHandle(PENDING_DIR);
+    } catch (err) {
+      if (isGone(err)) return [];
+      throw opfsError(err, `reading OPFS ${this.path}/${PENDING_DIR}`);
+    }
+    const dead = [];
+    for await (const [name, h] of dir.entries()) {
+      if (h.kind !== 'file') continue;
+      await this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { dead.push(name); }, true);
+    }
+    return dead;
+  }
+
+  /** Removes dead markers (deadMarkers()), once the index describes the directory again. */
+  async clearMarkers(names) {
+    if (!names.length) return;
+    const dir = await this.#dir.getDirectoryHandle(PENDING_DIR).catch(() => null);
+    for (const name of names) await dir?.removeEntry(name).catch(() => {});
+  }
+
+  /**
+   * Before a save or a removal: this writer's marker, a file in
+   * PENDING_DIR held under its own exclusive Web Lock until the index
+   * update that follows (or the writer's end: a marker whose lock is free
+   * is a dead writer's, see deadMarkers()).
+   */
+  #markPending() {
+    this.#pending ??= (async () => {
+      const name = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}${(seq++).toString(36)}`;
+      let release;
+      const held = new Promise((resolve) => { release = resolve; });
+      await new Promise((granted, failed) => {
+        this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { granted(); return held; }).catch(failed);
+      });
+      try {
+        const dir = await this.#dir.getDirectoryHandle(PENDING_DIR, { create: true });
+        await dir.getFileHandle(name, { create: true });
+      } catch (err) {
+        release();
+        throw opfsError(err, `saving to ${this.path}`);
+      }
+      return { name, release };
+    })().catch((err) => {
+      this.#pending = null;
+      throw err;
+    });
+    return this.#pending;
+  }
+
+  /**
+   * After an index update that covers every save and removal since
+   * #markPending(), or (ifNothing) a failure before any: the marker goes.
+   */
+  async #clearPending(ifNothing = false) {
+    if (!this.#pending || (ifNothing && this.#unindexed)) return;
+    this.#unindexed = 0;
+    const pending = this.#pending;
+    this.#pending = null;
+    const { name, release } = await pending;
+    try {
+      await (await this.#dir.getDirectoryHandle(PENDING_DIR)).removeEntry(name);
+    } catch { /* left: the next open lists the directory once, nothing else */ }
+    release();
   }
 
   /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
@@ -267,6 +352,7 @@ export class OpfsBlobs {
       const next = update(await this.read(INDEX_NAME));
       if (next) await this.#save(INDEX_NAME, [next]);
     });
+    await this.#clearPending();
   }
 
   /** Nothing to sweep here: see list(). */
@@ -414,8 +500,15 @@ export class OpfsBlobs {
    * file; blobs written before stay.
    */
   async write(items, done = () => {}) {
+    if (items.length) await this.#markPending();
     for (const item of items) {
-      await this.#save(item.name, item.parts);
+      try {
+        await this.#save(item.name, item.parts);
+      } catch (err) {
+        await this.#clearPending(true);
+        throw err;
+      }
+      this.#unindexed++;
       done(item);
     }
   }
@@ -442,18 +535,26 @@ export class OpfsBlobs {
    * stay as they were).
    */
   async remove(names, done = () => {}) {
+    if (names.length) await this.#markPending();
     for (const name of names) {
       this.#handles.delete(name);
       try {
         await this.#exclusive(name, () => this.#dir.removeEntry(name));
       } catch (err) {
-        if (!isGone(err)) throw opfsError(err, `removing ${name}`);
+        if (!isGone(err)) {
+          await this.#clearPending(true);
+          throw opfsError(err, `removing ${name}`);
+        }
       }
+      this.#unindexed++;
       done(name);
     }
   }
 
   async close() {
+    // Saves or removals the index may not describe: the marker stays, dead, for the next open.
+    if (this.#pending) await this.#pending.then(({ release }) => release(), () => {});
+    this.#pending = null;
     await this.#readerStarting;
     this.#reader?.close();
   }

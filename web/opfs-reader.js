@@ -8,9 +8,8 @@
 //   getFile().arrayBuffer()      6.0    21.7    66
 //   helper worker                3.5    12.7    46
 // A first read in a new worker pays for the worker's first sync handle
-// and file handles (2-10 ms more): the helper pays them as it starts,
-// during the open, with the directory's listing and one handle opened and
-// closed. The worker is made from a Blob URL (its source below, which
+// and the blob's file handle (2-10 ms more): the open has the helper pay
+// them (warm(), on the blob used last). The worker is made from a Blob URL (its source below, which
 // must stay self-contained), so a page whose CSP forbids blob: workers
 // gets no helper: start() answers null and the window reads Files.
 import { RlxkvError, storageError } from './errors.js';
@@ -20,8 +19,9 @@ const READY_MS = 2000; // a helper that has not answered by then is not used
 /**
  * The helper's body, run as its own script: nothing from outside this
  * function reaches it. Messages in: { start: path }, answered { ready }
- * (whether it can read), then { id, name }, answered { id, buf, size }
- * (buf transferred), { id, gone: true } or { id, error: { name, message } }.
+ * (whether it can read), then { id, name, warm }, answered { id, buf, size }
+ * (buf transferred), { id, gone: true } (and so is a warm-up) or
+ * { id, error: { name, message } }.
  */
 function helperMain() {
   const MAX_HANDLES = 4096; // as OpfsBlobs keeps
@@ -40,25 +40,33 @@ function helperMain() {
     dir = await navigator.storage.getDirectory();
     for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
     lockPrefix = `rlxkv-opfs:${path}/`;
-    let first = null;
-    for await (const [name, h] of dir.entries()) {
-      if (h.kind !== 'file' || !name.endsWith('.rlxkv')) continue;
+  }
+
+  async function handleOf(name) {
+    let h = handles.get(name);
+    if (!h) {
+      h = await dir.getFileHandle(name);
       keep(name, h);
-      first ??= h;
     }
-    // The first sync handle of a worker costs more than the next ones.
-    if (first) await first.createSyncAccessHandle({ mode: 'read-only' }).then((s) => s.close(), () => {});
+    return h;
+  }
+
+  // The handle of blob `name` kept, and one sync handle opened and closed:
+  // a worker's first costs more than the next ones.
+  async function warm(id, name) {
+    try {
+      const s = await (await handleOf(name)).createSyncAccessHandle({ mode: 'read-only' });
+      s.close();
+    } catch { /* only a head start */ }
+    postMessage({ id, gone: true });
   }
 
   async function read(id, name) {
-    let h = handles.get(name);
-    if (!h) {
-      try {
-        h = await dir.getFileHandle(name);
-      } catch (err) {
-        return isGone(err) ? postMessage({ id, gone: true }) : fail(id, err);
-      }
-      keep(name, h);
+    let h;
+    try {
+      h = await handleOf(name);
+    } catch (err) {
+      return isGone(err) ? postMessage({ id, gone: true }) : fail(id, err);
     }
     // As OpfsBlobs.readWith: no lock but the read-only handle's own, and
     // the shared Web Lock if a move or removal is under way.
@@ -98,6 +106,8 @@ function helperMain() {
       start(m.start).then(
         () => postMessage({ ready: typeof FileSystemSyncAccessHandle === 'function' }),
         () => postMessage({ ready: false }));
+    } else if (m.warm) {
+      warm(m.id, m.name);
     } else {
       read(m.id, m.name);
     }
@@ -160,12 +170,20 @@ export class OpfsReader {
    * null if it is gone. Rejects with QUOTA / IO, or, if the helper ended,
    * an error with helperGone set.
    */
-  read(name) {
+  read(name) { return this.#ask(name, false); }
+
+  /**
+   * Readies the helper's first read of blob `name` (its file handle, and
+   * the worker's first sync handle, which costs more than the next ones).
+   */
+  warm(name) { return this.#ask(name, true).catch(() => {}); }
+
+  #ask(name, warm) {
     if (!this.alive) return Promise.reject(helperGone('closed'));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
       this.#waiting.set(id, { resolve, reject, name });
-      this.#worker.postMessage({ id, name });
+      this.#worker.postMessage({ id, name, warm });
     });
   }
 

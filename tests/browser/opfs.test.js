@@ -21,7 +21,7 @@ const BIG = { tokens: 512, layers: 8, width: 256 }; // 8 MiB of KV
 const inWorker = (page, w, fn, ...args) =>
   page.evaluate(([i, f, a]) => window.T.inWorker(i, f, ...a), [w, fn, args]);
 const spawn = (page) => page.evaluate(() => window.T.spawnWorker());
-const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-index');
+const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-index'); // markers too
 
 function assertVersions(found, ids, versions, label) {
   for (const id of ids) assert.ok(versions.includes(found[id].version), `${label}: entry ${id} is ${found[id].version}`);
@@ -130,12 +130,16 @@ browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page
   await inWorker(page, w, 'close');
 
   const helpers = (p) => p.workers().filter((x) => x.url().startsWith('blob:'));
-  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  // Opens the store in page p and hits every entry, byte-exact: the File reads the window made.
+  const hitAll = async (p) => {
+    await call(p, 'open', { path: PATH, storage: 'opfs' });
+    await p.evaluate(() => window.T.countFileReads());
+    const found = await call(p, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
+    assert.deepEqual([0, 1, 2].map((id) => found[id].version), ['A', 'A', 'A']);
+    return p.evaluate(() => window.T.fileReads);
+  };
+  assert.equal(await hitAll(page), 0, 'no File read in the window');
   assert.equal(helpers(page).length, 1, 'the open started one helper worker');
-  await page.evaluate(() => window.T.countFileReads());
-  const found = await call(page, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
-  assert.deepEqual([0, 1, 2].map((id) => found[id].version), ['A', 'A', 'A']);
-  assert.equal(await page.evaluate(() => window.T.fileReads), 0, 'no File read in the window');
   await call(page, 'close');
   for (let i = 0; i < 100 && helpers(page).length; i++) await new Promise((r) => setTimeout(r, 20)); // the event comes late
   assert.equal(helpers(page).length, 0, 'close() ends the helper');
@@ -146,12 +150,8 @@ browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
   });
   await session.load(strict, HARNESS + query);
-  await call(strict, 'open', { path: PATH, storage: 'opfs' });
+  assert.equal(await hitAll(strict), 3, 'one File read per hit');
   assert.equal(helpers(strict).length, 0, 'no helper under this CSP');
-  await strict.evaluate(() => window.T.countFileReads());
-  const again = await call(strict, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
-  assert.deepEqual([0, 1, 2].map((id) => again[id].version), ['A', 'A', 'A']);
-  assert.equal(await strict.evaluate(() => window.T.fileReads), 3, 'one File read per hit');
 });
 }
 
@@ -202,17 +202,22 @@ browserTest('opfs: an open reads the index file, not each blob; blobs it does no
   assert.ok(await call(page, 'opfsFile', PATH, INDEX), 'the flush wrote the index');
   assert.deepEqual(await openCounting(), { known: 4, reads: 0 }, 'the index alone');
 
-  // A writer that died between its save and its index update: the blob is found and added.
+  // A writer that died between its save and its index update, its marker
+  // left: the blob is found and added, the marker cleared.
   const before = await call(page, 'opfsFile', PATH, INDEX);
   await inWorker(page, w, 'insert', [4], 'A', SHAPE);
   assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
   await call(page, 'opfsFile', PATH, INDEX, before);
+  assert.deepEqual(await openCounting(), { known: 4, reads: 0 }, 'no dead writer: the index is trusted');
+  await call(page, 'opfsFile', `${PATH}/.rlxkv-pending`, 'dead-writer', []);
   assert.deepEqual(await openCounting(), { known: 5, reads: 2 }, 'entry 4 read: its size, its head');
+  assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'the marker cleared');
   assert.deepEqual(await openCounting(), { known: 5, reads: 0 }, 'and the index repaired');
 
-  // A blob removed behind the index leaves it.
+  // A blob removed by a writer that died before its index update leaves it.
   const [gone] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
   await call(page, 'opfsFile', PATH, gone, null);
+  await call(page, 'opfsFile', `${PATH}/.rlxkv-pending`, 'dead-writer', []);
   const describing = await call(page, 'opfsFile', PATH, INDEX);
   assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
   assert.ok((await call(page, 'opfsFile', PATH, INDEX)).length < describing.length, 'the index rewritten without it');
@@ -233,6 +238,7 @@ browserTest('opfs: an open reads the index file, not each blob; blobs it does no
   await call(page, 'opfsFile', PATH, INDEX, null);
   assert.deepEqual(await openCounting(), { known: 3, reads: 8 }, 'rebuilt: one corrupt');
   await call(page, 'opfsFile', PATH, victim, good);
+  await call(page, 'opfsFile', `${PATH}/.rlxkv-pending`, 'dead-writer', []);
   assert.deepEqual(await openCounting(), { known: 4, reads: 2 }, 'only the corrupt one read again');
   assert.deepEqual(await openCounting(), { known: 4, reads: 0 });
 

@@ -265,7 +265,7 @@ export function makeApi(rlx) {
      * `put` (an array of numbers), or removed if put is null.
      */
     async opfsFile(path, name, put) {
-      const dir = await opfsDir(path);
+      const dir = await opfsDir(path, put !== undefined && put !== null);
       const fh = await dir.getFileHandle(name).catch(() => null);
       const was = fh && [...new Uint8Array(await (await fh.getFile()).arrayBuffer())];
       if (put === null) await dir.removeEntry(name).catch(() => {});
@@ -277,11 +277,17 @@ export function makeApi(rlx) {
       return was;
     },
 
-    /** The file names in OPFS directory `path` (temporary files included), sorted. */
+    /**
+     * The file names in OPFS directory `path` (temporary files included),
+     * and those of its writers' markers as '.rlxkv-pending/<name>', sorted.
+     */
     async opfsNames(path) {
       const dir = await opfsDir(path, true);
       const names = [];
-      for await (const [name] of dir.entries()) names.push(name);
+      for await (const [name, h] of dir.entries()) {
+        if (h.kind === 'file') names.push(name);
+        else if (name === '.rlxkv-pending') for await (const [marker] of h.entries()) names.push(`${name}/${marker}`);
+      }
       return names.sort();
     },
 
