@@ -989,26 +989,23 @@ function recordOf(name, bytes, lastUse, info) {
 // the read of this record is most of an open's time), widened in one
 // typed-array conversion; each blob's tokens are a view of the result. The
 // columns and the names are read as whole arrays, not field by field.
-// 'RLXKVIX1' (the first layout, never in a release; still read): u32 count, then per blob u8 name length,
-// name, u8 corrupt, u8 f16, u8 rowMajor, u8 0, u64 fingerprint, f64 bytes,
-// f64 nValues, f64 lastUse, u32 n, zero bytes to a multiple of 4, u32 tokens[n]
-// (it wrote foreign and too-large blobs as ok: their names are checked again).
+// (An index of another magic, such as the RLXKVIX1 of development builds
+// before any release, is rebuilt from the blobs, as a damaged one is.)
 const pad4 = (at) => (at + 3) & ~3;
-const INDEX_V1 = 'RLXKVIX1';
 const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
 const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
 
 /**
- * A blob record as an index describes it: flags as RLXKVIX2's; trusted
- * (indexed: its name is not checked against its tokens again) or not.
+ * A blob record as an index describes it: flags as RLXKVIX2's; indexed
+ * (its name is not checked against its tokens again: the index says foreign).
  */
-function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, trusted) {
+function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues) {
   if (flags & (FLAG_CORRUPT | FLAG_TOO_LARGE)) {
     return { name, bytes, lastUse, fingerprint: null, status: flags & FLAG_CORRUPT ? 'corrupt' : 'too-large' };
   }
   return {
     name, bytes, lastUse, fingerprint, status: flags & FLAG_FOREIGN ? 'foreign' : 'ok', dtype: flags & FLAG_F16 ? 'f16' : 'f32',
-    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: trusted,
+    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true,
   };
 }
 const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
@@ -1083,7 +1080,6 @@ function parseIndex(bytes) {
   if (!bytes || bytes.length < 12) return new Map();
   const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
   try {
-    if (magic === INDEX_V1) return parseIndexV1(bytes);
     if (magic !== INDEX_MAGIC || bytes.length < 24) return new Map();
     const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
     const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
@@ -1105,35 +1101,10 @@ function parseIndex(bytes) {
     for (let i = 0, next = 0; i < count; i++) {
       const n = ns[i];
       if (next + n > total) return new Map();
-      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], true));
+      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i]));
     }
     return map;
   } catch {
     return new Map(); // a RangeError past the end: damaged
   }
-}
-
-/** An RLXKVIX1 record's blobs (see above); throws a RangeError past its end. */
-function parseIndexV1(bytes) {
-  const map = new Map();
-  const aligned = bytes.byteOffset % 4 ? bytes.slice() : bytes; // token views need it
-  const dv = new DataView(aligned.buffer, aligned.byteOffset, aligned.length);
-  let at = 12;
-  for (let k = dv.getUint32(8, true); k > 0; k--) {
-    const len = bytes[at++];
-    const name = String.fromCharCode.apply(null, bytes.subarray(at, at + len));
-    at += len;
-    const flags = (bytes[at++] === 1 ? FLAG_CORRUPT : 0) | (bytes[at++] === 1 ? FLAG_F16 : 0) | (bytes[at++] === 1 ? FLAG_ROW_MAJOR : 0);
-    at++;
-    const fingerprint = dv.getBigUint64(at, true); at += 8;
-    const size = dv.getFloat64(at, true); at += 8;
-    const nValues = dv.getFloat64(at, true); at += 8;
-    const lastUse = dv.getFloat64(at, true); at += 8;
-    const n = dv.getUint32(at, true); at = pad4(at + 4);
-    if (at + 4 * n > bytes.length) return new Map();
-    const tokens = new Uint32Array(aligned.buffer, aligned.byteOffset + at, n);
-    at += 4 * n;
-    map.set(name, indexedRecord(name, size, lastUse, fingerprint, flags, tokens, nValues, false));
-  }
-  return map;
 }

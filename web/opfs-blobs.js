@@ -98,13 +98,13 @@ const readOnlyHandles = () => {
 };
 
 /** Whether sync access handles exist here (a dedicated worker). */
-export function opfsSyncHandles() {
+function opfsSyncHandles() {
   const H = globalThis.FileSystemFileHandle;
   return !!H && typeof H.prototype.createSyncAccessHandle === 'function';
 }
 
 /** Whether this environment has OPFS with everything this backend uses (move(), Web Locks). */
-export function opfsAvailable() {
+function opfsAvailable() {
   const H = globalThis.FileSystemFileHandle;
   return !!(globalThis.navigator && navigator.storage && typeof navigator.storage.getDirectory === 'function' &&
     H && typeof H.prototype.move === 'function' && navigator.locks &&
@@ -354,9 +354,6 @@ export class OpfsBlobs {
     });
     await this.#clearPending();
   }
-
-  /** Nothing to sweep here: see list(). */
-  async sweep() { return []; }
 
   /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read). */
   async head(name, n) {

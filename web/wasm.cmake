@@ -13,6 +13,10 @@ string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
 
 set(RLXKV_LINK_OPTIONS
   -Oz
+  # emmalloc, not dlmalloc: 2.7 KB less of gzipped wasm (15.2 -> 12.5 KB).
+  # The cache makes few allocations (an entry, its tree nodes), most of
+  # them large; bench/ measures the inserts, hits and memory it serves.
+  -sMALLOC=emmalloc
   -sMODULARIZE=1 -sEXPORT_ES6=1 -sEXPORT_NAME=createRlxkvCore
   -sALLOW_MEMORY_GROWTH=1 -sMAXIMUM_MEMORY=4GB -sINITIAL_MEMORY=16MB -sTOTAL_STACK=256KB
   -sWASM_BIGINT=1 -sASSERTIONS=0
@@ -34,8 +38,11 @@ endforeach()
 # from JS (js/tiers.js), so the browser glue has none.
 target_link_options(rlxkv_core PRIVATE -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
+# It also reads only the Module options web/core.js passes, and decodes
+# strings with TextDecoder alone (every browser has it): a smaller glue.
 target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
-  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32)
+  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
+  -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary,locateFile -sTEXTDECODER=2)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
