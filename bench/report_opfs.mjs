@@ -113,7 +113,7 @@ export function opfsMarkdown(dir) {
   if (data.open) {
     const o = data.open;
     md.push('', '### Open of a store of many entries', '');
-    md.push(`openCache of a store of ${o.entries.toLocaleString('en-US')} entries (512 tokens and 32 KiB of KV each), on a fresh page load (medians of ${o.reps.length}); it reads no KV. OPFS reads its index file and lists the directory; IndexedDB reads its index record and a census of the store.`, '');
+    md.push(`openCache of a store of ${o.entries.toLocaleString('en-US')} entries (512 tokens and 32 KiB of KV each), on a fresh page load (medians of ${o.reps.length}); it reads no KV. OPFS reads its index file and its writers' markers (a directory it lists only if one of them died mid-save); IndexedDB reads its index record and a census of the store.`, '');
     md.push("| 'opfs', window | 'opfs', worker | 'idb', window |", '|---:|---:|---:|');
     md.push(`| ${ms(o.opfs_window_ms)} | ${ms(o.opfs_worker_ms)} | ${ms(o.idb_window_ms)} |`);
   }

@@ -40,6 +40,7 @@ import {
 } from './blob.js';
 import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
+import { serialQueue } from '../web/queue.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign' };
@@ -186,9 +187,9 @@ export class TieredStore {
    */
   async #readIndexFile() {
     const [bytes, dead] = await Promise.all([this.#blobs.readIndex(), this.#blobs.deadMarkers()]);
-    const stored = parseIndex(bytes);
+    const stored = parseIndex(bytes) ?? new Map();
     const newest = () => [...this.#known.values()].reduce((a, r) => (!a || r.lastUse > a.lastUse ? r : a), null)?.name;
-    if (stored.size && !dead.length) {
+    if (stored.size && dead && !dead.length) {
       // Every writer since it was written has updated it, or is at it now.
       this.#admit([...stored.values()]);
       await this.#blobs.ready(newest());
@@ -209,8 +210,10 @@ export class TieredStore {
     // store it cannot be written to (over quota) opens all the same, and
     // its dead writers' markers stay.
     const updated = !news.length && !dropped.length ? true
-      : await this.#blobs.updateIndex((cur) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was) })).then(() => true, () => false);
-    if (updated) await this.#blobs.clearMarkers(dead);
+      : await this.#blobs.updateIndex((cur, present) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+        [...news.map((r) => r.name), ...dropped]).then(() => true, () => false);
+    if (updated) await this.#blobs.clearMarkers(dead ?? []);
+    else await this.#blobs.markBehind(); // the next open lists again
     await ready;
   }
 
@@ -223,7 +226,7 @@ export class TieredStore {
   async #readIndex() {
     const listing = this.#blobs.list();
     const index = await listing.index;
-    const stored = parseIndex(index && index.bytes);
+    const stored = parseIndex(index && index.bytes) ?? new Map();
     this.#admit([...stored.values()]);
     const { records, newest } = await listing.census;
     const current = !!index && records === stored.size + 1 && newest <= index.timestamp;
@@ -516,9 +519,19 @@ export class TieredStore {
     if (failure) throw failure;
   }
 
-  /** OPFS: the index file updated with saved items (their records), last uses and removed names. */
+  /**
+   * OPFS: the index file updated with saved items (their records), last
+   * uses and removed names, as their files are then (see mergeIndex). An
+   * index found gone or damaged while this store knows of other blobs is
+   * written from all it knows, and the store marked behind: its marker
+   * stays, so that the next open lists the directory.
+   */
   #updateIndexFile(items, removed = []) {
-    return this.#withIndexUpdate((update) => this.#blobs.updateIndex(update), items, removed);
+    const changed = [...items.map((it) => it.name), ...removed];
+    return this.#withIndexUpdate((update) => this.#blobs.updateIndex((cur, present) => {
+      if (parseIndex(cur) || [...this.#known.keys()].every((n) => changed.includes(n))) return update(cur, present);
+      return { bytes: update(encodeIndex(this.#known), present), behind: true };
+    }, changed), items, removed);
   }
 
   /**
@@ -532,7 +545,7 @@ export class TieredStore {
     this.#used.clear();
     const used = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
     try {
-      await write((cur) => mergeIndex(cur, { set: items.map((it) => it.record), remove: removed, uses: used }));
+      await write((cur, present) => mergeIndex(cur, { set: items.map((it) => it.record), remove: removed, uses: used, present }));
     } catch (err) {
       for (const n of usedNames) this.#used.add(n);
       throw err;
@@ -672,11 +685,13 @@ export class TieredStore {
 
   /** The interface js/store.js drives (web/storage.js's for the C store). */
   asToolStore() {
+    // One at a time, as a cache's calls are: a prune's removals and its index update are one step.
+    const serial = serialQueue();
     return {
       kind: this.kind,
       list: (fp, any) => this.listAll(fp, any),
-      prune: (fp, { anyFingerprint, ...opts }) => this.pruneAll(fp, { ...opts, any: anyFingerprint }),
-      close: () => this.close(),
+      prune: (fp, { anyFingerprint, ...opts }) => serial(() => this.pruneAll(fp, { ...opts, any: anyFingerprint })),
+      close: () => serial(() => this.close()),
     };
   }
 
@@ -820,10 +835,10 @@ export async function copyBlobs(from, to) {
     let names;
     if (src.kind === 'idb') {
       const index = await src.list().index;
-      const uses = parseIndex(index && index.bytes);
+      const uses = parseIndex(index && index.bytes) ?? new Map();
       names = (await src.names()).map((name) => [name, uses.get(name)?.lastUse ?? 0]);
     } else {
-      const uses = src.kind === 'opfs' ? parseIndex(await src.readIndex()) : new Map();
+      const uses = (src.kind === 'opfs' && parseIndex(await src.readIndex())) || new Map();
       names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, Math.max(mtimeMs, uses.get(name)?.lastUse ?? 0)]);
     }
     names.sort((a, b) => a[1] - b[1]);
@@ -863,7 +878,10 @@ export async function copyBlobs(from, to) {
     } catch (err) {
       failure = err;
     }
-    if (indexed.length) failure = await dst.updateIndex((cur) => mergeIndex(cur, { set: indexed })).then(() => failure, (err) => failure ?? err);
+    if (indexed.length) {
+      failure = await dst.updateIndex((cur, present) => mergeIndex(cur, { set: indexed, present }), indexed.map((r) => r.name))
+        .then(() => failure, (err) => failure ?? err);
+    }
     if (failure) throw failure;
     return { copied, bytes };
   } finally {
@@ -1018,19 +1036,25 @@ function indexLayout(count, total, high, nameBytes) {
 }
 
 /**
- * Index bytes cur (or null: none) with the records `set` put in (over
- * those of their names, unless keep(the record there) says to keep it),
- * the names `remove` taken out, and the last uses of the records `uses`
- * raised to theirs: new index bytes.
+ * Index bytes cur (or null: none, or damaged) with the records `set` put
+ * in (over those of their names, unless keep(the record there) says to
+ * keep it), the names `remove` taken out, and the last uses of the records
+ * `uses` raised to theirs: new index bytes. With `present` (the names of
+ * `set` and `remove` whose files exist as the index is written), a record
+ * goes in only if its file is there and a name out only if it is not:
+ * the last writer of a name, whichever it was, leaves it right.
  */
-function mergeIndex(cur, { set = [], remove = [], uses = [], keep = () => false }) {
-  const index = parseIndex(cur);
+function mergeIndex(cur, { set = [], remove = [], uses = [], keep = () => false, present = null }) {
+  const index = parseIndex(cur) ?? new Map();
   for (const r of uses) {
     const was = index.get(r.name);
     if (was) was.lastUse = Math.max(was.lastUse, r.lastUse);
   }
-  for (const r of set) if (!index.has(r.name) || !keep(index.get(r.name))) index.set(r.name, r);
-  for (const n of remove) index.delete(n);
+  for (const r of set) {
+    if (present && !present.has(r.name)) continue;
+    if (!index.has(r.name) || !keep(index.get(r.name))) index.set(r.name, r);
+  }
+  for (const n of remove) if (!present || !present.has(n)) index.delete(n);
   return encodeIndex(index);
 }
 
@@ -1075,16 +1099,16 @@ function encodeIndex(map) {
   return out;
 }
 
-/** The index record's blobs by name; an empty map for none or a damaged one (then rebuilt from the blobs). */
+/** The index record's blobs by name; null for none or a damaged one (then rebuilt from the blobs). */
 function parseIndex(bytes) {
-  if (!bytes || bytes.length < 12) return new Map();
+  if (!bytes || bytes.length < 12) return null;
   const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
   try {
-    if (magic !== INDEX_MAGIC || bytes.length < 24) return new Map();
+    if (magic !== INDEX_MAGIC || bytes.length < 24) return null;
     const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
     const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
     const at = indexLayout(count, total, high, nameBytes);
-    if (at.size !== b.length) return new Map();
+    if (at.size !== b.length) return null;
     const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
     const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + 24 * count, count);
     const ns = view(Uint32Array, at.cols + 32 * count, count), flags = view(Uint8Array, at.cols + 36 * count, count);
@@ -1092,19 +1116,19 @@ function parseIndex(bytes) {
     const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
     const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
     for (let h = 0; h < high; h++) {
-      if (places[h] >= total) return new Map();
+      if (places[h] >= total) return null;
       tokens[places[h]] += highs[h] * 0x10000;
     }
     const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
-    if (names.length !== count + 1) return new Map();
+    if (names.length !== count + 1) return null;
     const map = new Map();
     for (let i = 0, next = 0; i < count; i++) {
       const n = ns[i];
-      if (next + n > total) return new Map();
+      if (next + n > total) return null;
       map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i]));
     }
     return map;
   } catch {
-    return new Map(); // a RangeError past the end: damaged
+    return null; // a RangeError past the end: damaged
   }
 }

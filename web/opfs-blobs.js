@@ -15,7 +15,7 @@
 //     A worker uses its sync handles for blobs of every size, though
 //     opening and closing one costs 2-3 ms (a hit waits for the opening
 //     only: it has its bytes before the close, and the file handle is kept
-//     from the listing or an earlier read): nothing else reads faster
+//     since the open readied it or an earlier read): nothing else reads faster
 //     (the File read ties below 512 KiB, so no size switches to it, and
 //     only readWith() reads straight into the heap). Chromium 156, ms to
 //     get a whole file into new memory in a fresh worker (getFileHandle
@@ -126,7 +126,7 @@ export class OpfsBlobs {
     }
     const blobs = new OpfsBlobs(path, dir);
     // A window's reads go through a helper worker once it is up (it
-    // starts beside the listing, which waits for it: see names()).
+    // starts beside the open, which waits for it: see ready()).
     if (!blobs.sync) blobs.#readerStarting = OpfsReader.start(path).then((r) => { blobs.#reader = r; });
     return blobs;
   }
@@ -134,7 +134,7 @@ export class OpfsBlobs {
   #dir;
   // name -> FileSystemFileHandle. A handle names a path, not a file: it
   // finds a blob replaced since (by a move onto its name) and fails as
-  // gone once it is removed. Kept from the listing and from reads, so
+  // gone once it is removed. Kept from ready(), listings and reads, so
   // that a hit skips getFileHandle's round trip to the browser (~0.6 ms).
   #handles = new Map();
 
@@ -142,6 +142,7 @@ export class OpfsBlobs {
   #readerStarting = null;
   #pending = null; // promise of this writer's marker { name, release }, while it has one
   #unindexed = 0; // saves and removals since, that no index update has covered yet
+  #behind = false; // see markBehind()
 
   constructor(path, dir) {
     this.kind = 'opfs';
@@ -265,22 +266,21 @@ export class OpfsBlobs {
   /**
    * The markers in PENDING_DIR of writers that are gone (their locks
    * free): each died after a save or removal and before its index update,
-   * so the index may not describe the directory. See clearMarkers().
+   * so the index may not describe the directory; null if they cannot be
+   * read (as if some were). See clearMarkers().
    */
   async deadMarkers() {
-    let dir;
     try {
-      dir = await this.#dir.getDirectoryHandle(PENDING_DIR);
-    } catch (err) {
-      if (isGone(err)) return [];
-      throw opfsError(err, `reading OPFS ${this.path}/${PENDING_DIR}`);
+      const dir = await this.#dir.getDirectoryHandle(PENDING_DIR).catch((err) => (isGone(err) ? null : Promise.reject(err)));
+      const dead = [];
+      for await (const [name, h] of dir ? dir.entries() : []) {
+        if (h.kind !== 'file') continue;
+        await this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { dead.push(name); }, true);
+      }
+      return dead;
+    } catch {
+      return null; // unknown: the open lists the directory
     }
-    const dead = [];
-    for await (const [name, h] of dir.entries()) {
-      if (h.kind !== 'file') continue;
-      await this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { dead.push(name); }, true);
-    }
-    return dead;
   }
 
   /** Removes dead markers (deadMarkers()), once the index describes the directory again. */
@@ -324,7 +324,7 @@ export class OpfsBlobs {
    * #markPending(), or (ifNothing) a failure before any: the marker goes.
    */
   async #clearPending(ifNothing = false) {
-    if (!this.#pending || (ifNothing && this.#unindexed)) return;
+    if (!this.#pending || this.#behind || (ifNothing && this.#unindexed)) return;
     this.#unindexed = 0;
     const pending = this.#pending;
     this.#pending = null;
@@ -341,18 +341,46 @@ export class OpfsBlobs {
   }
 
   /**
-   * Replaces the index file with update(its bytes, or null if there is
-   * none) (no change if it returns nothing), atomically as a blob, under a
-   * lock that orders every writer of this directory's index (other tabs'
-   * too), so that each update sees the one before. Rejects with QUOTA or
-   * IO, the file as it was (one that cannot be read is not replaced).
+   * Replaces the index file with update(its bytes or null if there is
+   * none, the set of `names` whose files exist now) (no change if it
+   * returns nothing; { bytes, behind: true } if the index it makes may not
+   * describe the directory: see markBehind()), atomically as a blob, under
+   * a lock that orders every writer of this directory's index (other tabs'
+   * too), so that each update sees the one before and the files as they
+   * are. Rejects with QUOTA or IO, the file as it was (one that cannot be
+   * read is not replaced), this writer then behind.
    */
-  async updateIndex(update) {
-    await navigator.locks.request(`rlxkv-opfs:${this.path}/${INDEX_NAME}:writer`, async () => {
-      const next = update(await this.read(INDEX_NAME));
-      if (next) await this.#save(INDEX_NAME, [next]);
-    });
+  async updateIndex(update, names = []) {
+    try {
+      await navigator.locks.request(`rlxkv-opfs:${this.path}/${INDEX_NAME}:writer`, async () => {
+        const cur = await this.read(INDEX_NAME);
+        const present = new Set();
+        for (const name of new Set(names)) {
+          if (await this.#dir.getFileHandle(name).then(() => true, (err) => (isGone(err) ? false : Promise.reject(err)))) present.add(name);
+        }
+        let next = update(cur, present);
+        if (next && next.behind) {
+          await this.markBehind();
+          next = next.bytes;
+        }
+        if (next) await this.#save(INDEX_NAME, [next]);
+      });
+    } catch (err) {
+      if (this.#unindexed) this.#behind = true; // what it would have described, no later update does
+      throw err instanceof RlxkvError ? err : opfsError(err, `updating the index of ${this.path}`);
+    }
     await this.#clearPending();
+  }
+
+  /**
+   * This writer's saves and removals may be missing from the index for
+   * good (an update failed, or the index was found gone or damaged): its
+   * marker stays, live while it is open and dead after, so that the next
+   * open lists the directory and repairs the index.
+   */
+  async markBehind() {
+    this.#behind = true;
+    await this.#markPending().catch(() => {});
   }
 
   /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read). */
@@ -532,7 +560,10 @@ export class OpfsBlobs {
    * stay as they were).
    */
   async remove(names, done = () => {}) {
-    if (names.length) await this.#markPending();
+    // Best effort: a store over quota must still be prunable. Without the
+    // marker, a crash before the index update leaves records of removed
+    // blobs, which a hit finds gone.
+    if (names.length) await this.#markPending().catch(() => {});
     for (const name of names) {
       this.#handles.delete(name);
       try {

@@ -264,6 +264,55 @@ browserTest('opfs: an open reads the index file, not each blob; blobs it does no
   await call(page, 'close');
 });
 
+browserTest('opfs: an index update that fails, or that races another writer of the same blob, leaves the next open right', async (t, session) => {
+  const PATH = '/opfs-index-races';
+  const page = await session.open();
+  const known = async () => {
+    const opened = await call(page, 'open', { path: PATH, storage: 'opfs' });
+    const found = await call(page, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
+    await call(page, 'close');
+    return [opened.known, [0, 1, 2].map((id) => found[id].version)];
+  };
+  // A flush whose index update fails, then one that succeeds: the first
+  // blob is in neither index, so the writer keeps its marker, and the open
+  // after its close repairs the index.
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [2], 'A', SHAPE); // an index to update: one not found is rebuilt whole
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  await inWorker(page, w, 'failIndexMoves', 1);
+  await inWorker(page, w, 'insert', [0], 'A', SHAPE);
+  assert.equal((await inWorker(page, w, 'flush')).code, 'QUOTA');
+  await inWorker(page, w, 'insert', [1], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  await inWorker(page, w, 'close');
+  assert.deepEqual(await known(), [3, ['A', 'A', 'A']]);
+  assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'the marker cleared by the repair');
+
+  // Writer 1 removes entries 0 and 1 (the least recently used first: 0),
+  // and waits at 1, whose blob a reader holds open; meanwhile writer 2
+  // saves entry 0 again and updates the index. Writer 1's update, last,
+  // must not drop entry 0. (Entry 2 stays: an empty index is never trusted.)
+  const reader = await spawn(page), w2 = await spawn(page), w1 = await spawn(page);
+  await inWorker(page, w1, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
+  const idOf = async (name) => (await call(page, 'opfsFile', PATH, name))[34] - 1; // the first token's bits 16-23: id + 1
+  const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  const ids = await Promise.all(names.map(idOf));
+  assert.deepEqual([...ids].sort(), [0, 1, 2]);
+  await inWorker(page, reader, 'opfsHold', PATH, names[ids.indexOf(1)], 1500);
+  await inWorker(page, w1, 'remove', [0, 1], SHAPE);
+  await inWorker(page, w1, 'flushNoWait');
+  await new Promise((r) => setTimeout(r, 300));
+  await inWorker(page, w2, 'insert', [0], 'B', SHAPE);
+  assert.deepEqual(await inWorker(page, w2, 'flush', 30000), { ok: true });
+  for (let i = 0; i < 200 && await inWorker(page, w1, 'flushState') === 'running'; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.equal(await inWorker(page, w1, 'flushState'), 'done');
+  await inWorker(page, w1, 'close');
+  await inWorker(page, w2, 'close');
+  assert.deepEqual(await known(), [2, ['B', 'missing', 'A']], 'entry 0 as writer 2 saved it, known from the index');
+});
+
 browserTest('opfs: a window that watches finds at once what a worker saves, and reads it', async (t, session) => {
   const PATH = '/opfs-watch';
   const page = await session.open();

@@ -296,6 +296,19 @@ export function makeApi(rlx) {
      * write' and then stall 5 s (a worker's sync write busy-waits; a
      * window's stream write awaits), so that a test can interrupt it there.
      */
+    /** Makes the next n moves onto an OPFS index file ('.rlxkv-index') fail with QuotaExceededError. */
+    failIndexMoves(n) {
+      const move = FileSystemFileHandle.prototype.move;
+      FileSystemFileHandle.prototype.move = function (dir, name, ...rest) {
+        if (name === '.rlxkv-index' && n > 0) {
+          n--;
+          return Promise.reject(new DOMException('test: index move refused', 'QuotaExceededError'));
+        }
+        return move.call(this, dir, name, ...rest);
+      };
+      return true;
+    },
+
     watchOpfsWrites() {
       let first = true;
       const Sync = globalThis.FileSystemSyncAccessHandle;
