@@ -128,7 +128,7 @@ export interface RestoreReport {
   resident: number;
   /** The store can be read but not written (a read-only directory): flush and prune reject with IO. */
   readOnly: boolean;
-  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. Node directories only: 0 for IndexedDB and OPFS (OPFS removes dead writers' temporary files at open, judged by Web Lock). */
+  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. Node directories only: 0 for IndexedDB and OPFS (OPFS removes dead writers' temporary files, judged by Web Lock, when an open lists the directory: after a writer died mid-save). */
   temporaries: number;
   temporaryBytes: number;
   /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. Node directories only. */

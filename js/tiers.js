@@ -210,7 +210,7 @@ export class TieredStore {
     // store it cannot be written to (over quota) opens all the same, and
     // its dead writers' markers stay.
     const updated = !news.length && !dropped.length ? true
-      : await this.#blobs.updateIndex((cur, present) => mergeIndex(cur, { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+      : await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
         [...news.map((r) => r.name), ...dropped]).then(() => true, () => false);
     if (updated) await this.#blobs.clearMarkers(dead ?? []);
     else await this.#blobs.markBehind(); // the next open lists again
@@ -245,7 +245,7 @@ export class TieredStore {
     }
     this.#admit(repaired);
     if (repaired.length || dropped.length) {
-      await this.#blobs.write([], [], (cur) => mergeIndex(cur, { set: repaired, remove: dropped }));
+      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: repaired, remove: dropped }));
     }
   }
 
@@ -485,7 +485,6 @@ export class TieredStore {
     dirty.reverse();
     let batch = [], batchBytes = 0;
     const idb = this.#blobs.kind === 'idb';
-    const saved = [];
     let failure = null;
     try {
       for (const d of dirty) {
@@ -493,7 +492,7 @@ export class TieredStore {
         if (!item) continue; // replaced or gone since
         if (!idb) {
           try {
-            await this.#blobs.write([item], () => { this.#saved(item); saved.push(item); });
+            await this.#blobs.write([item], () => this.#saved(item));
           } catch (err) {
             // Replaced or evicted mid-save: the next flush saves what is there.
             if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
@@ -512,40 +511,42 @@ export class TieredStore {
     } catch (err) {
       failure = err;
     }
-    // OPFS: the index gets what was saved, even if a later save failed (whose error wins).
-    if (this.#blobs.kind === 'opfs' && (saved.length || this.#used.size)) {
-      failure = await this.#updateIndexFile(saved).then(() => failure, (err) => failure ?? err);
+    // OPFS: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
+    if (this.#blobs.kind === 'opfs' && (this.#savedRecords.length || this.#used.size)) {
+      failure = await firstError(failure, this.#updateIndexFile(this.#savedRecords));
     }
     if (failure) throw failure;
   }
 
   /**
-   * OPFS: the index file updated with saved items (their records), last
-   * uses and removed names, as their files are then (see mergeIndex). An
-   * index found gone or damaged while this store knows of other blobs is
-   * written from all it knows, and the store marked behind: its marker
-   * stays, so that the next open lists the directory.
+   * OPFS: the index file updated with saved records, last uses and removed
+   * names, as their files are then (see mergeIndex). An index found gone
+   * or damaged while this store knows of other blobs is written from all
+   * it knows, and the store marked behind: its marker stays, so that the
+   * next open lists the directory.
    */
-  #updateIndexFile(items, removed = []) {
-    const changed = [...items.map((it) => it.name), ...removed];
-    return this.#withIndexUpdate((update) => this.#blobs.updateIndex((cur, present) => {
-      if (parseIndex(cur) || [...this.#known.keys()].every((n) => changed.includes(n))) return update(cur, present);
-      return { bytes: update(encodeIndex(this.#known), present), behind: true };
-    }, changed), items, removed);
+  #updateIndexFile(records, removed = []) {
+    const changed = new Set([...records.map((r) => r.name), ...removed]);
+    return this.#withIndexUpdate((merge) => this.#blobs.updateIndex((cur, present) => {
+      const index = parseIndex(cur);
+      if (index || [...this.#known.keys()].every((n) => changed.has(n))) return merge(index, present);
+      return { bytes: merge(parseIndex(encodeIndex(this.#known)), present), behind: true };
+    }, [...changed]), records, removed);
   }
 
   /**
-   * write(update) with an index update (IndexedDB's record, OPFS's file:
-   * bytes → bytes): the last uses of hits so far, the records of saved
-   * items, removed names gone. Uses recorded meanwhile wait for the next;
-   * those of a write that fails too.
+   * write(merge) with an index update (IndexedDB's record, OPFS's file):
+   * merge(the current index parsed, or null; present) gives the new index
+   * bytes, with the last uses of hits so far, the saved records, removed
+   * names gone. Uses recorded meanwhile wait for the next; those of a
+   * write that fails too.
    */
-  async #withIndexUpdate(write, items, removed = []) {
+  async #withIndexUpdate(write, records, removed = []) {
     const usedNames = [...this.#used];
     this.#used.clear();
     const used = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
     try {
-      await write((cur, present) => mergeIndex(cur, { set: items.map((it) => it.record), remove: removed, uses: used, present }));
+      await write((index, present) => mergeIndex(index, { set: records, remove: removed, uses: used, present }));
     } catch (err) {
       for (const n of usedNames) this.#used.add(n);
       throw err;
@@ -596,7 +597,7 @@ export class TieredStore {
   }
 
   async #writeIdb(items) {
-    await this.#withIndexUpdate((update) => this.#blobs.write(items, [], update), items);
+    await this.#withIndexUpdate((merge) => this.#blobs.write(items, [], (cur) => merge(parseIndex(cur))), items.map((it) => it.record));
     for (const it of items) this.#saved(it);
   }
 
@@ -732,11 +733,11 @@ export class TieredStore {
   async #removeNames(names) {
     let gone = names, failure = null;
     if (this.#blobs.kind === 'idb') {
-      await this.#withIndexUpdate((update) => this.#blobs.write([], names, update), [], names);
+      await this.#withIndexUpdate((merge) => this.#blobs.write([], names, (cur) => merge(parseIndex(cur))), [], names);
     } else {
       gone = [];
-      failure = await this.#blobs.remove(names, (n) => gone.push(n)).then(() => null, (err) => err);
-      if (this.#blobs.kind === 'opfs' && gone.length) failure = await this.#updateIndexFile([], gone).then(() => failure, (err) => failure ?? err);
+      failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n)));
+      if (this.#blobs.kind === 'opfs' && gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
     }
     for (const n of gone) this.#known.delete(n);
     if (gone.length) this.#tell({ removed: gone });
@@ -850,7 +851,7 @@ export async function copyBlobs(from, to) {
     const indexed = [];
     const writeBatch = async () => {
       const records = batch.map((it) => it.record);
-      await dst.write(batch, [], (cur) => mergeIndex(cur, { set: records }));
+      await dst.write(batch, [], (cur) => mergeIndex(parseIndex(cur), { set: records }));
       copied += batch.length;
       bytes += batchBytes;
       batch = [];
@@ -879,8 +880,7 @@ export async function copyBlobs(from, to) {
       failure = err;
     }
     if (indexed.length) {
-      failure = await dst.updateIndex((cur, present) => mergeIndex(cur, { set: indexed, present }), indexed.map((r) => r.name))
-        .then(() => failure, (err) => failure ?? err);
+      failure = await firstError(failure, dst.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: indexed, present }), indexed.map((r) => r.name)));
     }
     if (failure) throw failure;
     return { copied, bytes };
@@ -889,6 +889,9 @@ export async function copyBlobs(from, to) {
     if (dst) await dst.close();
   }
 }
+
+/** failure, or if none the error p rejects with (null if none): so that a cleanup's failure does not hide the first one. */
+const firstError = (failure, p) => p.then(() => failure, (err) => failure ?? err);
 
 /** Records why a blob cannot be loaded: too large (LIMIT), not of the layout (refused), else corrupt. */
 function refuse(record, err) {
@@ -1036,16 +1039,17 @@ function indexLayout(count, total, high, nameBytes) {
 }
 
 /**
- * Index bytes cur (or null: none, or damaged) with the records `set` put
- * in (over those of their names, unless keep(the record there) says to
- * keep it), the names `remove` taken out, and the last uses of the records
- * `uses` raised to theirs: new index bytes. With `present` (the names of
- * `set` and `remove` whose files exist as the index is written), a record
- * goes in only if its file is there and a name out only if it is not:
- * the last writer of a name, whichever it was, leaves it right.
+ * The index `index` (parseIndex's: a map, changed here, or null: none)
+ * with the records `set` put in (over those of their names, unless
+ * keep(the record there) says to keep it), the names `remove` taken out,
+ * and the last uses of the records `uses` raised to theirs: new index
+ * bytes. With `present` (the names of `set` and `remove` whose files exist
+ * as the index is written), a record goes in only if its file is there
+ * and a name out only if it is not: the last writer of a name, whichever
+ * it was, leaves it right.
  */
-function mergeIndex(cur, { set = [], remove = [], uses = [], keep = () => false, present = null }) {
-  const index = parseIndex(cur) ?? new Map();
+function mergeIndex(index, { set = [], remove = [], uses = [], keep = () => false, present = null }) {
+  index ??= new Map();
   for (const r of uses) {
     const was = index.get(r.name);
     if (was) was.lastUse = Math.max(was.lastUse, r.lastUse);

@@ -218,18 +218,15 @@ export class OpfsBlobs {
     }
     for (const [name, base] of strays) {
       // Held by its writer while being written: free only if that writer is gone.
-      await navigator.locks.request(`rlxkv-opfs:${this.path}/${base}`, { ifAvailable: true }, async (lock) => {
-        if (lock) await this.#dir.removeEntry(name).catch(() => {});
-      });
+      await this.#lock(base, 'exclusive', () => this.#dir.removeEntry(name).catch(() => {}), true);
     }
     return names;
   }
 
   /**
    * The blobs, { name, bytes, mtimeMs } (mtimeMs: the file's last
-   * modification), from the names and a getFile() of each; and the
-   * temporary files of saves, none: the strays of dead writers went with
-   * the listing, live ones are under their locks.
+   * modification), from the names (by default a listing: see names()) and
+   * a getFile() of each.
    */
   async list(names = null) {
     names ??= await this.names();
@@ -244,7 +241,7 @@ export class OpfsBlobs {
         else throw opfsError(err, `listing OPFS ${this.path}`);
       }
     }));
-    return { blobs: out, temporaries: [] };
+    return { blobs: out };
   }
 
   /**
@@ -352,12 +349,10 @@ export class OpfsBlobs {
    */
   async updateIndex(update, names = []) {
     try {
-      await navigator.locks.request(`rlxkv-opfs:${this.path}/${INDEX_NAME}:writer`, async () => {
-        const cur = await this.read(INDEX_NAME);
-        const present = new Set();
-        for (const name of new Set(names)) {
-          if (await this.#dir.getFileHandle(name).then(() => true, (err) => (isGone(err) ? false : Promise.reject(err)))) present.add(name);
-        }
+      await this.#lock(`${INDEX_NAME}:writer`, 'exclusive', async () => {
+        const [cur, found] = await Promise.all([this.read(INDEX_NAME),
+          Promise.all(names.map((name) => this.#dir.getFileHandle(name).then(() => name, (err) => (isGone(err) ? null : Promise.reject(err)))))]);
+        const present = new Set(found.filter(Boolean));
         let next = update(cur, present);
         if (next && next.behind) {
           await this.markBehind();

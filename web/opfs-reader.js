@@ -75,13 +75,14 @@ function helperMain() {
       .catch((err) => fail(id, err));
   }
 
-  /** Reads and answers; false if the file was locked and not locked here. */
+  /** Reads and answers; false, without the lock, if the file was locked or seemed gone. */
   async function readOpen(id, name, h, locked) {
     let s;
     try {
       s = await h.createSyncAccessHandle({ mode: 'read-only' });
     } catch (err) {
-      if (!locked && err && err.name === 'NoModificationAllowedError') return false;
+      // As OpfsBlobs: locked or seemingly gone without the lock, the locked read decides.
+      if (!locked && err && (err.name === 'NoModificationAllowedError' || isGone(err))) return false;
       if (isGone(err)) handles.delete(name);
       isGone(err) ? postMessage({ id, gone: true }) : fail(id, err);
       return true;
