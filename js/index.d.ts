@@ -181,8 +181,10 @@ export interface OpenCacheOptions extends CacheOptions {
   /**
    * 'idb' (IndexedDB, IDBFS's record layout), 'opfs' (the Origin Private
    * File System: in a dedicated worker, sync access handles that read a hit
-   * straight into wasm memory; in a window, File reads and createWritable;
-   * needs FileSystemFileHandle.move() and Web Locks), 'fs' (Node
+   * straight into wasm memory; in a window, a helper worker's (File reads
+   * where a CSP forbids it) and createWritable; read handles are kept open
+   * for the next hit, and let go when a writer asks; needs
+   * FileSystemFileHandle.move() and Web Locks), 'fs' (Node
    * directory), 'auto' (default: 'idb' in browsers and workers, also where
    * OPFS exists, so that existing stores and a page and its workers agree;
    * 'fs' in Node, unless a global indexedDB exists there; 'none' where

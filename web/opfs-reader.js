@@ -7,27 +7,48 @@
 // window, warm (ms):            1 MiB  10 MiB  50 MiB
 //   getFile().arrayBuffer()      6.0    21.7    66
 //   helper worker                3.5    12.7    46
-// A first read in a new worker pays for the worker's first sync handle
-// and the blob's file handle (2-10 ms more): the open has the helper pay
-// them (warm(), on the blob used last). The worker is made from a Blob URL (its source below, which
-// must stay self-contained), so a page whose CSP forbids blob: workers
-// gets no helper: start() answers null and the window reads Files.
+// Of the helper's 3.5 ms at 1 MiB, opening the sync handle takes 1.2-1.3,
+// so the helper keeps read-only handles open, on OpfsBlobs' terms (the
+// last few blobs read, and the one the open warmed, warm(); each until
+// unused for a while): see OpfsBlobs' #keepOpen, whose protocol this
+// shares. An open read-only handle locks the file, so it cannot go
+// stale; a writer that finds it locked asks on the directory's
+// BroadcastChannel for it, and the helper closes it and reads that name
+// next under the shared Web Lock, which the writer holds until it is
+// done. The helper is its own thread: a busy window does not delay its
+// answer. A hidden page's helper keeps none (a frozen page could not
+// answer, and its writer would give up after 10 s; Chromium itself
+// evicts a page in the back/forward cache whose handle another page
+// needs). A first read in a new worker pays for the worker's first sync
+// handle and the blob's file handle (2-10 ms more): the open has the
+// helper pay them. The worker is made from a Blob URL (its source below,
+// which must stay self-contained), so a page whose CSP forbids blob:
+// workers gets no helper: start() answers null and the window reads Files.
 import { RlxkvError, storageError } from './errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
 
+/** Whether the helper may keep handles open: while the page is visible (see the header). */
+const pageVisible = () => typeof document !== 'object' || document.visibilityState !== 'hidden';
+
 /**
  * The helper's body, run as its own script: nothing from outside this
- * function reaches it. Messages in: { start: path }, answered { ready }
- * (whether it can read), then { id, name, warm }, answered { id, buf, size }
- * (buf transferred), { id, gone: true } (and so is a warm-up) or
- * { id, error: { name, message } }.
+ * function reaches it. Messages in: { start: path, keep, maxOpen, keepMs }, answered
+ * { ready } (whether it can read), then { id, name, warm, keep }, answered
+ * { id, buf, size } (buf transferred), { id, gone: true } (and so is a
+ * warm-up) or { id, error: { name, message } }, and { keep } (whether to
+ * keep handles open: false lets go of them all). On the directory's
+ * channel: { release: name } from a writer.
  */
 function helperMain() {
   const MAX_HANDLES = 4096; // as OpfsBlobs keeps
+  let maxOpen = 0, keepMs = 0; // handles kept open: how many, how long unused (start())
   let dir = null;
   let lockPrefix = '';
   const handles = new Map();
+  const open = new Map(); // name -> { s, timer }: read-only sync handles kept open, last used last
+  const asked = new Set(); // names a writer asked for: their next read waits for it, under the lock
+  let keeping = false;
   const keep = (name, h) => {
     if (!handles.has(name) && handles.size >= MAX_HANDLES) handles.delete(handles.keys().next().value);
     handles.set(name, h);
@@ -36,10 +57,51 @@ function helperMain() {
   const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
   const fail = (id, err) => postMessage({ id, error: { name: (err && err.name) || 'Error', message: String((err && err.message) || err) } });
 
-  async function start(path) {
+  async function start(path, keepOpenAtMost, keepUnusedMs) {
+    maxOpen = keepOpenAtMost;
+    keepMs = keepUnusedMs;
     dir = await navigator.storage.getDirectory();
     for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
     lockPrefix = `rlxkv-opfs:${path}/`;
+    if (typeof BroadcastChannel === 'function') {
+      new BroadcastChannel(`rlxkv-opfs:${path}`).onmessage = (e) => {
+        const name = e.data && e.data.release;
+        if (typeof name !== 'string' || !open.has(name)) return; // else: a read that opens it meanwhile makes the writer ask again
+        if (asked.size >= MAX_HANDLES) asked.clear();
+        asked.add(name);
+        letGo(name);
+      };
+    }
+  }
+
+  /** The handle of `name` kept open, taken out (kept again or closed by the caller); null if none. */
+  function take(name) {
+    const k = open.get(name);
+    if (!k) return null;
+    open.delete(name);
+    clearTimeout(k.timer);
+    return k.s;
+  }
+
+  function letGo(name) {
+    const s = take(name);
+    if (s) s.close();
+  }
+
+  /** Keeps sync handle s of `name` open for the next read, or closes it. */
+  function keepOpen(name, s) {
+    // Without the channel no writer could ask for it: no handle stays open.
+    if (!keeping || typeof BroadcastChannel !== 'function' || s.mode !== 'read-only' || asked.has(name)) return s.close();
+    open.set(name, { s, timer: setTimeout(() => letGo(name), keepMs) });
+    if (open.size > maxOpen) letGo(open.keys().next().value);
+  }
+
+  /** Reads the whole file through open sync handle s and sends it; throws if it cannot. */
+  function send(id, s) {
+    const size = s.getSize();
+    const buf = new ArrayBuffer(size);
+    if (s.read(new Uint8Array(buf), { at: 0 }) !== size) throw new Error('short read');
+    postMessage({ id, buf, size }, [buf]);
   }
 
   async function handleOf(name) {
@@ -51,17 +113,27 @@ function helperMain() {
     return h;
   }
 
-  // The handle of blob `name` kept, and one sync handle opened and closed:
-  // a worker's first costs more than the next ones.
+  // The handle of blob `name` kept, and a sync handle on it opened (a
+  // worker's first costs more than the next ones) and kept open.
   async function warm(id, name) {
     try {
-      const s = await (await handleOf(name)).createSyncAccessHandle({ mode: 'read-only' });
-      s.close();
+      if (!open.has(name)) keepOpen(name, await (await handleOf(name)).createSyncAccessHandle({ mode: 'read-only' }));
     } catch { /* only a head start */ }
     postMessage({ id, gone: true });
   }
 
-  async function read(id, name) {
+  async function read(id, name, keep) {
+    const writerAsked = asked.delete(name);
+    const kept = take(name);
+    if (kept) {
+      try {
+        send(id, kept);
+        return keep ? keepOpen(name, kept) : kept.close();
+      } catch {
+        try { kept.close(); } catch { /* it failed already */ }
+        // Read it again as if it had not been kept: that read says what is wrong.
+      }
+    }
     let h;
     try {
       h = await handleOf(name);
@@ -70,13 +142,14 @@ function helperMain() {
     }
     // As OpfsBlobs.readWith: no lock but the read-only handle's own, and
     // the shared Web Lock if a move or removal is under way.
-    if (readOnly && await readOpen(id, name, h, false)) return;
-    await navigator.locks.request(lockPrefix + name, { mode: 'shared' }, () => readOpen(id, name, h, true))
+    // A writer that asked for it is under way: its lock says when it is done.
+    if (readOnly && !writerAsked && await readOpen(id, name, h, false, keep)) return;
+    await navigator.locks.request(lockPrefix + name, { mode: 'shared' }, () => readOpen(id, name, h, true, keep))
       .catch((err) => fail(id, err));
   }
 
   /** Reads and answers; false, without the lock, if the file was locked or seemed gone. */
-  async function readOpen(id, name, h, locked) {
+  async function readOpen(id, name, h, locked, keep) {
     let s;
     try {
       s = await h.createSyncAccessHandle({ mode: 'read-only' });
@@ -88,29 +161,31 @@ function helperMain() {
       return true;
     }
     try {
-      const size = s.getSize();
-      const buf = new ArrayBuffer(size);
-      if (s.read(new Uint8Array(buf), { at: 0 }) !== size) throw new Error('short read');
-      postMessage({ id, buf, size }, [buf]);
+      send(id, s);
     } catch (err) {
       fail(id, err);
+      s.close();
+      return true;
     }
-    // The window has its bytes: close (~0.5 ms) after.
-    if (s.mode === 'read-only') await new Promise((resolve) => setTimeout(resolve, 0));
-    s.close();
+    if (keep) keepOpen(name, s);
+    else s.close();
     return true;
   }
 
   onmessage = (e) => {
     const m = e.data;
     if (m.start !== undefined) {
-      start(m.start).then(
+      start(m.start, m.maxOpen, m.keepMs).then(
         () => postMessage({ ready: typeof FileSystemSyncAccessHandle === 'function' }),
         () => postMessage({ ready: false }));
+      keeping = !!m.keep;
+    } else if (m.id === undefined) {
+      keeping = !!m.keep;
+      if (!keeping) for (const name of [...open.keys()]) letGo(name);
     } else if (m.warm) {
       warm(m.id, m.name);
     } else {
-      read(m.id, m.name);
+      read(m.id, m.name, m.keep);
     }
   };
 }
@@ -123,9 +198,10 @@ export class OpfsReader {
    * A helper worker reading the OPFS directory `path` (segments under the
    * root, as OpfsBlobs.open takes them), or null where there can be none
    * (no Worker, a CSP against blob: workers, no sync access handles in
-   * workers) or it did not start within READY_MS.
+   * workers) or it did not start within READY_MS. It keeps the handles
+   * of up to maxOpen blobs open, each until unused for keepMs.
    */
-  static async start(path) {
+  static async start(path, { maxOpen, keepMs }) {
     if (typeof Worker !== 'function' || typeof Blob !== 'function' || typeof URL.createObjectURL !== 'function') return null;
     let worker, url;
     try {
@@ -139,7 +215,7 @@ export class OpfsReader {
       const timer = setTimeout(() => resolve(false), READY_MS);
       worker.onmessage = (e) => { clearTimeout(timer); resolve(!!e.data.ready); };
       worker.onerror = (e) => { e.preventDefault(); clearTimeout(timer); resolve(false); };
-      worker.postMessage({ start: path });
+      worker.postMessage({ start: path, keep: pageVisible(), maxOpen, keepMs });
     });
     URL.revokeObjectURL(url);
     if (!ready) {
@@ -152,6 +228,7 @@ export class OpfsReader {
   #worker;
   #waiting = new Map(); // id -> { resolve, reject, name }
   #next = 0;
+  #onVisibility = null;
   /** False once the worker has failed: the caller reads some other way. */
   alive = true;
 
@@ -164,27 +241,33 @@ export class OpfsReader {
     };
     // An answer that cannot arrive (its buffer not allocated here): no read waits forever.
     worker.onmessageerror = () => this.#die(helperGone('sent an answer that could not be received'));
+    if (typeof document === 'object') {
+      this.#onVisibility = () => worker.postMessage({ keep: pageVisible() });
+      document.addEventListener('visibilitychange', this.#onVisibility);
+      this.#onVisibility(); // as it is now, since start()
+    }
   }
 
   /**
    * The whole blob `name` in a new buffer (transferred from the worker);
-   * null if it is gone. Rejects with QUOTA / IO, or, if the helper ended,
-   * an error with helperGone set.
+   * null if it is gone. With keep, the helper keeps its handle open for
+   * the next read (until a writer asks for it: see the header). Rejects
+   * with QUOTA / IO, or, if the helper ended, an error with helperGone set.
    */
-  read(name) { return this.#ask(name, false); }
+  read(name, keep = false) { return this.#ask(name, false, keep); }
 
   /**
    * Readies the helper's first read of blob `name` (its file handle, and
    * the worker's first sync handle, which costs more than the next ones).
    */
-  warm(name) { return this.#ask(name, true).catch(() => {}); }
+  warm(name) { return this.#ask(name, true, true).catch(() => {}); }
 
-  #ask(name, warm) {
+  #ask(name, warm, keep) {
     if (!this.alive) return Promise.reject(helperGone('closed'));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
       this.#waiting.set(id, { resolve, reject, name });
-      this.#worker.postMessage({ id, name, warm });
+      this.#worker.postMessage({ id, name, warm, keep });
     });
   }
 
@@ -203,7 +286,8 @@ export class OpfsReader {
 
   #die(err) {
     this.alive = false;
-    this.#worker.terminate();
+    if (this.#onVisibility) document.removeEventListener('visibilitychange', this.#onVisibility);
+    this.#worker.terminate(); // and with it every handle it kept open
     for (const w of this.#waiting.values()) w.reject(err);
     this.#waiting.clear();
   }

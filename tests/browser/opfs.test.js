@@ -71,12 +71,14 @@ browserTest('opfs: a worker with a layout reads each blob in one go, byte-exact,
   const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
   assert.equal(names.length, 3);
 
-  const w2 = await spawn(page);
-  assert.equal((await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs', layout })).restoreReport.loaded, 3);
-  // One blob changed after the open: a token (the header), or a block header.
+  // Two blobs changed behind the index, in place: a token (the header), or
+  // a block header. (Before the open: an open keeps the handle of the blob
+  // used last open, which locks the file against such writes.)
   for (const [i, at] of [[0, 32 + 8 * 5], [1, 32 + 8 * SHAPE.tokens + 8 + (8 + 4 * SHAPE.tokens * SHAPE.width) * 3]]) {
     await call(page, 'opfsFlip', PATH, names[i], at);
   }
+  const w2 = await spawn(page);
+  assert.equal((await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs', layout })).restoreReport.loaded, 3, 'from the index');
   const found = await inWorker(page, w2, 'verify', [0, 1, 2], ['L'], SHAPE);
   const good = [0, 1, 2].filter((id) => found[id].version === 'L');
   assert.equal(good.length, 1, `two blobs changed, one intact: ${JSON.stringify(found)}`);
@@ -181,6 +183,67 @@ browserTest('opfs: a save and a removal wait while a reader in another worker ho
   assert.ok(await call(page, 'now') >= await inWorker(page, reader, 'heldUntil'), 'after the reader let go');
   assert.deepEqual((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')), [], 'removed');
   assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
+});
+
+browserTest('opfs: readers keep the handles of blobs they read open, let a writer in when it asks, then read what it saved; a hidden page keeps none', async (t, session) => {
+  // Kept open, a read-only handle saves the next hit its opening. It also
+  // locks the file: each save and removal below would fail after its 10 s
+  // of retries if the holder did not let go when asked.
+  const PATH = '/opfs-kept';
+  const VERSIONS = ['A', 'B', 'C'];
+  const page = await session.open();
+  const probe = await spawn(page);
+  const blobName = async () => (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  const lockedSoon = async (name, want) => {
+    for (let i = 0; i < 100 && await inWorker(page, probe, 'opfsLocked', PATH, name) !== want; i++) await new Promise((r) => setTimeout(r, 20));
+    return inWorker(page, probe, 'opfsLocked', PATH, name);
+  };
+  await call(page, 'open', { path: PATH, storage: 'opfs' });
+  await call(page, 'insert', [0], 'A', SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true });
+  const [name0] = await blobName();
+  assert.equal(await inWorker(page, probe, 'opfsLocked', PATH, name0), false, 'written, not read');
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [0], VERSIONS, SHAPE))[0].version, 'A');
+  assert.equal(await lockedSoon(name0, true), true, "read: the window's helper keeps it open");
+
+  // A worker replaces it (the worker's open keeps it open too: the blob used last).
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [0], 'B', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true }, 'the helper let go when asked');
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [0], VERSIONS, SHAPE))[0].version, 'B', 'the window reads the new file');
+
+  // The window replaces it, which the worker and the window's helper keep open.
+  assert.equal(await inWorker(page, w, 'clear'), 0);
+  assert.equal((await inWorker(page, w, 'verify', [0], VERSIONS, SHAPE))[0].version, 'B');
+  await call(page, 'insert', [0], 'C', SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true }, 'the worker let go when asked');
+  assert.equal(await inWorker(page, w, 'clear'), 0);
+  assert.equal((await inWorker(page, w, 'verify', [0], VERSIONS, SHAPE))[0].version, 'C', 'the worker reads the new file');
+  assert.equal(await lockedSoon(name0, true), true, 'read: the worker keeps it open');
+
+  // And removes it.
+  call(page, 'remove', [0], SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true }, 'the removal goes through');
+  assert.deepEqual(await blobName(), [], 'removed');
+  await inWorker(page, w, 'close');
+
+  // A page that goes hidden lets go of what it keeps, and keeps nothing it reads then.
+  await call(page, 'insert', [1], 'A', SHAPE);
+  assert.deepEqual(await call(page, 'flush'), { ok: true });
+  const [name1] = await blobName();
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [1], VERSIONS, SHAPE))[1].version, 'A');
+  assert.equal(await lockedSoon(name1, true), true, 'kept');
+  assert.equal(await call(page, 'pretendHidden', true), 'hidden');
+  assert.equal(await lockedSoon(name1, false), false, 'let go when hidden');
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [1], VERSIONS, SHAPE))[1].version, 'A');
+  assert.equal(await lockedSoon(name1, false), false, 'read while hidden: not kept');
+  assert.equal(await call(page, 'pretendHidden', false), 'visible');
+  await call(page, 'close');
 });
 
 browserTest('opfs: an open reads the index file, not each blob; blobs it does not describe, a lost or a damaged index are repaired from the blobs', async (t, session) => {

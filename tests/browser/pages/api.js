@@ -256,6 +256,28 @@ export function makeApi(rlx) {
     },
     heldUntil() { return api.held; },
 
+    /**
+     * Workers only: whether OPFS file path/name is locked by an open handle
+     * somewhere (a read-write one cannot open), asking no one to let go.
+     */
+    async opfsLocked(path, name) {
+      const fh = await (await opfsDir(path)).getFileHandle(name);
+      try {
+        (await fh.createSyncAccessHandle()).close();
+        return false;
+      } catch (e) {
+        if (e.name === 'NoModificationAllowedError') return true;
+        throw e;
+      }
+    },
+
+    /** Makes the page look hidden (or visible again) to its scripts, as when its tab goes to the background. */
+    pretendHidden(hidden) {
+      Object.defineProperty(document, 'visibilityState', { configurable: true, get: () => (hidden ? 'hidden' : 'visible') });
+      document.dispatchEvent(new Event('visibilitychange'));
+      return document.visibilityState;
+    },
+
     /** The time now, comparable between pages and workers (performance.timeOrigin based). */
     now() { return performance.timeOrigin + performance.now(); },
 
