@@ -128,10 +128,13 @@ function writePreamble(out, dv, format, fingerprint, tokens, nLayers) {
 /**
  * The bytes encodeBlob writes for these tokens and blocks (in their own
  * format), in pieces, for writing a blob without the whole of it in memory:
- * the preamble, then each block after its length, each piece a fresh array
- * made when the iteration asks for it. blocksAt() gives the blocks at that
- * moment (views that may have moved, e.g. of the wasm heap across awaits;
- * it may throw to stop). Little-endian hosts only (others: encodeBlob).
+ * the preamble, then each block after its length, each piece made when
+ * the iteration asks for it, in one buffer reused from block to block: a
+ * piece holds until the next is asked for (a flush of 200 MB in fresh
+ * arrays made V8 collect for their external memory, up to 10 ms at a
+ * time). blocksAt() gives the blocks at that moment (views that may have
+ * moved, e.g. of the wasm heap across awaits; it may throw to stop).
+ * Little-endian hosts only (others: encodeBlob).
  */
 export function* encodePieces(tokens, blocksAt, fingerprint) {
   const first = blocksAt();
@@ -143,10 +146,12 @@ export function* encodePieces(tokens, blocksAt, fingerprint) {
   const pre = new Uint8Array(HEAD + 8 * tokens.length + 8);
   writePreamble(pre, new DataView(pre.buffer), format, fingerprint, tokens, first.length / 2);
   yield pre;
+  let buf = null;
   for (let i = 0; i < first.length; i++) {
     const b = blocksAt()[i];
-    const piece = new Uint8Array(8 + b.byteLength);
-    setU64(new DataView(piece.buffer), 0, b.length);
+    if (!buf || buf.length < 8 + b.byteLength) buf = new Uint8Array(8 + b.byteLength);
+    const piece = buf.subarray(0, 8 + b.byteLength);
+    setU64(new DataView(buf.buffer), 0, b.length);
     piece.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), 8);
     yield piece;
   }

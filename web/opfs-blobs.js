@@ -125,17 +125,22 @@ export class OpfsBlobs {
   /** Opens (creating if missing) the directory `path` ('/a/b': segments under the OPFS root). */
   static async open(path) {
     if (!opfsAvailable()) throw new RlxkvError('IO', "storage 'opfs' needs the Origin Private File System with move() and Web Locks, which this environment lacks");
+    const segs = path.split('/').filter(Boolean);
+    path = `/${segs.join('/')}`; // one spelling: its locks and channel are every tab's
     let dir;
     try {
       dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      for (const seg of segs) dir = await dir.getDirectoryHandle(seg, { create: true });
     } catch (err) {
       throw opfsError(err, `cannot use OPFS directory ${path}`);
     }
     const blobs = new OpfsBlobs(path, dir);
     // A window's reads go through a helper worker once it is up (it
     // starts beside the open, which waits for it: see ready()).
-    if (!blobs.sync) blobs.#readerStarting = OpfsReader.start(path, { maxOpen: MAX_OPEN, keepMs: KEEP_MS }).then((r) => { blobs.#reader = r; });
+    if (!blobs.sync) {
+      blobs.#readerStarting = OpfsReader.start(path, { channel: blobs.#channelName, maxOpen: MAX_OPEN, keepMs: KEEP_MS })
+        .then((r) => { blobs.#reader = r; });
+    }
     return blobs;
   }
 
@@ -151,9 +156,15 @@ export class OpfsBlobs {
   #pending = null; // promise of this writer's marker { name, release }, while it has one
   #unindexed = 0; // saves and removals since, that no index update has covered yet
   #behind = false; // see markBehind()
-  #channel = null; // BroadcastChannel of this directory's readers that keep handles open (see #keepOpen)
-  #kept = new Map(); // name -> { s, timer }: a worker's read-only sync handles kept open, last used last
+  // Read handles kept open (#keepOpen). The channel's name is also the
+  // prefix of this directory's Web Locks; the protocol on it ({ release })
+  // is every reader's and writer's of a store, in any tab.
+  #channelName;
+  #listener = null; // this worker's BroadcastChannel, if it keeps handles open
+  #kept = new Map(); // name -> { s, timer }: read-only sync handles kept open, last used last
   #asked = new Set(); // names a writer asked for: their next read waits for it, under the shared lock
+  #writing = new Map(); // name -> moves or removals of it under way here: none of its handles is kept
+  #closed = false;
 
   constructor(path, dir) {
     this.kind = 'opfs';
@@ -161,9 +172,10 @@ export class OpfsBlobs {
     this.#dir = dir;
     /** Sync access handles: readWith() and synchronous writes. */
     this.sync = opfsSyncHandles();
+    this.#channelName = `rlxkv-opfs:${path}`;
     if (this.sync && readOnlyHandles() && typeof BroadcastChannel === 'function') {
-      this.#channel = new BroadcastChannel(`rlxkv-opfs:${path}`);
-      this.#channel.onmessage = (e) => {
+      this.#listener = new BroadcastChannel(this.#channelName);
+      this.#listener.onmessage = (e) => {
         const name = e.data && e.data.release;
         if (typeof name !== 'string' || !this.#kept.has(name)) return; // a read that opens it meanwhile makes the writer ask again
         if (this.#asked.size >= MAX_HANDLES) this.#asked.clear();
@@ -175,7 +187,7 @@ export class OpfsBlobs {
 
   /** fn() under the Web Lock of `name` in this directory; with ifAvailable, only if it is free at once. */
   #lock(name, mode, fn, ifAvailable = false) {
-    return navigator.locks.request(`rlxkv-opfs:${this.path}/${name}`, { mode, ifAvailable },
+    return navigator.locks.request(`${this.#channelName}/${name}`, { mode, ifAvailable },
       ifAvailable ? (lock) => lock && fn() : fn);
   }
 
@@ -457,7 +469,7 @@ export class OpfsBlobs {
    */
   readWith(name, fn) {
     const keep = name.endsWith(SUFFIX); // a blob's handle is kept open (#keepOpen), the index's not
-    const kept = this.#takeKept(name);
+    const kept = this.#usable(this.#take(name));
     if (kept) {
       let result;
       try {
@@ -469,31 +481,31 @@ export class OpfsBlobs {
       this.#keepOpen(name, kept);
       return Promise.resolve(result);
     }
-    // A writer that asked for it is under way: its lock says when it is done.
-    const writerAsked = this.#asked.delete(name);
+    // A writer under way (one that asked for it, or this one): its lock says when it is done.
+    const writer = this.#asked.delete(name) || this.#writing.has(name);
     return new Promise((resolve, reject) => {
       const locked = () => this.#lock(name, 'shared', () => this.#readOnce(name, fn, resolve, true, keep)).then(resolve, reject);
-      if (!readOnlyHandles() || writerAsked) return locked();
+      if (!readOnlyHandles() || writer) return locked();
       this.#readOnce(name, fn, resolve, false, keep).then((got) => (got === BUSY ? locked() : resolve(got)), reject);
     });
   }
 
-  /**
-   * The read-only sync handle of blob `name` kept open, taken out (the
-   * caller keeps it again or closes it); null if none is, or it no longer
-   * works (the origin's storage cleared: it is closed, and a new one says
-   * what is wrong).
-   */
-  #takeKept(name) {
+  /** The read-only sync handle of blob `name` kept open, taken out (the caller keeps it again or closes it); null if none is. */
+  #take(name) {
     const k = this.#kept.get(name);
     if (!k) return null;
     this.#kept.delete(name);
     clearTimeout(k.timer);
+    return k.s;
+  }
+
+  /** s, if it still works; else null, s closed (the origin's storage cleared: a new handle says what is wrong). */
+  #usable(s) {
     try {
-      k.s.getSize();
-      return k.s;
+      s?.getSize();
+      return s;
     } catch {
-      try { k.s.close(); } catch { /* already unusable */ }
+      try { s.close(); } catch { /* already unusable */ }
       return null;
     }
   }
@@ -503,22 +515,19 @@ export class OpfsBlobs {
    * (~1.3 ms saved of a 1 MiB hit's 3.5 ms), up to MAX_OPEN, for KEEP_MS
    * unused. It locks the file (no move onto it, no removal, so it cannot
    * go stale): a writer that finds it so asks on this directory's channel
-   * (#askRelease), and the handle is closed (#channel's listener). Else,
+   * (#askRelease), and the handle is closed (#listener). Else,
    * and for a handle that may be exclusive, s is closed.
    */
   #keepOpen(name, s) {
-    if (!this.#channel || s.mode !== 'read-only' || this.#asked.has(name)) return s.close();
+    if (!this.#listener || this.#closed || s.mode !== 'read-only' || this.#asked.has(name) || this.#writing.has(name) ||
+      this.#kept.has(name)) return s.close();
     this.#kept.set(name, { s, timer: setTimeout(() => this.#letGo(name), KEEP_MS) });
     if (this.#kept.size > MAX_OPEN) this.#letGo(this.#kept.keys().next().value);
   }
 
   /** Closes the handle of `name` kept open, if one is. */
   #letGo(name) {
-    const k = this.#kept.get(name);
-    if (!k) return;
-    this.#kept.delete(name);
-    clearTimeout(k.timer);
-    k.s.close();
+    this.#take(name)?.close();
   }
 
   /**
@@ -583,29 +592,43 @@ export class OpfsBlobs {
    * op() (a move onto blob `name`, its removal) under the blob's exclusive
    * lock, tried again while readers without the lock hold the file open
    * (NoModificationAllowedError), for up to BUSY_MS: a read holds it for
-   * milliseconds, and a window's helper, which keeps handles open, lets go
-   * of one when asked (askRelease()).
+   * milliseconds, and readers that keep handles open (#keepOpen: workers,
+   * a window's helper) let go of them when asked (#askRelease). Meanwhile
+   * this one keeps no handle of `name` and reads it under the shared lock.
    */
-  #exclusive(name, op) {
-    this.#letGo(name); // this worker's own, first
-    return this.#lock(name, 'exclusive', async () => {
-      for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
-        try {
-          return await op();
-        } catch (err) {
-          if (!isLocked(err) || waited >= BUSY_MS) throw err;
-          this.#askRelease(name);
-          await new Promise((resolve) => setTimeout(resolve, wait));
+  async #exclusive(name, op) {
+    this.#writing.set(name, (this.#writing.get(name) || 0) + 1);
+    try {
+      return await this.#lock(name, 'exclusive', async () => {
+        for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
+          this.#letGo(name); // this one's own
+          try {
+            return await op();
+          } catch (err) {
+            if (!isLocked(err) || waited >= BUSY_MS) throw err;
+            this.#askRelease(name);
+            await new Promise((resolve) => setTimeout(resolve, wait));
+          }
         }
-      }
-    });
+      });
+    } finally {
+      const n = this.#writing.get(name) - 1;
+      if (n) this.#writing.set(name, n);
+      else this.#writing.delete(name);
+    }
   }
 
-  /** Asks every other reader of this directory that keeps blob `name` open (#keepOpen, web/opfs-reader.js) to let go of it. */
+  /**
+   * Asks every reader of this directory that keeps blob `name` open
+   * (#keepOpen, web/opfs-reader.js), in any tab, to let go of it: from a
+   * channel of its own, which the message outlives (and which this one's
+   * listener, if it has one, hears too).
+   */
   #askRelease(name) {
     if (typeof BroadcastChannel !== 'function') return;
-    this.#channel ??= new BroadcastChannel(`rlxkv-opfs:${this.path}`);
-    this.#channel.postMessage({ release: name });
+    const ch = new BroadcastChannel(this.#channelName);
+    ch.postMessage({ release: name });
+    ch.close();
   }
 
   /**
@@ -671,14 +694,15 @@ export class OpfsBlobs {
   }
 
   async close() {
+    this.#closed = true; // a read finishing meanwhile keeps nothing
     // Saves or removals the index may not describe: the marker stays, dead, for the next open.
     if (this.#pending) await this.#pending.then(({ release }) => release(), () => {});
     this.#pending = null;
     await this.#readerStarting;
     this.#reader?.close();
     for (const name of [...this.#kept.keys()]) this.#letGo(name);
-    this.#channel?.close();
-    this.#channel = null;
+    this.#listener?.close();
+    this.#listener = null;
   }
 }
 

@@ -33,7 +33,7 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
 
 /**
  * The helper's body, run as its own script: nothing from outside this
- * function reaches it. Messages in: { start: path, keep, maxOpen, keepMs }, answered
+ * function reaches it. Messages in: { start: path, channel, keep, maxOpen, keepMs }, answered
  * { ready } (whether it can read), then { id, name, warm, keep }, answered
  * { id, buf, size } (buf transferred), { id, gone: true } (and so is a
  * warm-up) or { id, error: { name, message } }, and { keep } (whether to
@@ -57,14 +57,14 @@ function helperMain() {
   const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
   const fail = (id, err) => postMessage({ id, error: { name: (err && err.name) || 'Error', message: String((err && err.message) || err) } });
 
-  async function start(path, keepOpenAtMost, keepUnusedMs) {
-    maxOpen = keepOpenAtMost;
-    keepMs = keepUnusedMs;
+  async function start({ start: path, channel, maxOpen: atMost, keepMs: unusedMs }) {
+    maxOpen = atMost;
+    keepMs = unusedMs;
     dir = await navigator.storage.getDirectory();
     for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
-    lockPrefix = `rlxkv-opfs:${path}/`;
+    lockPrefix = `${channel}/`;
     if (typeof BroadcastChannel === 'function') {
-      new BroadcastChannel(`rlxkv-opfs:${path}`).onmessage = (e) => {
+      new BroadcastChannel(channel).onmessage = (e) => {
         const name = e.data && e.data.release;
         if (typeof name !== 'string' || !open.has(name)) return; // else: a read that opens it meanwhile makes the writer ask again
         if (asked.size >= MAX_HANDLES) asked.clear();
@@ -91,7 +91,8 @@ function helperMain() {
   /** Keeps sync handle s of `name` open for the next read, or closes it. */
   function keepOpen(name, s) {
     // Without the channel no writer could ask for it: no handle stays open.
-    if (!keeping || typeof BroadcastChannel !== 'function' || s.mode !== 'read-only' || asked.has(name)) return s.close();
+    if (!keeping || !(maxOpen > 0) || typeof BroadcastChannel !== 'function' || s.mode !== 'read-only' || asked.has(name) ||
+      open.has(name)) return s.close();
     open.set(name, { s, timer: setTimeout(() => letGo(name), keepMs) });
     if (open.size > maxOpen) letGo(open.keys().next().value);
   }
@@ -126,13 +127,15 @@ function helperMain() {
     const writerAsked = asked.delete(name);
     const kept = take(name);
     if (kept) {
+      let sent = false;
       try {
         send(id, kept);
-        return keep ? keepOpen(name, kept) : kept.close();
+        sent = true;
       } catch {
         try { kept.close(); } catch { /* it failed already */ }
         // Read it again as if it had not been kept: that read says what is wrong.
       }
+      if (sent) return keep ? keepOpen(name, kept) : kept.close();
     }
     let h;
     try {
@@ -175,7 +178,7 @@ function helperMain() {
   onmessage = (e) => {
     const m = e.data;
     if (m.start !== undefined) {
-      start(m.start, m.maxOpen, m.keepMs).then(
+      start(m).then(
         () => postMessage({ ready: typeof FileSystemSyncAccessHandle === 'function' }),
         () => postMessage({ ready: false }));
       keeping = !!m.keep;
@@ -199,9 +202,11 @@ export class OpfsReader {
    * root, as OpfsBlobs.open takes them), or null where there can be none
    * (no Worker, a CSP against blob: workers, no sync access handles in
    * workers) or it did not start within READY_MS. It keeps the handles
-   * of up to maxOpen blobs open, each until unused for keepMs.
+   * of up to maxOpen blobs open (none by default), each until unused for
+   * keepMs, and hears writers on BroadcastChannel `channel`, also the
+   * prefix of the directory's Web Locks (see OpfsBlobs).
    */
-  static async start(path, { maxOpen, keepMs }) {
+  static async start(path, { channel, maxOpen = 0, keepMs = 0 }) {
     if (typeof Worker !== 'function' || typeof Blob !== 'function' || typeof URL.createObjectURL !== 'function') return null;
     let worker, url;
     try {
@@ -215,7 +220,7 @@ export class OpfsReader {
       const timer = setTimeout(() => resolve(false), READY_MS);
       worker.onmessage = (e) => { clearTimeout(timer); resolve(!!e.data.ready); };
       worker.onerror = (e) => { e.preventDefault(); clearTimeout(timer); resolve(false); };
-      worker.postMessage({ start: path, keep: pageVisible(), maxOpen, keepMs });
+      worker.postMessage({ start: path, channel, keep: pageVisible(), maxOpen, keepMs });
     });
     URL.revokeObjectURL(url);
     if (!ready) {

@@ -223,12 +223,17 @@ browserTest('opfs: readers keep the handles of blobs they read open, let a write
   assert.equal(await inWorker(page, w, 'clear'), 0);
   assert.equal((await inWorker(page, w, 'verify', [0], VERSIONS, SHAPE))[0].version, 'C', 'the worker reads the new file');
   assert.equal(await lockedSoon(name0, true), true, 'read: the worker keeps it open');
+  assert.equal(await inWorker(page, probe, 'opfsLocked', PATH, '.rlxkv-index'), false, 'never the index');
+  await inWorker(page, w, 'close');
+  assert.equal(await lockedSoon(name0, false), false, "the worker's close lets go");
 
-  // And removes it.
-  call(page, 'remove', [0], SHAPE);
+  // The window removes it, which its helper keeps open.
+  assert.equal(await call(page, 'clear'), 0);
+  assert.equal((await call(page, 'verify', [0], VERSIONS, SHAPE))[0].version, 'C');
+  assert.equal(await lockedSoon(name0, true), true, 'kept');
+  await call(page, 'remove', [0], SHAPE);
   assert.deepEqual(await call(page, 'flush'), { ok: true }, 'the removal goes through');
   assert.deepEqual(await blobName(), [], 'removed');
-  await inWorker(page, w, 'close');
 
   // A page that goes hidden lets go of what it keeps, and keeps nothing it reads then.
   await call(page, 'insert', [1], 'A', SHAPE);
@@ -243,7 +248,45 @@ browserTest('opfs: readers keep the handles of blobs they read open, let a write
   assert.equal((await call(page, 'verify', [1], VERSIONS, SHAPE))[1].version, 'A');
   assert.equal(await lockedSoon(name1, false), false, 'read while hidden: not kept');
   assert.equal(await call(page, 'pretendHidden', false), 'visible');
+
+  // At most 8 kept: the ninth read lets go of the first.
+  const names = [];
+  for (const id of [2, 3, 4, 5, 6, 7, 8, 9, 10]) {
+    const before = await blobName();
+    await call(page, 'insert', [id], 'A', SHAPE);
+    assert.deepEqual(await call(page, 'flush'), { ok: true });
+    names.push((await blobName()).find((n) => !before.includes(n)));
+  }
+  assert.equal(await call(page, 'clear'), 0);
+  for (const id of [2, 3, 4, 5, 6, 7, 8, 9, 10]) assert.equal((await call(page, 'verify', [id], VERSIONS, SHAPE))[id].version, 'A');
+  assert.equal(await lockedSoon(names[8], true), true, 'the last read kept');
+  assert.equal(await lockedSoon(names[1], true), true, 'the second kept');
+  assert.equal(await lockedSoon(names[0], false), false, 'the first let go');
   await call(page, 'close');
+});
+
+browserTest("opfs: a worker's prune removes a blob that its own hit reads meanwhile", async (t, session) => {
+  // A hit keeps its blob's handle open, which would lock out the prune's
+  // removal of that blob for good (a channel does not hear itself): a
+  // worker keeps no handle of a blob it is moving or removing. Another
+  // worker holds the file for 500 ms, so that the hit comes while the
+  // removal waits.
+  const PATH = '/opfs-kept-prune';
+  const page = await session.open();
+  const w = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, w, 'insert', [0], 'A', SHAPE);
+  assert.deepEqual(await inWorker(page, w, 'flush'), { ok: true });
+  await inWorker(page, w, 'close');
+  const [name] = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  const holder = await spawn(page);
+  await inWorker(page, w, 'open', { path: PATH, storage: 'opfs' });
+  await inWorker(page, holder, 'opfsHold', PATH, name, 500);
+  const report = await inWorker(page, w, 'pruneWhileMatching', { maxBytes: 0 }, [0], 100, SHAPE);
+  assert.equal(report.removed, 1, 'the prune went through');
+  assert.deepEqual((await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv')), [], 'removed');
+  await inWorker(page, w, 'close');
+  assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], 'no temporary file left');
 });
 
 browserTest('opfs: an open reads the index file, not each blob; blobs it does not describe, a lost or a damaged index are repaired from the blobs', async (t, session) => {

@@ -622,7 +622,8 @@ test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry repla
   const { encodeBlob, encodePieces } = await import('../../js/blob.js');
   for (const blocks of [[new Float32Array([1, 2, NaN, -0]), new Float32Array(0)], [Uint16Array.of(0x7e01, 0x8000), Uint16Array.of(1)]]) {
     const tokens = Uint32Array.of(5, 6);
-    const parts = [...encodePieces(tokens, () => blocks, 9n)];
+    const parts = [];
+    for (const piece of encodePieces(tokens, () => blocks, 9n)) parts.push(piece.slice()); // a piece holds until the next
     const joined = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
     parts.reduce((at, p) => (joined.set(p, at), at + p.length), 0);
     assert.deepEqual(joined, encodeBlob(tokens, blocks, 9n));

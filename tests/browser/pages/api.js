@@ -207,6 +207,16 @@ export function makeApi(rlx) {
     /** cache.prune(opts), with a timeout. */
     async prune(opts) { return within(cache.prune(opts), 30000, 'prune()'); },
 
+    /** cache.prune(opts), and after ms a hit on each id while it runs: the prune's report. */
+    async pruneWhileMatching(opts, ids, ms, shape = DEFAULT_SHAPE) {
+      const pruning = cache.prune(opts);
+      await new Promise((r) => setTimeout(r, ms));
+      const hits = ids.map((id) => cache.match(tokensOf(id, shape)).catch(() => null));
+      const report = await within(pruning, 30000, 'prune()');
+      await Promise.all(hits);
+      return report;
+    },
+
     /** Replaces entry id by versions L0, L1, ... and flushes each, until the context dies. */
     flushLoop(id, shape = DEFAULT_SHAPE) {
       (async () => {
