@@ -182,7 +182,7 @@ export interface OpenCacheOptions extends CacheOptions {
    * 'idb' (IndexedDB, IDBFS's record layout), 'opfs' (the Origin Private
    * File System: in a dedicated worker, sync access handles that read a hit
    * straight into wasm memory; in a window, a helper worker's (File reads
-   * where a CSP forbids it) and createWritable; read handles are kept open
+   * and createWritable where a CSP forbids it); read handles are kept open
    * for the next hit, and let go when a writer asks; needs
    * FileSystemFileHandle.move() and Web Locks), 'fs' (Node
    * directory), 'auto' (default: 'idb' in browsers and workers, also where

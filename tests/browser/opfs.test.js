@@ -122,7 +122,7 @@ browserTest('opfs: a worker that read a blob reads it again as replaced by a win
 });
 
 for (const [lib, query] of [['js/index.js', ''], ['the browser bundle', '?lib=bundle']]) {
-browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page whose CSP forbids blob: workers reads Files`, async (t, session) => {
+browserTest(`opfs: a window reads and writes blobs through a helper worker (${lib}); a page whose CSP forbids blob: workers uses Files and streams`, async (t, session) => {
   const PATH = `/opfs-helper${query ? '-bundle' : ''}`;
   const page = await session.open(HARNESS + query);
   const w = await spawn(page);
@@ -132,15 +132,18 @@ browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page
   await inWorker(page, w, 'close');
 
   const helpers = (p) => p.workers().filter((x) => x.url().startsWith('blob:'));
-  // Opens the store in page p and hits every entry, byte-exact: the File reads the window made.
-  const hitAll = async (p) => {
+  // Opens the store in page p, hits every entry (byte-exact) and saves
+  // entry id: the File reads and the streams the window made.
+  const useAll = async (p, id) => {
     await call(p, 'open', { path: PATH, storage: 'opfs' });
     await p.evaluate(() => window.T.countFileReads());
     const found = await call(p, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
-    assert.deepEqual([0, 1, 2].map((id) => found[id].version), ['A', 'A', 'A']);
-    return p.evaluate(() => window.T.fileReads);
+    assert.deepEqual([0, 1, 2].map((i) => found[i].version), ['A', 'A', 'A']);
+    await call(p, 'insert', [id], 'A', SHAPE);
+    assert.deepEqual(await call(p, 'flush'), { ok: true });
+    return p.evaluate(() => ({ reads: window.T.fileReads, streams: window.T.streamWrites }));
   };
-  assert.equal(await hitAll(page), 0, 'no File read in the window');
+  assert.deepEqual(await useAll(page, 3), { reads: 0, streams: 0 }, 'no File read, no stream in the window');
   assert.equal(helpers(page).length, 1, 'the open started one helper worker');
   await call(page, 'close');
   for (let i = 0; i < 100 && helpers(page).length; i++) await new Promise((r) => setTimeout(r, 20)); // the event comes late
@@ -152,8 +155,15 @@ browserTest(`opfs: a window reads blobs through a helper worker (${lib}); a page
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
   });
   await session.load(strict, HARNESS + query);
-  assert.equal(await hitAll(strict), 3, 'one File read per hit');
+  assert.deepEqual(await useAll(strict, 4), { reads: 3, streams: 2 }, 'one File read per hit, a stream for the blob and the index');
   assert.equal(helpers(strict).length, 0, 'no helper under this CSP');
+  await call(strict, 'close');
+
+  const w2 = await spawn(page);
+  await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
+  const found = await inWorker(page, w2, 'verify', [3, 4], ['A', 'B'], SHAPE);
+  assert.deepEqual([found[3].version, found[4].version], ['A', 'A'], 'what each window wrote, read in a worker');
+  await inWorker(page, w2, 'close');
 });
 }
 

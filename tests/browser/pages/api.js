@@ -323,11 +323,6 @@ export function makeApi(rlx) {
       return names.sort();
     },
 
-    /**
-     * Makes the first OPFS write of a flush log 'rlxkv-test: first OPFS
-     * write' and then stall 5 s (a worker's sync write busy-waits; a
-     * window's stream write awaits), so that a test can interrupt it there.
-     */
     /** Makes the next n moves onto an OPFS index file ('.rlxkv-index') fail with QuotaExceededError. */
     failIndexMoves(n) {
       const move = FileSystemFileHandle.prototype.move;
@@ -341,6 +336,11 @@ export function makeApi(rlx) {
       return true;
     },
 
+    /**
+     * Makes the first OPFS write of a flush log 'rlxkv-test: first OPFS
+     * write' and then stall 5 s (a worker's sync write busy-waits; a
+     * window's write awaits), so that a test can interrupt it there.
+     */
     watchOpfsWrites() {
       let first = true;
       const Sync = globalThis.FileSystemSyncAccessHandle;
@@ -358,6 +358,18 @@ export function makeApi(rlx) {
         };
         return 'sync';
       }
+      // A window: its helper worker's writes (held back 5 s before the
+      // helper gets the first piece), or a stream's (5 s after the first).
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (m, ...rest) {
+        if (first && m && m.write !== undefined) {
+          first = false;
+          console.log('rlxkv-test: first OPFS write');
+          setTimeout(() => post.call(this, m, ...rest), 5000);
+          return;
+        }
+        post.call(this, m, ...rest);
+      };
       const Stream = globalThis.FileSystemWritableFileStream;
       const write = Stream.prototype.write;
       Stream.prototype.write = async function (...args) {
@@ -369,7 +381,7 @@ export function makeApi(rlx) {
         }
         return r;
       };
-      return 'stream';
+      return 'window';
     },
 
     async close(opts) {

@@ -15,13 +15,23 @@ let nextCall = 0;
 const T = {
   ready: null,
   error: null,
-  /** Counts the window's File reads of OPFS blobs (getFile() calls on *.rlxkv files) from now on, in T.fileReads. */
+  /**
+   * Counts, from now on, the window's File reads of OPFS blobs (getFile()
+   * calls on *.rlxkv files) in T.fileReads, and its createWritable() calls
+   * (on any file) in T.streamWrites.
+   */
   countFileReads() {
     const getFile = T.getFile ??= FileSystemFileHandle.prototype.getFile;
+    const createWritable = T.createWritable ??= FileSystemFileHandle.prototype.createWritable;
     T.fileReads = 0;
+    T.streamWrites = 0;
     FileSystemFileHandle.prototype.getFile = function (...args) {
       if (this.name.endsWith('.rlxkv')) T.fileReads++;
       return getFile.apply(this, args);
+    };
+    FileSystemFileHandle.prototype.createWritable = function (...args) {
+      T.streamWrites++;
+      return createWritable.apply(this, args);
     };
   },
   /** Counts IndexedDB put() calls (T.puts), logs the first one to the console and holds its transaction open for 5 s. */

@@ -1,12 +1,16 @@
-// A window's reads of OPFS blobs through a helper worker: a window has no
-// sync access handles, and its File reads (getFile().arrayBuffer()) are
-// slow, so web/opfs-blobs.js asks a dedicated worker of its own to read
-// the file with one and to transfer the bytes back (no copy: the worker
-// and the window share a process). The window then copies them once into
+// A window's reads and writes of OPFS files through a helper worker: a
+// window has no sync access handles, and its File reads
+// (getFile().arrayBuffer()) and createWritable() streams are slow, so
+// web/opfs-blobs.js asks a dedicated worker of its own to do them with
+// sync handles. A read's bytes are transferred back (no copy: the worker
+// and the window share a process), and the window copies them once into
 // the wasm heap, as it would a File's. Chromium 156, one file into a
 // window, warm (ms):            1 MiB  10 MiB  50 MiB
 //   getFile().arrayBuffer()      6.0    21.7    66
 //   helper worker                3.5    12.7    46
+// A write (of a save's temporary file: OpfsBlobs keeps the save's locks
+// and its move) goes in pieces of WRITE_PIECE bytes, each copied into its
+// message, so that the window is not held up long by any one copy.
 // Of the helper's 3.5 ms at 1 MiB, opening the sync handle takes 1.2-1.3,
 // so the helper keeps read-only handles open, on OpfsBlobs' terms (the
 // last few blobs read, and the one the open warmed, warm(); each until
@@ -27,6 +31,7 @@
 import { RlxkvError, storageError } from './errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
+const WRITE_PIECE = 4 << 20; // bytes of a write per message (see the header)
 
 /** Whether the helper may keep handles open: while the page is visible (see the header). */
 const pageVisible = () => typeof document !== 'object' || document.visibilityState !== 'hidden';
@@ -36,9 +41,12 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
  * function reaches it. Messages in: { start: path, channel, keep, maxOpen, keepMs }, answered
  * { ready } (whether it can read), then { id, name, warm, keep }, answered
  * { id, buf, size } (buf transferred), { id, gone: true } (and so is a
- * warm-up) or { id, error: { name, message } }, and { keep } (whether to
- * keep handles open: false lets go of them all). On the directory's
- * channel: { release: name } from a writer.
+ * warm-up) or { id, error: { name, message } }; { id, write: name, at,
+ * bytes, last }, answered { id } once bytes are written at `at` (and,
+ * with last, the file flushed and its handle closed) or with an error
+ * (the handle closed: the write is over); and { keep } (whether to keep
+ * handles open: false lets go of them all). On the directory's channel:
+ * { release: name } from a writer.
  */
 function helperMain() {
   const MAX_HANDLES = 4096; // as OpfsBlobs keeps
@@ -48,6 +56,7 @@ function helperMain() {
   const handles = new Map();
   const open = new Map(); // name -> { s, timer }: read-only sync handles kept open, last used last
   const asked = new Set(); // names a writer asked for: their next read waits for it, under the lock
+  const writing = new Map(); // file name -> its read-write sync handle, while the window sends its pieces
   let keeping = false;
   const keep = (name, h) => {
     if (!handles.has(name) && handles.size >= MAX_HANDLES) handles.delete(handles.keys().next().value);
@@ -123,6 +132,31 @@ function helperMain() {
     postMessage({ id, gone: true });
   }
 
+  async function write(id, name, at, bytes, last) {
+    let s = writing.get(name);
+    try {
+      if (!s) {
+        s = await (await dir.getFileHandle(name)).createSyncAccessHandle();
+        writing.set(name, s);
+      }
+      for (let off = 0; off < bytes.length;) {
+        const n = s.write(off ? bytes.subarray(off) : bytes, { at: at + off });
+        if (!n) throw new Error('write made no progress');
+        off += n;
+      }
+      if (last) {
+        writing.delete(name);
+        s.flush();
+        s.close();
+      }
+      postMessage({ id });
+    } catch (err) {
+      writing.delete(name);
+      try { s?.close(); } catch { /* closed already */ }
+      fail(id, err);
+    }
+  }
+
   async function read(id, name, keep) {
     const writerAsked = asked.delete(name);
     const kept = take(name);
@@ -185,6 +219,8 @@ function helperMain() {
     } else if (m.id === undefined) {
       keeping = !!m.keep;
       if (!keeping) for (const name of [...open.keys()]) letGo(name);
+    } else if (m.write !== undefined) {
+      write(m.id, m.write, m.at, m.bytes, m.last);
     } else if (m.warm) {
       warm(m.id, m.name);
     } else {
@@ -194,9 +230,9 @@ function helperMain() {
 }
 
 /** A read that failed because the helper ended (closed, or its worker failed): the caller reads another way. */
-const helperGone = (what) => Object.assign(new RlxkvError('IO', `OPFS reader worker ${what}`), { helperGone: true });
+const helperGone = (what) => Object.assign(new RlxkvError('IO', `OPFS helper worker ${what}`), { helperGone: true });
 
-export class OpfsReader {
+export class OpfsHelper {
   /**
    * A helper worker reading the OPFS directory `path` (segments under the
    * root, as OpfsBlobs.open takes them), or null where there can be none
@@ -211,7 +247,7 @@ export class OpfsReader {
     let worker, url;
     try {
       url = URL.createObjectURL(new Blob([`(${helperMain})()`], { type: 'text/javascript' }));
-      worker = new Worker(url, { name: 'rlxkv-opfs-reader' });
+      worker = new Worker(url, { name: 'rlxkv-opfs-helper' });
     } catch {
       if (url) URL.revokeObjectURL(url);
       return null;
@@ -227,7 +263,7 @@ export class OpfsReader {
       worker.terminate();
       return null;
     }
-    return new OpfsReader(worker);
+    return new OpfsHelper(worker);
   }
 
   #worker;
@@ -259,20 +295,41 @@ export class OpfsReader {
    * the next read (until a writer asks for it: see the header). Rejects
    * with QUOTA / IO, or, if the helper ended, an error with helperGone set.
    */
-  read(name, keep = false) { return this.#ask(name, false, keep); }
+  read(name, keep = false) { return this.#ask({ name, keep }); }
 
   /**
    * Readies the helper's first read of blob `name` (its file handle, and
    * the worker's first sync handle, which costs more than the next ones).
    */
-  warm(name) { return this.#ask(name, true, true).catch(() => {}); }
+  warm(name) { return this.#ask({ name, warm: true, keep: true }).catch(() => {}); }
 
-  #ask(name, warm, keep) {
+  /**
+   * Writes parts (Uint8Arrays, one after another) into the file `name`,
+   * which must exist and be no one else's while this runs (a save's
+   * temporary file), then flushes and closes it. Rejects with the
+   * DOMException the write failed with (QuotaExceededError when storage
+   * is full), or, if the helper ended, an error with helperGone set.
+   */
+  async write(name, parts) {
+    const pieces = [];
+    for (const part of parts) for (let off = 0; off < part.length; off += WRITE_PIECE) pieces.push([part, off]);
+    if (!pieces.length) pieces.push([new Uint8Array(0), 0]);
+    let at = 0;
+    for (const [i, [part, off]] of pieces.entries()) {
+      // A copy of its own, transferred: a view's clone would copy its whole buffer.
+      const bytes = part.slice(off, off + WRITE_PIECE);
+      await this.#ask({ write: name, at, bytes, last: i === pieces.length - 1 }, { raw: true, transfer: [bytes.buffer] });
+      at += bytes.length;
+    }
+  }
+
+  /** Sends m with a new id; its answer settles the promise (with raw, a failure as the DOMException the helper met). */
+  #ask(m, { raw = false, transfer = [] } = {}) {
     if (!this.alive) return Promise.reject(helperGone('closed'));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
-      this.#waiting.set(id, { resolve, reject, name });
-      this.#worker.postMessage({ id, name, warm, keep });
+      this.#waiting.set(id, { resolve, reject, name: m.name ?? m.write, raw });
+      this.#worker.postMessage({ id, ...m }, transfer);
     });
   }
 
@@ -281,11 +338,12 @@ export class OpfsReader {
     if (!w) return;
     this.#waiting.delete(m.id);
     if (m.error) {
+      const err = new DOMException(m.error.message, m.error.name);
       // Too large for one ArrayBuffer there: a RangeError, as a File read's here.
       if (m.error.name === 'RangeError') w.reject(new RangeError(m.error.message));
-      else w.reject(storageError(new DOMException(m.error.message, m.error.name), `reading ${w.name}`, 'OPFS'));
+      else w.reject(w.raw ? err : storageError(err, `reading ${w.name}`, 'OPFS'));
     } else {
-      w.resolve(m.gone ? null : new Uint8Array(m.buf, 0, m.size));
+      w.resolve(m.buf ? new Uint8Array(m.buf, 0, m.size) : null); // null: gone, or a write's answer
     }
   }
 
