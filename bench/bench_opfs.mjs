@@ -10,7 +10,10 @@
 //   node bench/bench_opfs.mjs [OUT.json] [--quick]     (default build/bench/opfs.json)
 //
 // Then the open of a store of 1,000 small entries: 'opfs' in a window and
-// in a fresh worker, 'idb' in the window, each on a fresh page load.
+// in a fresh worker, 'idb' in the window, each on a fresh page load; and a
+// flush of one entry of each size: 'opfs' from a window with its helper,
+// from one without (a CSP against blob: workers) and from a worker, 'idb'
+// from a window.
 //
 // Every repetition is a fresh page load and two fresh workers (the bare
 // read in one, the hit-load in the other, which goes first alternating),
@@ -31,6 +34,7 @@ const SIZES = quick ? [1, 10] : [1, 10, 50, 200];
 const REPS = quick ? 3 : 5;
 // Small entries take more: a hit of 1 MiB lasts a few ms, where the machine's noise weighs most.
 const repsOf = (size) => (quick ? REPS : size <= 10 ? 9 : REPS);
+const FLUSH_REPS = 3;
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
@@ -114,6 +118,41 @@ try {
   }
   results.open = { entries: await page.evaluate(async () => (await import('/bench/opfs_page.js')).OPEN_ENTRIES), reps: opens };
   for (const k of ['opfs_window', 'idb_window', 'opfs_worker']) results.open[`${k}_ms`] = median(opens.map((x) => x[k]));
+  // A flush of one new entry per size: 'opfs' from a window (its helper's
+  // sync handles), from a window whose CSP forbids blob: workers (no helper:
+  // createWritable streams) and from a worker; 'idb' from a window.
+  console.error(`OPFS bench: flushes, ${FLUSH_REPS} of each size`);
+  const strict = await context.newPage();
+  strict.setDefaultTimeout(300000);
+  await strict.route('**/opfs_page.html*', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
+  });
+  const callOn = (p, fn, arg) => p.evaluate(async ([f, a]) => (await import('/bench/opfs_page.js'))[f](a), [fn, arg]);
+  const FLUSHES = {
+    opfs_window: (arg) => callOn(page, 'flushPhase', { ...arg, storage: 'opfs' }),
+    opfs_window_streams: (arg) => callOn(strict, 'flushPhase', { ...arg, storage: 'opfs' }),
+    opfs_worker: (arg) => inWorker({ ...arg, phase: 'flush', storage: 'opfs' }),
+    idb_window: (arg) => callOn(page, 'flushPhase', { ...arg, storage: 'idb' }),
+  };
+  results.flush = [];
+  for (const size of SIZES) {
+    const reps = [];
+    for (let r = 0; r < FLUSH_REPS; r++) {
+      await Promise.all([page.goto(at), strict.goto(at)]);
+      const names = Object.keys(FLUSHES);
+      const rep = {};
+      for (let i = 0; i < names.length; i++) {
+        const name = names[(i + r) % names.length]; // the order rotates
+        rep[name] = (await FLUSHES[name]({ size, entry, salt: r })).flush_ms;
+      }
+      reps.push(rep);
+    }
+    const row = { mib: size, reps };
+    for (const k of Object.keys(FLUSHES)) row[`${k}_ms`] = median(reps.map((x) => x[k]));
+    results.flush.push(row);
+  }
+  await strict.close();
   if (errors.length) throw new Error(errors.join('\n'));
 } finally {
   await context.close();

@@ -111,6 +111,24 @@ export async function windowPhase({ size, entry }) {
   };
 }
 
+/**
+ * One flush of a new entry of `size` MiB (entry `salt`'s tokens) to
+ * `storage` here (a window, with its helper or not, or a worker): its ms;
+ * the entry then removed (untimed), so that the store stays small.
+ */
+export async function flushPhase({ size, entry, storage, salt }) {
+  const rlx = await init(entry);
+  const cache = await rlx.openCache({ capBytes: mib(size + 8), fingerprint: FP, storage, path: '/bench-opfs-flush' });
+  const e = entryOf(size);
+  e.tokens[0] = 50000 + salt; // a new blob each time
+  cache.insert(e.tokens, e);
+  const [flush_ms] = await timed(() => cache.flush());
+  cache.remove(e.tokens);
+  await cache.flush();
+  await cache.close({ flush: false });
+  return { flush_ms };
+}
+
 // The open of a store of many entries: OPEN_ENTRIES of OPEN_TOKENS tokens
 // and 32 KiB of KV each, the same in 'opfs' and in 'idb'.
 export const OPEN_ENTRIES = 1000;

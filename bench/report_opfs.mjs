@@ -69,6 +69,29 @@ function targets({ rows }) {
   return out;
 }
 
+const FLUSH_COLS = [
+  ['KV', (r) => `${r.mib} MiB`],
+  ["'opfs', window (helper)", (r) => ms(r.opfs_window_ms)],
+  ["'opfs', window without a helper (streams)", (r) => ms(r.opfs_window_streams_ms)],
+  ["'opfs', worker", (r) => ms(r.opfs_worker_ms)],
+  ["'idb', window", (r) => ms(r.idb_window_ms)],
+  ['Helper / streams', (r) => times(r.opfs_window_ms / r.opfs_window_streams_ms)],
+];
+
+/** The flush table's lines, markdown (md) or text; none if the run has no flushes. */
+function flushLines(data, md = false) {
+  if (!data.flush || !data.flush.length) return [];
+  const row = (cells) => (md ? `| ${cells.join(' | ')} |` : cells.join(' | '));
+  const out = ['', md ? '### Flush of one entry' : `flush of one new entry, ms (medians of ${data.flush[0].reps.length}):`];
+  if (md) {
+    out.push('', `cache.flush() of one new entry (its blob, the index's update), on fresh page loads, medians of ${data.flush[0].reps.length}, the order rotating. A window writes through its helper worker's sync access handles; a page whose CSP forbids blob: workers has none and writes through createWritable() streams. No target: for comparison.`, '');
+  }
+  out.push(row(FLUSH_COLS.map(([h]) => h)));
+  if (md) out.push(`|${FLUSH_COLS.map((_, i) => (i ? '---:' : '---')).join('|')}|`);
+  for (const r of data.flush) out.push(row(FLUSH_COLS.map(([, g]) => g(r))));
+  return out;
+}
+
 /** The text table bench_opfs.mjs prints. */
 export function opfsTable(data) {
   const out = [`ms and ratios, medians of ${data.config.reps_by_size ? Object.values(data.config.reps_by_size).join('/') : data.config.reps} page loads (Chromium ${data.config.chromium})`];
@@ -80,6 +103,7 @@ export function opfsTable(data) {
     const o = data.open;
     out.push('', `open of ${o.entries} entries: 'opfs' window ${ms(o.opfs_window_ms)}, worker ${ms(o.opfs_worker_ms)}; 'idb' window ${ms(o.idb_window_ms)}`);
   }
+  for (const line of flushLines(data)) out.push(line);
   out.push('', 'Targets');
   for (const t of targets(data)) out.push(`  [${t.met ? 'met' : 'MISSED'}] ${t.name}: ${t.measured}`);
   return out.join('\n');
@@ -117,6 +141,7 @@ export function opfsMarkdown(dir) {
     md.push("| 'opfs', window | 'opfs', worker | 'idb', window |", '|---:|---:|---:|');
     md.push(`| ${ms(o.opfs_window_ms)} | ${ms(o.opfs_worker_ms)} | ${ms(o.idb_window_ms)} |`);
   }
+  md.push(...flushLines(data, true));
   md.push('');
   md.push("What each is: a hit-load is `await cache.match(tokens)` on a cache just opened (openCache untimed; it reads no KV) whose one entry is only stored: the blob read, checked and put in wasm memory. In a worker rlxkv reads each K/V block through a read-only sync access handle straight into the new entry's heap memory; in a window its helper worker (started by openCache) reads the file through one into a new buffer, transfers it to the window, which copies it in (one copy either way). Either way the handle is already open: openCache opens the handle of the blob used last and keeps it open (until unused for 30 s, or a writer asks for it), as it keeps those of the blobs it reads, so the hit does not wait for its opening. The bare OPFS read is what the least code does to get the file's bytes: getFileHandle, createSyncAccessHandle, read() of the whole file, close — into a new buffer (its pages fresh, as a new instance's heap is), then into a buffer touched beforehand (as a warm heap is); \"read() alone\" is that last read() without the handles. The worker File read is getFileHandle, getFile().arrayBuffer() and one copy into a new buffer; the window File read the same without the copy. The raw IndexedDB get is one get of the blob's record in a readonly transaction (the database opened untimed). \"memory.grow in the hit\" is the time spent in WebAssembly.Memory.grow() during the hit on a new instance, and how much it grew.");
   md.push('');

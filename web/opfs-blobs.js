@@ -73,7 +73,7 @@ const SUFFIX = '.rlxkv';
 const TMP = '.tmp';
 const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
 const MAX_HANDLES = 4096; // file handles kept (see #handles)
-// A window's stream writes go in pieces of at most this many bytes. Chromium
+// A window's stream writes (where it has no helper) go in pieces of at most this many bytes. Chromium
 // (blink FileSystemUnderlyingSink) sends each write() through a new data
 // pipe of min(size, 2 MiB) (BlobUtils::GetDataPipeCapacity), and when the
 // browser fails the write (over quota) and closes the pipe while the
@@ -135,7 +135,7 @@ export class OpfsBlobs {
       throw opfsError(err, `cannot use OPFS directory ${path}`);
     }
     const blobs = new OpfsBlobs(path, dir);
-    // A window's reads go through a helper worker once it is up (it
+    // A window's reads and writes go through a helper worker once it is up (it
     // starts beside the open, which waits for it: see ready()).
     if (!blobs.sync) {
       blobs.#helperStarting = OpfsHelper.start(path, { channel: blobs.#channelName, maxOpen: MAX_OPEN, keepMs: KEEP_MS })
@@ -599,18 +599,10 @@ export class OpfsBlobs {
   async #exclusive(name, op) {
     this.#writing.set(name, (this.#writing.get(name) || 0) + 1);
     try {
-      return await this.#lock(name, 'exclusive', async () => {
-        for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
-          this.#letGo(name); // this one's own
-          try {
-            return await op();
-          } catch (err) {
-            if (!isLocked(err) || waited >= BUSY_MS) throw err;
-            this.#askRelease(name);
-            await new Promise((resolve) => setTimeout(resolve, wait));
-          }
-        }
-      });
+      return await this.#lock(name, 'exclusive', () => whileLocked(() => {
+        this.#letGo(name); // this one's own
+        return op();
+      }, () => this.#askRelease(name)));
     } finally {
       const n = this.#writing.get(name) - 1;
       if (n) this.#writing.set(name, n);
@@ -674,11 +666,12 @@ export class OpfsBlobs {
    * createWritable() stream. Chromium 156, a window's flush of one entry
    * (medians of 5 page loads; 'idb' for comparison):
    *                      1 MiB  10 MiB  50 MiB
-   *   helper's writes     59     100     190 ms
-   *   streams             64     159     480
-   *   'idb'               23     120     434
-   * (At 1 MiB the rest dominates: a marker, the index's update, a flush()
-   * of the blob's file and of the index's.)
+   *   helper's writes     26.5    89     270 ms
+   *   streams             34     133     553
+   *   'idb'               15     105     463
+   * (At 1 MiB the rest weighs most: a marker, the index's update, a
+   * flush() of the blob's file and of the index's.) bench/bench_opfs.mjs
+   * measures the same.
    */
   async #writeWindow(name, h, parts) {
     await this.#helperStarting;
@@ -686,7 +679,9 @@ export class OpfsBlobs {
       try {
         return await this.#helper.write(name, parts);
       } catch (err) {
-        if (!err.helperGone) throw err; // else: the stream writes it from the start
+        if (!err.helperGone) throw err;
+        // Else the stream writes it from the start, once the ended helper's handle is gone.
+        return whileLocked(() => writeStream(h, parts));
       }
     }
     await writeStream(h, parts);
@@ -727,6 +722,23 @@ export class OpfsBlobs {
     for (const name of [...this.#kept.keys()]) this.#letGo(name);
     this.#listener?.close();
     this.#listener = null;
+  }
+}
+
+/**
+ * op(), tried again while it fails because a file is locked
+ * (NoModificationAllowedError: a handle open on it somewhere), backing off
+ * from 1 to 64 ms, for up to BUSY_MS; stillLocked() after each such failure.
+ */
+async function whileLocked(op, stillLocked = () => {}) {
+  for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
+    try {
+      return await op();
+    } catch (err) {
+      if (!isLocked(err) || waited >= BUSY_MS) throw err;
+      stillLocked();
+      await new Promise((resolve) => setTimeout(resolve, wait));
+    }
   }
 }
 

@@ -27,7 +27,8 @@
 // handle and the blob's file handle (2-10 ms more): the open has the
 // helper pay them. The worker is made from a Blob URL (its source below,
 // which must stay self-contained), so a page whose CSP forbids blob:
-// workers gets no helper: start() answers null and the window reads Files.
+// workers gets no helper: start() answers null, and the window reads Files
+// and writes createWritable() streams.
 import { RlxkvError, storageError } from './errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
@@ -39,12 +40,13 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
 /**
  * The helper's body, run as its own script: nothing from outside this
  * function reaches it. Messages in: { start: path, channel, keep, maxOpen, keepMs }, answered
- * { ready } (whether it can read), then { id, name, warm, keep }, answered
+ * { ready } (whether it has sync handles), then { id, name, warm, keep }, answered
  * { id, buf, size } (buf transferred), { id, gone: true } (and so is a
  * warm-up) or { id, error: { name, message } }; { id, write: name, at,
  * bytes, last }, answered { id } once bytes are written at `at` (and,
  * with last, the file flushed and its handle closed) or with an error
- * (the handle closed: the write is over); and { keep } (whether to keep
+ * (the handle closed: the write is over), and { abort: name } (the
+ * window gave up: the handle closed); and { keep } (whether to keep
  * handles open: false lets go of them all). On the directory's channel:
  * { release: name } from a writer.
  */
@@ -132,10 +134,12 @@ function helperMain() {
     postMessage({ id, gone: true });
   }
 
+  // As writeSync in opfs-blobs.js, a piece at a time.
   async function write(id, name, at, bytes, last) {
     let s = writing.get(name);
     try {
       if (!s) {
+        if (at !== 0) throw new Error('write: a piece after its file was closed');
         s = await (await dir.getFileHandle(name)).createSyncAccessHandle();
         writing.set(name, s);
       }
@@ -221,6 +225,10 @@ function helperMain() {
       if (!keeping) for (const name of [...open.keys()]) letGo(name);
     } else if (m.write !== undefined) {
       write(m.id, m.write, m.at, m.bytes, m.last);
+    } else if (m.abort !== undefined) {
+      const s = writing.get(m.abort); // the window gave up on this file's write
+      writing.delete(m.abort);
+      try { s?.close(); } catch { /* closed already */ }
     } else if (m.warm) {
       warm(m.id, m.name);
     } else {
@@ -229,12 +237,12 @@ function helperMain() {
   };
 }
 
-/** A read that failed because the helper ended (closed, or its worker failed): the caller reads another way. */
+/** A read or write that failed because the helper ended (closed, or its worker failed): the caller does it another way. */
 const helperGone = (what) => Object.assign(new RlxkvError('IO', `OPFS helper worker ${what}`), { helperGone: true });
 
 export class OpfsHelper {
   /**
-   * A helper worker reading the OPFS directory `path` (segments under the
+   * A helper worker reading and writing in the OPFS directory `path` (segments under the
    * root, as OpfsBlobs.open takes them), or null where there can be none
    * (no Worker, a CSP against blob: workers, no sync access handles in
    * workers) or it did not start within READY_MS. It keeps the handles
@@ -267,10 +275,10 @@ export class OpfsHelper {
   }
 
   #worker;
-  #waiting = new Map(); // id -> { resolve, reject, name }
+  #waiting = new Map(); // id -> { resolve, reject, name, raw }
   #next = 0;
   #onVisibility = null;
-  /** False once the worker has failed: the caller reads some other way. */
+  /** False once the worker has failed or been closed: the caller reads and writes some other way. */
   alive = true;
 
   constructor(worker) {
@@ -306,20 +314,29 @@ export class OpfsHelper {
   /**
    * Writes parts (Uint8Arrays, one after another) into the file `name`,
    * which must exist and be no one else's while this runs (a save's
-   * temporary file), then flushes and closes it. Rejects with the
-   * DOMException the write failed with (QuotaExceededError when storage
-   * is full), or, if the helper ended, an error with helperGone set.
+   * temporary file), then flushes and closes it. Rejects with a
+   * DOMException of the name of the error the write met there
+   * (QuotaExceededError when storage is full; a RangeError as itself),
+   * with what a copy or a message here threw, or, if the helper ended,
+   * with an error with helperGone set.
    */
   async write(name, parts) {
     const pieces = [];
     for (const part of parts) for (let off = 0; off < part.length; off += WRITE_PIECE) pieces.push([part, off]);
     if (!pieces.length) pieces.push([new Uint8Array(0), 0]);
     let at = 0;
-    for (const [i, [part, off]] of pieces.entries()) {
-      // A copy of its own, transferred: a view's clone would copy its whole buffer.
-      const bytes = part.slice(off, off + WRITE_PIECE);
-      await this.#ask({ write: name, at, bytes, last: i === pieces.length - 1 }, { raw: true, transfer: [bytes.buffer] });
-      at += bytes.length;
+    try {
+      for (const [i, [part, off]] of pieces.entries()) {
+        // A copy of its own, transferred: a view's clone would copy its whole buffer.
+        const bytes = part.slice(off, off + WRITE_PIECE);
+        const n = bytes.length; // (bytes is detached once sent)
+        await this.#ask({ write: name, at, bytes, last: i === pieces.length - 1 }, { raw: true, transfer: [bytes.buffer] });
+        at += n;
+      }
+    } catch (err) {
+      // Failed here (a copy, a message), not there: the helper lets go of the file.
+      if (this.alive) this.#worker.postMessage({ abort: name });
+      throw err;
     }
   }
 
@@ -355,7 +372,7 @@ export class OpfsHelper {
     this.#waiting.clear();
   }
 
-  /** Ends the worker; reads waiting reject (helperGone). */
+  /** Ends the worker; reads and writes waiting reject (helperGone). */
   close() {
     if (this.alive) this.#die(helperGone('closed'));
   }

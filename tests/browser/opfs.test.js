@@ -133,13 +133,14 @@ browserTest(`opfs: a window reads and writes blobs through a helper worker (${li
 
   const helpers = (p) => p.workers().filter((x) => x.url().startsWith('blob:'));
   // Opens the store in page p, hits every entry (byte-exact) and saves
-  // entry id: the File reads and the streams the window made.
+  // entry id (8 MiB: the helper gets it in pieces): the File reads and
+  // the streams the window made.
   const useAll = async (p, id) => {
     await call(p, 'open', { path: PATH, storage: 'opfs' });
     await p.evaluate(() => window.T.countFileReads());
     const found = await call(p, 'verify', [0, 1, 2], ['A', 'B'], SHAPE);
     assert.deepEqual([0, 1, 2].map((i) => found[i].version), ['A', 'A', 'A']);
-    await call(p, 'insert', [id], 'A', SHAPE);
+    await call(p, 'insert', [id], 'A', BIG);
     assert.deepEqual(await call(p, 'flush'), { ok: true });
     return p.evaluate(() => ({ reads: window.T.fileReads, streams: window.T.streamWrites }));
   };
@@ -161,8 +162,8 @@ browserTest(`opfs: a window reads and writes blobs through a helper worker (${li
 
   const w2 = await spawn(page);
   await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
-  const found = await inWorker(page, w2, 'verify', [3, 4], ['A', 'B'], SHAPE);
-  assert.deepEqual([found[3].version, found[4].version], ['A', 'A'], 'what each window wrote, read in a worker');
+  const found = await inWorker(page, w2, 'verify', [3, 4], ['A', 'B'], BIG);
+  assert.deepEqual([found[3].version, found[4].version], ['A', 'A'], 'what each window wrote, read in a worker, byte-exact');
   await inWorker(page, w2, 'close');
 });
 }
@@ -447,18 +448,19 @@ browserTest('opfs: a window that watches finds at once what a worker saves, and 
 
 const IDS = [0, 1, 2, 3, 4, 5, 6, 7];
 const MID = { tokens: 128, layers: 4, width: 256 }; // 1 MiB of KV each
+const MID5 = { tokens: 128, layers: 4, width: 1280 }; // 5 MiB: a window's helper gets each in two pieces
 
 /**
  * Version A flushed, then B being flushed (stalled at its first write)
  * when interrupt() runs. A worker stalls inside its synchronous write, so
  * it cannot be asked; the interruption lands inside that write.
  */
-async function interruptedFlush(page, run, interrupt, { ask = true } = {}) {
+async function interruptedFlush(page, run, interrupt, { ask = true, shape = MID } = {}) {
   await run('open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
-  await run('insert', IDS, 'A', MID);
+  await run('insert', IDS, 'A', shape);
   assert.deepEqual(await run('flush'), { ok: true }, 'version A flushed');
   await run('watchOpfsWrites');
-  await run('insert', IDS, 'B', MID);
+  await run('insert', IDS, 'B', shape);
   const first = page.waitForEvent('console', { predicate: (m) => m.text().includes('first OPFS write'), timeout: 30000 });
   await run('flushNoWait');
   await first;
@@ -466,13 +468,13 @@ async function interruptedFlush(page, run, interrupt, { ask = true } = {}) {
   await interrupt();
 }
 
-async function checkInterrupted(t, session, label) {
+async function checkInterrupted(t, session, label, shape = MID) {
   const page = await session.open();
   const w = await spawn(page);
   const opened = await inWorker(page, w, 'open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
   assert.equal(opened.restoreReport.corrupt, 0, `${label}: no corrupt blob`);
   assert.equal(opened.restoreReport.loaded, IDS.length, `${label}: every entry`);
-  const found = await inWorker(page, w, 'verify', IDS, ['A', 'B'], MID);
+  const found = await inWorker(page, w, 'verify', IDS, ['A', 'B'], shape);
   assertVersions(found, IDS, ['A', 'B'], label);
   t.diagnostic(`${label}: restored ${IDS.map((id) => found[id].version).join('')}`);
   await inWorker(page, w, 'close', { flush: false });
@@ -515,8 +517,9 @@ browserTest('opfs: a browser killed while a worker replaces one blob in a loop l
 
 browserTest('opfs: a tab closed mid-flush in a window leaves every entry old or new', async (t, session) => {
   const page = await session.open();
-  await interruptedFlush(page, (fn, ...a) => call(page, fn, ...a), () => page.close({ runBeforeUnload: false }));
-  await checkInterrupted(t, session, 'tab closed');
+  // Closed while its helper worker holds a temporary file half written.
+  await interruptedFlush(page, (fn, ...a) => call(page, fn, ...a), () => page.close({ runBeforeUnload: false }), { shape: MID5 });
+  await checkInterrupted(t, session, 'tab closed', MID5);
 }, { timeout: 120000 });
 
 browserTest('opfs: two tabs flush the same entries while a third reads them; nothing torn or lost', async (t, session) => {
@@ -597,7 +600,7 @@ browserTest('opfs: a quota error rejects flush() with QUOTA in a worker and in a
 // (2 MiB) as an AbortError (web/opfs-blobs.js STREAM_CHUNK): so rounds of
 // 8 MiB blobs, each of which must say QUOTA. Writing each blob in one
 // write(), this failed by round 0, 1, 1 and 5 in four runs.
-browserTest('opfs: a window flush over quota rejects with QUOTA every time; after a reload every earlier entry is there', async (t, session) => {
+browserTest('opfs: a window flush over quota rejects with QUOTA every time, through its helper and through streams; after a reload every earlier entry is there', async (t, session) => {
   const PATH = '/opfs-window-quota';
   const EARLIER = [0, 1, 2];
   let page = await session.open();
@@ -610,18 +613,29 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time; afte
   await session.restart();
   assert.ok((await session.setQuota(session.context.pages()[0], usage + (1 << 20))).overrideActive);
   page = await session.open();
-  for (let round = 0; round < 12; round++) {
-    const opened = await call(page, 'open', { path: PATH, storage: 'opfs' });
-    assert.equal(opened.restoreReport.loaded, EARLIER.length, `round ${round}: the earlier entries`);
-    await call(page, 'insert', [50 + round], 'A', BIG);
-    const failed = await call(page, 'flush', 20000);
-    assert.equal(failed.ok, false, `round ${round}: flush() rejects`);
-    assert.equal(failed.isRlxkvError, true, `round ${round}: ${failed.name}: ${failed.message}`);
-    assert.equal(failed.code, 'QUOTA', `round ${round}: ${failed.message}`);
-    assert.equal((await call(page, 'verify', [50 + round], ['A'], BIG))[50 + round].version, 'A', `round ${round}: memory still has it`);
-    await call(page, 'close', { flush: false });
-    assert.deepEqual(strays(await call(page, 'opfsNames', PATH)), [], `round ${round}: the failed temporary file is removed`);
+  // A page whose CSP forbids blob: workers has no helper: it writes streams.
+  const streams = await session.context.newPage();
+  await streams.route('**/harness.html*', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
+  });
+  await session.load(streams, HARNESS);
+  for (const [p, how, rounds] of [[page, 'helper', 4], [streams, 'streams', 12]]) {
+    for (let round = 0; round < rounds; round++) {
+      const label = `${how}, round ${round}`;
+      const opened = await call(p, 'open', { path: PATH, storage: 'opfs' });
+      assert.equal(opened.restoreReport.loaded, EARLIER.length, `${label}: the earlier entries`);
+      await call(p, 'insert', [50 + round], 'A', BIG);
+      const failed = await call(p, 'flush', 20000);
+      assert.equal(failed.ok, false, `${label}: flush() rejects`);
+      assert.equal(failed.isRlxkvError, true, `${label}: ${failed.name}: ${failed.message}`);
+      assert.equal(failed.code, 'QUOTA', `${label}: ${failed.message}`);
+      assert.equal((await call(p, 'verify', [50 + round], ['A'], BIG))[50 + round].version, 'A', `${label}: memory still has it`);
+      await call(p, 'close', { flush: false });
+      assert.deepEqual(strays(await call(p, 'opfsNames', PATH)), [], `${label}: the failed temporary file is removed`);
+    }
   }
+  await streams.close();
 
   await session.reload(page);
   const again = await call(page, 'open', { path: PATH, storage: 'opfs' });

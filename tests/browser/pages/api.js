@@ -338,8 +338,11 @@ export function makeApi(rlx) {
 
     /**
      * Makes the first OPFS write of a flush log 'rlxkv-test: first OPFS
-     * write' and then stall 5 s (a worker's sync write busy-waits; a
-     * window's write awaits), so that a test can interrupt it there.
+     * write' and then stall 5 s, so that a test can interrupt it there: a
+     * worker's first sync write busy-waits after writing; a window holds
+     * back the second piece of a file it sends its helper worker (which
+     * holds that file open, its first 4 MiB written: a blob larger than
+     * that is needed), or waits after its first stream write.
      */
     watchOpfsWrites() {
       let first = true;
@@ -358,11 +361,9 @@ export function makeApi(rlx) {
         };
         return 'sync';
       }
-      // A window: its helper worker's writes (held back 5 s before the
-      // helper gets the first piece), or a stream's (5 s after the first).
       const post = Worker.prototype.postMessage;
       Worker.prototype.postMessage = function (m, ...rest) {
-        if (first && m && m.write !== undefined) {
+        if (first && m && m.write !== undefined && m.at > 0) {
           first = false;
           console.log('rlxkv-test: first OPFS write');
           setTimeout(() => post.call(this, m, ...rest), 5000);
