@@ -124,6 +124,7 @@ try {
   console.error(`OPFS bench: flushes, ${FLUSH_REPS} of each size`);
   const strict = await context.newPage();
   strict.setDefaultTimeout(300000);
+  strict.on('pageerror', (e) => errors.push(String((e && e.stack) || e)));
   await strict.route('**/opfs_page.html*', async (route) => {
     const response = await route.fetch();
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
@@ -152,6 +153,7 @@ try {
     for (const k of Object.keys(FLUSHES)) row[`${k}_ms`] = median(reps.map((x) => x[k]));
     results.flush.push(row);
   }
+  if (strict.workers().some((w) => w.url().startsWith('blob:'))) throw new Error('the page under a CSP against blob: workers has a helper');
   await strict.close();
   if (errors.length) throw new Error(errors.join('\n'));
 } finally {

@@ -46,8 +46,8 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
  * bytes, last }, answered { id } once bytes are written at `at` (and,
  * with last, the file flushed and its handle closed) or with an error
  * (the handle closed: the write is over), and { abort: name } (the
- * window gave up: the handle closed); and { keep } (whether to keep
- * handles open: false lets go of them all). On the directory's channel:
+ * window gave up: the handle closed); and { visible } (whether the page
+ * is, so whether to keep handles open: false lets go of them all). On the directory's channel:
  * { release: name } from a writer.
  */
 function helperMain() {
@@ -220,15 +220,15 @@ function helperMain() {
         () => postMessage({ ready: typeof FileSystemSyncAccessHandle === 'function' }),
         () => postMessage({ ready: false }));
       keeping = !!m.keep;
-    } else if (m.id === undefined) {
-      keeping = !!m.keep;
+    } else if (m.visible !== undefined) {
+      keeping = !!m.visible;
       if (!keeping) for (const name of [...open.keys()]) letGo(name);
-    } else if (m.write !== undefined) {
-      write(m.id, m.write, m.at, m.bytes, m.last);
     } else if (m.abort !== undefined) {
       const s = writing.get(m.abort); // the window gave up on this file's write
       writing.delete(m.abort);
       try { s?.close(); } catch { /* closed already */ }
+    } else if (m.write !== undefined) {
+      write(m.id, m.write, m.at, m.bytes, m.last);
     } else if (m.warm) {
       warm(m.id, m.name);
     } else {
@@ -291,7 +291,7 @@ export class OpfsHelper {
     // An answer that cannot arrive (its buffer not allocated here): no read waits forever.
     worker.onmessageerror = () => this.#die(helperGone('sent an answer that could not be received'));
     if (typeof document === 'object') {
-      this.#onVisibility = () => worker.postMessage({ keep: pageVisible() });
+      this.#onVisibility = () => worker.postMessage({ visible: pageVisible() });
       document.addEventListener('visibilitychange', this.#onVisibility);
       this.#onVisibility(); // as it is now, since start()
     }
@@ -320,6 +320,7 @@ export class OpfsHelper {
    * with what a copy or a message here threw, or, if the helper ended,
    * with an error with helperGone set.
    */
+  // parts must hold still while this runs (whole arrays, not pieces of one reused buffer).
   async write(name, parts) {
     const pieces = [];
     for (const part of parts) for (let off = 0; off < part.length; off += WRITE_PIECE) pieces.push([part, off]);

@@ -455,7 +455,7 @@ const MID5 = { tokens: 128, layers: 4, width: 1280 }; // 5 MiB: a window's helpe
  * when interrupt() runs. A worker stalls inside its synchronous write, so
  * it cannot be asked; the interruption lands inside that write.
  */
-async function interruptedFlush(page, run, interrupt, { ask = true, shape = MID } = {}) {
+async function interruptedFlush(page, run, interrupt, { ask = true, shape = MID, helper = false } = {}) {
   await run('open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
   await run('insert', IDS, 'A', shape);
   assert.deepEqual(await run('flush'), { ok: true }, 'version A flushed');
@@ -465,6 +465,7 @@ async function interruptedFlush(page, run, interrupt, { ask = true, shape = MID 
   await run('flushNoWait');
   await first;
   if (ask) assert.equal(await run('flushState'), 'running', 'the flush of B is under way when interrupted');
+  if (helper) assert.equal(page.workers().filter((x) => x.url().startsWith('blob:')).length, 1, "held in the helper's write");
   await interrupt();
 }
 
@@ -518,7 +519,7 @@ browserTest('opfs: a browser killed while a worker replaces one blob in a loop l
 browserTest('opfs: a tab closed mid-flush in a window leaves every entry old or new', async (t, session) => {
   const page = await session.open();
   // Closed while its helper worker holds a temporary file half written.
-  await interruptedFlush(page, (fn, ...a) => call(page, fn, ...a), () => page.close({ runBeforeUnload: false }), { shape: MID5 });
+  await interruptedFlush(page, (fn, ...a) => call(page, fn, ...a), () => page.close({ runBeforeUnload: false }), { shape: MID5, helper: true });
   await checkInterrupted(t, session, 'tab closed', MID5);
 }, { timeout: 120000 });
 
@@ -620,17 +621,35 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time, thro
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
   });
   await session.load(streams, HARNESS);
+  const probe = await spawn(page);
+  const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
+  const keptSoon = async () => {
+    for (let i = 0; i < 100; i++) {
+      const locked = await Promise.all(names.map((n) => inWorker(page, probe, 'opfsLocked', PATH, n)));
+      if (locked.every(Boolean)) return true;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return false;
+  };
   for (const [p, how, rounds] of [[page, 'helper', 4], [streams, 'streams', 12]]) {
     for (let round = 0; round < rounds; round++) {
       const label = `${how}, round ${round}`;
       const opened = await call(p, 'open', { path: PATH, storage: 'opfs' });
       assert.equal(opened.restoreReport.loaded, EARLIER.length, `${label}: the earlier entries`);
+      await p.evaluate(() => window.T.countFileReads());
       await call(p, 'insert', [50 + round], 'A', BIG);
       const failed = await call(p, 'flush', 20000);
       assert.equal(failed.ok, false, `${label}: flush() rejects`);
       assert.equal(failed.isRlxkvError, true, `${label}: ${failed.name}: ${failed.message}`);
       assert.equal(failed.code, 'QUOTA', `${label}: ${failed.message}`);
+      assert.equal(await p.evaluate(() => window.T.streamWrites) > 0, how === 'streams', `${label}: written by ${how}`);
       assert.equal((await call(p, 'verify', [50 + round], ['A'], BIG))[50 + round].version, 'A', `${label}: memory still has it`);
+      if (how === 'helper') {
+        // The failed write leaves the helper as it was: it keeps what it reads.
+        assert.equal(await call(p, 'clear'), 0);
+        assert.deepEqual(Object.values(await call(p, 'verify', EARLIER, ['A'], SHAPE)).map((f) => f.version), ['A', 'A', 'A']);
+        assert.equal(await keptSoon(), true, `${label}: the helper keeps the blobs it read`);
+      }
       await call(p, 'close', { flush: false });
       assert.deepEqual(strays(await call(p, 'opfsNames', PATH)), [], `${label}: the failed temporary file is removed`);
     }
