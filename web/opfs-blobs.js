@@ -663,15 +663,10 @@ export class OpfsBlobs {
   /**
    * A window's write of temporary file `name` (its handle h): by the
    * helper's sync handle, else (no helper, or it ended) through a
-   * createWritable() stream. Chromium 156, a window's flush of one entry
-   * (medians of 5 page loads; 'idb' for comparison):
-   *                      1 MiB  10 MiB  50 MiB
-   *   helper's writes     26.5    89     270 ms
-   *   streams             34     133     553
-   *   'idb'               15     105     463
-   * (At 1 MiB the rest weighs most: a marker, the index's update, a
-   * flush() of the blob's file and of the index's.) bench/bench_opfs.mjs
-   * measures the same.
+   * createWritable() stream. bench/bench_opfs.mjs times a window's flush
+   * of one entry both ways: in one run, 198 ms against 374 at 50 MiB, 787
+   * against 1,680 at 200 MiB, but 57 against 39 at 1 MiB, where the rest
+   * weighs most (a marker, the index's update, a flush() of each file).
    */
   async #writeWindow(name, h, parts) {
     await this.#helperStarting;
