@@ -76,7 +76,8 @@ try {
   const errors = [];
   page.on('pageerror', (e) => errors.push(String((e && e.stack) || e)));
   const at = `${url}/bench/opfs_page.html`;
-  const call = (fn, arg) => page.evaluate(async ([f, a]) => (await import('/bench/opfs_page.js'))[f](a), [fn, arg]);
+  const callOn = (p, fn, arg) => p.evaluate(async ([f, a]) => (await import('/bench/opfs_page.js'))[f](a), [fn, arg]);
+  const call = (fn, arg) => callOn(page, fn, arg);
   const inWorker = (arg) => page.evaluate((a) => new Promise((resolve, reject) => {
     const w = new Worker('/bench/opfs_worker.js', { type: 'module' });
     w.onmessage = ({ data }) => { w.terminate(); if (data.error) reject(new Error(data.error)); else resolve(data); };
@@ -129,7 +130,6 @@ try {
     const response = await route.fetch();
     await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
   });
-  const callOn = (p, fn, arg) => p.evaluate(async ([f, a]) => (await import('/bench/opfs_page.js'))[f](a), [fn, arg]);
   const FLUSHES = {
     opfs_window: (arg) => callOn(page, 'flushPhase', { ...arg, storage: 'opfs' }),
     opfs_window_streams: (arg) => callOn(strict, 'flushPhase', { ...arg, storage: 'opfs' }),

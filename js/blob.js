@@ -146,12 +146,15 @@ export function* encodePieces(tokens, blocksAt, fingerprint) {
   const pre = new Uint8Array(HEAD + 8 * tokens.length + 8);
   writePreamble(pre, new DataView(pre.buffer), format, fingerprint, tokens, first.length / 2);
   yield pre;
-  let buf = null;
+  let buf = null, dv = null;
   for (let i = 0; i < first.length; i++) {
     const b = blocksAt()[i];
-    if (!buf || buf.length < 8 + b.byteLength) buf = new Uint8Array(8 + b.byteLength);
+    if (!buf || buf.length < 8 + b.byteLength) {
+      buf = new Uint8Array(8 + b.byteLength);
+      dv = new DataView(buf.buffer);
+    }
     const piece = buf.subarray(0, 8 + b.byteLength);
-    setU64(new DataView(buf.buffer), 0, b.length);
+    setU64(dv, 0, b.length);
     piece.set(new Uint8Array(b.buffer, b.byteOffset, b.byteLength), 8);
     yield piece;
   }

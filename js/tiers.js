@@ -530,7 +530,8 @@ export class TieredStore {
     return this.#withIndexUpdate((merge) => this.#blobs.updateIndex((cur, present) => {
       const index = parseIndex(cur);
       if (index || [...this.#known.keys()].every((n) => changed.has(n))) return merge(index, present);
-      return { bytes: merge(parseIndex(encodeIndex(this.#known)), present), behind: true };
+      // A copy of each record: the merge raises last uses in the records it is given.
+      return { bytes: merge(new Map([...this.#known].map(([n, r]) => [n, { ...r }])), present), behind: true };
     }, [...changed]), records, removed);
   }
 

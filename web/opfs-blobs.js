@@ -98,6 +98,8 @@ const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'Ty
 // The file is locked: a sync handle is open on it, or a move onto it is under way.
 const isLocked = (err) => !!err && err.name === 'NoModificationAllowedError';
 const BUSY = Symbol('busy'); // a read without the lock that must be made under it
+/** Whether a read keeps the file's handle open (#keepOpen): a blob's, not the index's, which every flush replaces. */
+const keptOpen = (name) => name.endsWith(SUFFIX);
 
 /** Whether sync handles can be read-only (Chromium 121+): such handles share a file. */
 const readOnlyHandles = () => {
@@ -125,12 +127,10 @@ export class OpfsBlobs {
   /** Opens (creating if missing) the directory `path` ('/a/b': segments under the OPFS root). */
   static async open(path) {
     if (!opfsAvailable()) throw new RlxkvError('IO', "storage 'opfs' needs the Origin Private File System with move() and Web Locks, which this environment lacks");
-    const segs = path.split('/').filter(Boolean);
-    path = `/${segs.join('/')}`; // one spelling: its locks and channel are every tab's
     let dir;
     try {
       dir = await navigator.storage.getDirectory();
-      for (const seg of segs) dir = await dir.getDirectoryHandle(seg, { create: true });
+      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
     } catch (err) {
       throw opfsError(err, `cannot use OPFS directory ${path}`);
     }
@@ -436,9 +436,10 @@ export class OpfsBlobs {
     }
     if (this.#helper?.alive) {
       try {
-        return await this.#helper.read(name, name.endsWith(SUFFIX)); // a blob's handle kept open, the index's not
+        return await this.#helper.read(name, keptOpen(name));
       } catch (err) {
-        if (!err.helperGone) throw err; // else: the helper ended, the File is read
+        if (err instanceof RangeError) throw err;
+        if (!err.helperGone) throw opfsError(err, `reading ${name}`); // else: the helper ended, the File is read
       }
     }
     return this.#shared(name, async () => {
@@ -468,7 +469,7 @@ export class OpfsBlobs {
    * the shared lock. The answer comes before the handle's close.
    */
   readWith(name, fn) {
-    const keep = name.endsWith(SUFFIX); // a blob's handle is kept open (#keepOpen), the index's not
+    const keep = keptOpen(name);
     const kept = this.#usable(this.#take(name));
     if (kept) {
       let result;

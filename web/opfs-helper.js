@@ -29,7 +29,7 @@
 // which must stay self-contained), so a page whose CSP forbids blob:
 // workers gets no helper: start() answers null, and the window reads Files
 // and writes createWritable() streams.
-import { RlxkvError, storageError } from './errors.js';
+import { RlxkvError } from './errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
 const WRITE_PIECE = 4 << 20; // bytes of a write per message (see the header)
@@ -39,7 +39,7 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
 
 /**
  * The helper's body, run as its own script: nothing from outside this
- * function reaches it. Messages in: { start: path, channel, keep, maxOpen, keepMs }, answered
+ * function reaches it. Messages in: { start: path, channel, maxOpen, keepMs }, answered
  * { ready } (whether it has sync handles), then { id, name, warm, keep }, answered
  * { id, buf, size } (buf transferred), { id, gone: true } (and so is a
  * warm-up) or { id, error: { name, message } }; { id, write: name, at,
@@ -219,7 +219,6 @@ function helperMain() {
       start(m).then(
         () => postMessage({ ready: typeof FileSystemSyncAccessHandle === 'function' }),
         () => postMessage({ ready: false }));
-      keeping = !!m.keep;
     } else if (m.visible !== undefined) {
       keeping = !!m.visible;
       if (!keeping) for (const name of [...open.keys()]) letGo(name);
@@ -264,7 +263,7 @@ export class OpfsHelper {
       const timer = setTimeout(() => resolve(false), READY_MS);
       worker.onmessage = (e) => { clearTimeout(timer); resolve(!!e.data.ready); };
       worker.onerror = (e) => { e.preventDefault(); clearTimeout(timer); resolve(false); };
-      worker.postMessage({ start: path, channel, keep: pageVisible(), maxOpen, keepMs });
+      worker.postMessage({ start: path, channel, maxOpen, keepMs });
     });
     URL.revokeObjectURL(url);
     if (!ready) {
@@ -275,7 +274,7 @@ export class OpfsHelper {
   }
 
   #worker;
-  #waiting = new Map(); // id -> { resolve, reject, name, raw }
+  #waiting = new Map(); // id -> { resolve, reject }
   #next = 0;
   #onVisibility = null;
   /** False once the worker has failed or been closed: the caller reads and writes some other way. */
@@ -290,10 +289,11 @@ export class OpfsHelper {
     };
     // An answer that cannot arrive (its buffer not allocated here): no read waits forever.
     worker.onmessageerror = () => this.#die(helperGone('sent an answer that could not be received'));
+    const visibility = () => worker.postMessage({ visible: pageVisible() });
+    visibility(); // before any read: messages arrive in order
     if (typeof document === 'object') {
-      this.#onVisibility = () => worker.postMessage({ visible: pageVisible() });
-      document.addEventListener('visibilitychange', this.#onVisibility);
-      this.#onVisibility(); // as it is now, since start()
+      this.#onVisibility = visibility;
+      document.addEventListener('visibilitychange', visibility);
     }
   }
 
@@ -301,7 +301,7 @@ export class OpfsHelper {
    * The whole blob `name` in a new buffer (transferred from the worker);
    * null if it is gone. With keep, the helper keeps its handle open for
    * the next read (until a writer asks for it: see the header). Rejects
-   * with QUOTA / IO, or, if the helper ended, an error with helperGone set.
+   * as write() does.
    */
   read(name, keep = false) { return this.#ask({ name, keep }); }
 
@@ -315,10 +315,10 @@ export class OpfsHelper {
    * Writes parts (Uint8Arrays, one after another) into the file `name`,
    * which must exist and be no one else's while this runs (a save's
    * temporary file), then flushes and closes it. Rejects with a
-   * DOMException of the name of the error the write met there
-   * (QuotaExceededError when storage is full; a RangeError as itself),
-   * with what a copy or a message here threw, or, if the helper ended,
-   * with an error with helperGone set.
+   * DOMException of the name of the error met there (QuotaExceededError
+   * when storage is full; a RangeError as itself: the caller makes them
+   * RlxkvErrors), with what a copy or a message here threw, or, if the
+   * helper ended, with an error with helperGone set.
    */
   // parts must hold still while this runs (whole arrays, not pieces of one reused buffer).
   async write(name, parts) {
@@ -331,7 +331,7 @@ export class OpfsHelper {
         // A copy of its own, transferred: a view's clone would copy its whole buffer.
         const bytes = part.slice(off, off + WRITE_PIECE);
         const n = bytes.length; // (bytes is detached once sent)
-        await this.#ask({ write: name, at, bytes, last: i === pieces.length - 1 }, { raw: true, transfer: [bytes.buffer] });
+        await this.#ask({ write: name, at, bytes, last: i === pieces.length - 1 }, [bytes.buffer]);
         at += n;
       }
     } catch (err) {
@@ -341,12 +341,12 @@ export class OpfsHelper {
     }
   }
 
-  /** Sends m with a new id; its answer settles the promise (with raw, a failure as the DOMException the helper met). */
-  #ask(m, { raw = false, transfer = [] } = {}) {
+  /** Sends m with a new id (transferring `transfer`); its answer settles the promise. */
+  #ask(m, transfer = []) {
     if (!this.alive) return Promise.reject(helperGone('closed'));
     return new Promise((resolve, reject) => {
       const id = this.#next++;
-      this.#waiting.set(id, { resolve, reject, name: m.name ?? m.write, raw });
+      this.#waiting.set(id, { resolve, reject });
       this.#worker.postMessage({ id, ...m }, transfer);
     });
   }
@@ -356,10 +356,8 @@ export class OpfsHelper {
     if (!w) return;
     this.#waiting.delete(m.id);
     if (m.error) {
-      const err = new DOMException(m.error.message, m.error.name);
       // Too large for one ArrayBuffer there: a RangeError, as a File read's here.
-      if (m.error.name === 'RangeError') w.reject(new RangeError(m.error.message));
-      else w.reject(w.raw ? err : storageError(err, `reading ${w.name}`, 'OPFS'));
+      w.reject(m.error.name === 'RangeError' ? new RangeError(m.error.message) : new DOMException(m.error.message, m.error.name));
     } else {
       w.resolve(m.buf ? new Uint8Array(m.buf, 0, m.size) : null); // null: gone, or a write's answer
     }

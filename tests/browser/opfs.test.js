@@ -23,6 +23,17 @@ const inWorker = (page, w, fn, ...args) =>
 const spawn = (page) => page.evaluate(() => window.T.spawnWorker());
 const strays = (names) => names.filter((n) => !n.endsWith('.rlxkv') && n !== '.rlxkv-index'); // markers too
 
+/** A new page of the session at `url` whose CSP forbids blob: workers: it can have no helper worker. */
+async function openWithoutHelper(session, url) {
+  const page = await session.context.newPage();
+  await page.route('**/harness.html*', async (route) => {
+    const response = await route.fetch();
+    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
+  });
+  await session.load(page, url);
+  return page;
+}
+
 function assertVersions(found, ids, versions, label) {
   for (const id of ids) assert.ok(versions.includes(found[id].version), `${label}: entry ${id} is ${found[id].version}`);
 }
@@ -150,12 +161,7 @@ browserTest(`opfs: a window reads and writes blobs through a helper worker (${li
   for (let i = 0; i < 100 && helpers(page).length; i++) await new Promise((r) => setTimeout(r, 20)); // the event comes late
   assert.equal(helpers(page).length, 0, 'close() ends the helper');
 
-  const strict = await session.context.newPage();
-  await strict.route('**/harness.html*', async (route) => {
-    const response = await route.fetch();
-    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
-  });
-  await session.load(strict, HARNESS + query);
+  const strict = await openWithoutHelper(session, HARNESS + query);
   assert.deepEqual(await useAll(strict, 4), { reads: 3, streams: 2 }, 'one File read per hit, a stream for the blob and the index');
   assert.equal(helpers(strict).length, 0, 'no helper under this CSP');
   await call(strict, 'close');
@@ -614,13 +620,7 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time, thro
   await session.restart();
   assert.ok((await session.setQuota(session.context.pages()[0], usage + (1 << 20))).overrideActive);
   page = await session.open();
-  // A page whose CSP forbids blob: workers has no helper: it writes streams.
-  const streams = await session.context.newPage();
-  await streams.route('**/harness.html*', async (route) => {
-    const response = await route.fetch();
-    await route.fulfill({ response, headers: { ...response.headers(), 'content-security-policy': "worker-src 'self'" } });
-  });
-  await session.load(streams, HARNESS);
+  const streams = await openWithoutHelper(session, HARNESS); // it writes streams
   const probe = await spawn(page);
   const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
   const keptSoon = async () => {
