@@ -14,7 +14,11 @@ export interface TensorLike {
 /** new Tensor(type, data, dims): transformers.js's Tensor or onnxruntime's. */
 export type TensorClass<T = TensorLike> = new (type: string, data: ArrayBufferView, dims: number[]) => T;
 
-/** head-major, num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads), num_hidden_layers layers. */
+/**
+ * head-major, num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads), num_hidden_layers layers
+ * (0 when absent). Throws naming the config field that is not a positive integer a layout holds (heads, head_dim and
+ * their product below 2^32, at most 4096 layers).
+ */
 export function layoutOf(config: object): Required<Layout> & { order: 'head-major' };
 
 /** The KV dtype a loaded transformers.js model takes: its graph's past_key_values type (4.x) or session config (3.x). */
@@ -30,6 +34,7 @@ export interface KVFromTensors {
 /**
  * K/V from tensors named `${prefix}.N.key` / `.value` ([1, heads, tokens, headDim]): generate's
  * past_key_values (prefix 'past_key_values', the default) or a session's outputs (prefix 'present').
+ * Every layer from 0 on, with no gap; any other `${prefix}.*` tensor is refused, by name.
  * GPU-buffer tensors are downloaded. Insert the result with cache.insert(tokens, kv).
  */
 export function kvFromTensors(tensors: Record<string, TensorLike>, opts?: { prefix?: string }): Promise<KVFromTensors>;
@@ -51,7 +56,7 @@ export interface CachedGenerateOptions {
 
 /**
  * model.generate with the prompt's longest cached prefix restored (never the whole prompt; partial
- * reuse included) and the run's KV inserted back. generateOptions.input_ids must be [1, n]; the
+ * reuse included) and the run's KV inserted back. generateOptions.input_ids must be [1, n] of ids in [0, 2^32); the
  * cache must have layout layoutOf(model.config). Resolves to generate's result with
  * return_dict_in_generate ({ sequences, past_key_values, ... }) plus `reused` and `prefilled`.
  */

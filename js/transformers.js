@@ -18,6 +18,8 @@
 // So the matching is rlxkv's longest-prefix lookup, and a restore always
 // leaves at least one prompt token to compute.
 import { widenF16, narrowF32 } from './f16.js';
+import { MAX_LAYERS } from './blob.js';
+import { toTokens } from './args.js';
 
 const PAST = 'past_key_values';
 
@@ -25,18 +27,65 @@ const PAST = 'past_key_values';
  * The rlxkv layout of a transformers.js model's KV, from its config (the
  * model's `config`, or config.json's object): head-major, with
  * num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads).
+ * Every field it reads must be a positive integer a layout can hold, or it
+ * throws naming that field: a config is the app's data, and a bad one would
+ * otherwise surface later as a `layout` error, or as a layout that fits no KV.
  */
 export function layoutOf(config) {
   if (!config || typeof config !== 'object') throw new TypeError('layoutOf(config): config must be a model config object');
-  const c = config.text_config && !config.num_attention_heads ? config.text_config : config;
-  const attention = c.num_attention_heads;
-  const heads = c.num_key_value_heads ?? attention;
-  const headDim = c.head_dim ?? (c.hidden_size && attention ? c.hidden_size / attention : undefined);
-  const layers = c.num_hidden_layers ?? 0;
-  for (const [name, v] of [['num_key_value_heads (or num_attention_heads)', heads], ['head_dim (or hidden_size / num_attention_heads)', headDim]]) {
-    if (!Number.isInteger(v) || v < 1) throw new RangeError(`layoutOf(config): ${name} is ${v}, not a positive integer`);
+  const nested = config.text_config && !config.num_attention_heads;
+  if (nested && typeof config.text_config !== 'object') {
+    throw new TypeError(`layoutOf(config): text_config is ${show(config.text_config)}, not a config object`);
   }
+  const c = nested ? config.text_config : config;
+  const at = nested ? 'text_config.' : '';
+  const field = (name) => configInt(c[name], `${at}${name}`);
+  const attention = field('num_attention_heads');
+  const kvHeads = field('num_key_value_heads');
+  const [heads, headsName] = kvHeads !== undefined ? [kvHeads, 'num_key_value_heads'] : [attention, 'num_attention_heads'];
+  if (heads === undefined) throw new RangeError(`layoutOf(config): ${at}num_key_value_heads (or num_attention_heads) is undefined, not a positive integer`);
+  const [headDim, dimName] = headDimOf(field('head_dim'), field('hidden_size'), attention, at);
+  const layers = field('num_hidden_layers') ?? 0;
+  // The limits of a layout (js/args.js toLayout, rlxkv_cache_set_layout):
+  // heads, the head size and heads × head size each fit a u32.
+  if (heads > U32_MAX) throw new RangeError(`layoutOf(config): ${at}${headsName} is ${heads}, more than a layout's ${U32_MAX} heads`);
+  if (headDim > U32_MAX) throw new RangeError(`layoutOf(config): ${at}${dimName} is ${headDim}, more than a layout's ${U32_MAX} values a head`);
+  if (heads * headDim > U32_MAX) {
+    throw new RangeError(`layoutOf(config): ${at}${headsName} × ${dimName} is ${heads} × ${headDim}, more than a layout's ${U32_MAX} values a token`);
+  }
+  // A layout may name more layers, but no entry of more than MAX_LAYERS can
+  // be stored or exported (LIMIT), so such a cache could only fail later.
+  if (layers > MAX_LAYERS) throw new RangeError(`layoutOf(config): ${at}num_hidden_layers is ${layers}, more than the ${MAX_LAYERS} layers an rlxkv blob may have`);
   return { order: 'head-major', heads, headDim, layers };
+}
+
+/** [head size, the config's name for it]: head_dim, or else hidden_size / num_attention_heads when that divides. */
+function headDimOf(given, hidden, attention, at) {
+  if (given !== undefined) return [given, 'head_dim'];
+  const name = 'hidden_size / num_attention_heads';
+  if (hidden === undefined || attention === undefined) {
+    throw new RangeError(`layoutOf(config): ${at}head_dim (or ${name}) is undefined, not a positive integer`);
+  }
+  if (hidden % attention !== 0) throw new RangeError(`layoutOf(config): ${at}${name} is ${hidden} / ${attention}, not an integer; the config needs a head_dim`);
+  return [hidden / attention, name];
+}
+
+const U32_MAX = 0xffffffff;
+
+/** A config field as a positive safe integer, or undefined when absent (null too, as config.json writes it). */
+function configInt(v, name) {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number') throw new TypeError(`layoutOf(config): ${name} is ${show(v)}, not a positive integer`);
+  if (!Number.isSafeInteger(v) || v < 1) throw new RangeError(`layoutOf(config): ${name} is ${v}, not a positive integer`);
+  return v;
+}
+
+/** A value as an error message shows it: a string quoted, so "16" is not read as 16. */
+function show(v) {
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'bigint') return `${v}n`;
+  if (typeof v === 'object') return Array.isArray(v) ? 'an array' : 'an object';
+  return String(v);
 }
 
 /**
@@ -63,27 +112,62 @@ export function kvDtypeOf(model) {
  */
 export async function kvFromTensors(tensors, { prefix = PAST } = {}) {
   if (!tensors || typeof tensors !== 'object') throw new TypeError('kvFromTensors: tensors must be an object of named tensors');
-  const k = [], v = [];
+  const layers = layerTensors(tensors, prefix);
   let tokens = -1, dtype = null;
-  for (let l = 0; ; l++) {
-    const key = tensors[`${prefix}.${l}.key`], value = tensors[`${prefix}.${l}.value`];
-    if (!key && !value) break;
-    if (!key || !value) throw new RangeError(`kvFromTensors: ${prefix}.${l} has a ${key ? 'key' : 'value'} but no ${key ? 'value' : 'key'}`);
-    for (const [t, name, out] of [[key, 'key', k], [value, 'value', v]]) {
+  layers.forEach(({ key, value }, l) => {
+    for (const [t, name] of [[key, 'key'], [value, 'value']]) {
       const dims = t.dims;
-      if (!Array.isArray(dims) || dims.length !== 4 || dims[0] !== 1) {
-        throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} has dims ${JSON.stringify(dims)}; expected [1, heads, tokens, headDim]`);
+      if (!isKvDims(dims)) {
+        throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} has dims ${JSON.stringify(dims)}; expected [1, heads, tokens, headDim], each a non-negative integer`);
       }
       if (t.type !== 'float32' && t.type !== 'float16') throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}; only float32 and float16 KV are kept`);
       if (tokens >= 0 && dims[2] !== tokens) throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} covers ${dims[2]} tokens, layer 0 ${tokens}`);
       if (dtype && t.type !== dtype) throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}, layer 0 ${dtype}`);
       tokens = dims[2];
       dtype = t.type;
-      out.push(await tensorData(t));
     }
+  });
+  const k = [], v = [];
+  for (const { key, value } of layers) {
+    k.push(await tensorData(key));
+    v.push(await tensorData(value));
   }
-  if (!k.length) throw new RangeError(`kvFromTensors: no ${prefix}.0.key tensor`);
   return { k, v, tokens, dtype };
+}
+
+/** [1, heads, tokens, headDim] of sizes: a -1 (ONNX's unknown size) or 2.5 is no count of tokens. */
+const isKvDims = (dims) => Array.isArray(dims) && dims.length === 4 && dims[0] === 1 &&
+  [1, 2, 3].every((i) => Number.isSafeInteger(dims[i]) && dims[i] >= 0);
+
+/**
+ * The { key, value } tensors of layers 0, 1, ... of `${prefix}.N.*`. Every
+ * tensor under the prefix must be one of them: a missing layer or a name of
+ * another form (an encoder's KV, `.01.key`) would leave the entry without
+ * layers the model needs, so it throws instead of stopping at the gap.
+ */
+function layerTensors(tensors, prefix) {
+  const layers = [];
+  const others = [];
+  for (const name of Object.keys(tensors)) {
+    if (!name.startsWith(`${prefix}.`)) continue;
+    const m = /^(0|[1-9]\d*)\.(key|value)$/.exec(name.slice(prefix.length + 1));
+    if (!m || Number(m[1]) >= MAX_LAYERS) { others.push(name); continue; }
+    (layers[Number(m[1])] ??= {})[m[2]] = tensors[name];
+  }
+  if (others.length) {
+    const more = others.length > 1 ? ` (and ${others.length - 1} more)` : '';
+    throw new RangeError(`kvFromTensors: ${others[0]}${more} is not a layer's key or value (${prefix}.N.key / .value, N < ${MAX_LAYERS})`);
+  }
+  if (!layers.length) throw new RangeError(`kvFromTensors: no ${prefix}.0.key tensor`);
+  for (let l = 0; l < layers.length; l++) {
+    const layer = layers[l];
+    if (!layer) {
+      const next = layers.findIndex((x, i) => i > l && x);
+      throw new RangeError(`kvFromTensors: layer ${l} is missing (no ${prefix}.${l}.key or .value), but ${prefix}.${next} follows: a gap in the layers`);
+    }
+    if (!layer.key || !layer.value) throw new RangeError(`kvFromTensors: ${prefix}.${l} has a ${layer.key ? 'key' : 'value'} but no ${layer.key ? 'value' : 'key'}`);
+  }
+  return layers;
 }
 
 /** A tensor's values on the CPU: its data, or a download from the GPU. */
@@ -130,7 +214,8 @@ const isV4Cache = (c) => c && typeof c.get_seq_length === 'function';
  * rlxkv, and what the run computed inserted back.
  *
  * generateOptions are generate()'s, with input_ids a [1, n] tensor (batch 1)
- * of the whole prompt; a past_key_values of your own is refused. The lookup
+ * of the whole prompt's ids, each in [0, 2^32) (else a RangeError naming the
+ * first that is not); a past_key_values of your own is refused. The lookup
  * may reuse part of a longer entry (an edited prompt reuses exactly its
  * unchanged prefix) and never covers the whole prompt. The restore is a new
  * DynamicCache (4.x; pass opts.transformers, your module, for its class) or
@@ -151,6 +236,9 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const { input_ids: ids } = generateOptions;
   if (!ids || !Array.isArray(ids.dims) || !ids.data) throw new TypeError('cachedGenerate: generateOptions.input_ids must be a tensor');
   if (ids.dims.length !== 2 || ids.dims[0] !== 1) throw new RangeError(`cachedGenerate: input_ids must be [1, n] (one sequence), got ${JSON.stringify(ids.dims)}`);
+  // Token ids arrive as int64 (BigInt64Array): a -1 would wrap to 4294967295
+  // and be cached under ids no tokenizer gives.
+  const checked = toTokens(ids.data, 'cachedGenerate: generateOptions.input_ids');
   if (generateOptions.past_key_values) throw new TypeError('cachedGenerate: past_key_values comes from the cache; do not pass one');
   const layout = cache.layout;
   if (!layout || layout.order !== 'head-major') throw new RangeError("cachedGenerate: open the cache with layout: layoutOf(model.config)");
@@ -158,7 +246,8 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   if (!['auto', 'f32', 'f16'].includes(store)) throw new RangeError(`cachedGenerate: opts.store must be 'auto', 'f32' or 'f16', got ${store}`);
 
   const Tensor = ids.constructor;
-  const prompt = Uint32Array.from(ids.data, Number);
+  // A copy of the app's array: match reads it again after each await.
+  const prompt = checked === ids.data ? checked.slice() : checked;
   const n = prompt.length;
   const modelDtype = kvDtypeOf(model);
   // Memory and storage alike: a stored-only hit reads its one blob.
@@ -181,8 +270,7 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const pkv = out?.past_key_values;
   if (pkv) {
     const kv = await kvFromTensors(pkv);
-    const seq = Array.from(out.sequences.data, Number);
-    const tokens = Uint32Array.from(seq.slice(0, kv.tokens));
+    const tokens = toTokens(out.sequences.data.slice(0, kv.tokens), "cachedGenerate: generate's sequences");
     if (tokens.length === kv.tokens && tokens.length > 0) {
       const f16 = kv.dtype === 'float16';
       const blocks = store === 'f32' && f16 ? { k: kv.k.map((b) => widenF16(b)), v: kv.v.map((b) => widenF16(b)) }

@@ -3,12 +3,16 @@
 // onnxruntime-node: greedy generation with the KV restored by rlxkv after a
 // process restart gives exactly the tokens of a cold run, for f32 and f16
 // KV. Each version runs in child processes (two onnxruntime-node builds
-// cannot share one), two per case: before and after the restart.
+// cannot share one), two per case: before and after the restart. This
+// process imports transformers.js 4.x only for its Tensor, and refuses
+// hostile configs, tensors and input ids without running a model.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { layoutOf } from 'rlxkv/transformers';
+import { Tensor } from '@huggingface/transformers';
+import init from 'rlxkv';
+import { layoutOf, kvFromTensors, cachedGenerate } from 'rlxkv/transformers';
 import { modelsDir } from './onnx-model-run.js';
 import { tempDir } from './helpers.js';
 
@@ -27,6 +31,107 @@ test('layoutOf reads heads and head size from a model config', () => {
   assert.deepEqual(layoutOf({ num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8, hidden_size: 2048 }),
     { order: 'head-major', heads: 8, headDim: 64, layers: 16 });
   assert.throws(() => layoutOf({ num_attention_heads: 3, hidden_size: 100 }), RangeError);
+  // A multimodal config's text_config; config.json's null for "not given".
+  assert.deepEqual(layoutOf({ model_type: 'gemma3', text_config: { num_hidden_layers: 26, num_attention_heads: 4, num_key_value_heads: 1, head_dim: 256, hidden_size: 1152 } }),
+    { order: 'head-major', heads: 1, headDim: 256, layers: 26 });
+  assert.deepEqual(layoutOf({ num_hidden_layers: 4, num_attention_heads: 4, num_key_value_heads: null, hidden_size: 128, head_dim: null }),
+    { order: 'head-major', heads: 4, headDim: 32, layers: 4 });
+});
+
+const llama = { num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8, hidden_size: 2048 };
+
+test('layoutOf refuses a config field that is no size a layout can hold, naming the field', () => {
+  const refused = [
+    [{ ...llama, num_hidden_layers: '16' }, TypeError, 'num_hidden_layers is "16", not a positive integer'],
+    [{ ...llama, num_hidden_layers: 2.5 }, RangeError, 'num_hidden_layers is 2.5, not a positive integer'],
+    [{ ...llama, num_hidden_layers: 0 }, RangeError, 'num_hidden_layers is 0, not a positive integer'],
+    [{ ...llama, num_hidden_layers: 5000 }, RangeError, 'num_hidden_layers is 5000, more than the 4096 layers an rlxkv blob may have'],
+    [{ ...llama, num_attention_heads: '32' }, TypeError, 'num_attention_heads is "32", not a positive integer'],
+    [{ ...llama, num_key_value_heads: -8 }, RangeError, 'num_key_value_heads is -8, not a positive integer'],
+    [{ ...llama, num_key_value_heads: 2 ** 32 }, RangeError, 'num_key_value_heads is 4294967296, more than'],
+    [{ ...llama, hidden_size: 2048n }, TypeError, 'hidden_size is 2048n, not a positive integer'],
+    [{ ...llama, hidden_size: 2050 }, RangeError, 'hidden_size / num_attention_heads is 2050 / 32, not an integer'],
+    [{ ...llama, head_dim: 1e10 }, RangeError, 'head_dim is 10000000000, more than'],
+    [{ ...llama, head_dim: NaN }, RangeError, 'head_dim is NaN, not a positive integer'],
+    [{ ...llama, head_dim: 2 ** 30 }, RangeError, 'num_key_value_heads × head_dim is 8 × 1073741824, more than'],
+    [{ text_config: { ...llama, num_hidden_layers: '16' } }, TypeError, 'text_config.num_hidden_layers is "16"'],
+    [{ text_config: 'llama' }, TypeError, 'text_config is "llama", not a config object'],
+  ];
+  for (const [config, type, message] of refused) {
+    assert.throws(() => layoutOf(config), (e) => e instanceof type && e.message.startsWith(`layoutOf(config): ${message}`), message);
+  }
+});
+
+/** A float32 KV tensor of these dims, as a session or generate returns it. */
+const kvTensor = (dims) => new Tensor('float32', new Float32Array(dims.reduce((a, b) => a * b, 1)), dims);
+/** present.N.key and .value of [1, 2 heads, 3 tokens, 4]. */
+const presentLayer = (l) => ({ [`present.${l}.key`]: kvTensor([1, 2, 3, 4]), [`present.${l}.value`]: kvTensor([1, 2, 3, 4]) });
+
+test('kvFromTensors takes every layer or none: a gap, or a tensor it would not keep, is refused by name', async () => {
+  const logits = new Tensor('float32', new Float32Array(257 * 3), [1, 3, 257]);
+  const whole = await kvFromTensors({ logits, ...presentLayer(0), ...presentLayer(1), ...presentLayer(2) }, { prefix: 'present' });
+  assert.equal(whole.k.length, 3);
+  assert.equal(whole.tokens, 3);
+
+  await assert.rejects(kvFromTensors({ logits, ...presentLayer(0), ...presentLayer(1), ...presentLayer(3) }, { prefix: 'present' }),
+    { name: 'RangeError', message: 'kvFromTensors: layer 2 is missing (no present.2.key or .value), but present.3 follows: a gap in the layers' });
+  await assert.rejects(kvFromTensors({ ...presentLayer(1) }, { prefix: 'present' }), { name: 'RangeError', message: /layer 0 is missing/ });
+  // An encoder-decoder's KV is not a decoder's layers.
+  await assert.rejects(kvFromTensors({ ...presentLayer(0), 'present.0.encoder.key': kvTensor([1, 2, 5, 4]) }, { prefix: 'present' }),
+    { name: 'RangeError', message: /^kvFromTensors: present\.0\.encoder\.key is not a layer's key or value/ });
+});
+
+test('kvFromTensors refuses dims that are not sizes, naming the tensor', async () => {
+  // transformers.js's Tensor refuses these dims; another runtime's tensor (type, dims, data) may not.
+  for (const dims of [[1, 2, -1, 4], [1, 2, 1.5, 4], [1, -2, 3, 4], [1, 2, 3, '4']]) {
+    const key = { type: 'float32', dims, data: new Float32Array(24) };
+    await assert.rejects(kvFromTensors({ 'present.0.key': key, 'present.0.value': kvTensor([1, 2, 3, 4]) }, { prefix: 'present' }),
+      { name: 'RangeError', message: `kvFromTensors: present.0.key has dims ${JSON.stringify(dims)}; expected [1, heads, tokens, headDim], each a non-negative integer` });
+  }
+});
+
+test('cachedGenerate refuses input ids that are no token ids, naming the position, before it looks up, runs or caches anything', async () => {
+  const rlx = await init();
+  const config = { num_hidden_layers: 2, num_attention_heads: 2, head_dim: 4 };
+  const cache = rlx.createCache({ capBytes: 1 << 20, layout: layoutOf(config) });
+  const runs = [];
+  // A stand-in for a model that generates nothing new: generate's KV covers
+  // the sequence but its last token, 2 heads of 4, 2 layers.
+  const generate = async (run) => {
+    runs.push(run);
+    const n = run.input_ids.dims[1];
+    const past_key_values = Object.assign({}, ...[0, 1].map((l) => ({
+      [`past_key_values.${l}.key`]: kvTensor([1, 2, n - 1, 4]), [`past_key_values.${l}.value`]: kvTensor([1, 2, n - 1, 4]),
+    })));
+    return { sequences: run.input_ids, past_key_values };
+  };
+  const model = { config, generate };
+  const ids = (type, data) => new Tensor(type, data, [1, data.length]);
+  const refused = [
+    [ids('int64', BigInt64Array.from([1n, -1n, 3n])), 'input_ids[1] must be an integer in [0, 2^32), got -1'],
+    [ids('int64', BigInt64Array.from([1n, 2n, 2n ** 32n])), 'input_ids[2] must be an integer in [0, 2^32), got 4294967296'],
+    [ids('int32', Int32Array.from([-7, 1])), 'input_ids[0] must be an integer in [0, 2^32), got -7'],
+    [ids('float32', Float32Array.from([1, 2.5])), 'input_ids[1] must be an integer in [0, 2^32), got 2.5'],
+  ];
+  for (const [input_ids, message] of refused) {
+    await assert.rejects(cachedGenerate(model, cache, { input_ids, max_new_tokens: 4 }),
+      { name: 'RangeError', message: `cachedGenerate: generateOptions.${message}` });
+  }
+  assert.equal(runs.length, 0, 'generate never ran');
+  assert.equal(cache.stats.misses, 0, 'nothing was looked up');
+  assert.equal(cache.size, 0, 'nothing was cached');
+
+  const out = await cachedGenerate(model, cache, { input_ids: ids('int64', BigInt64Array.from([1n, 2n, 3n])), max_new_tokens: 4 });
+  assert.equal(runs.length, 1);
+  assert.deepEqual([out.reused, out.prefilled], [0, 3]);
+  assert.equal(cache.stats.misses, 1);
+  assert.deepEqual(cache.entries().map((e) => [...e.tokens]), [[1, 2]]);
+  // What a model returns is checked the same way before it is cached.
+  const wrapping = { config, generate: async (run) => ({ ...await generate(run), sequences: ids('int64', BigInt64Array.from([7n, -1n, 9n])) }) };
+  await assert.rejects(cachedGenerate(wrapping, cache, { input_ids: ids('int64', BigInt64Array.from([7n, 8n, 9n])) }),
+    { name: 'RangeError', message: "cachedGenerate: generate's sequences[1] must be an integer in [0, 2^32), got -1" });
+  assert.deepEqual(cache.entries().map((e) => [...e.tokens]), [[1, 2]]);
+  cache.close();
 });
 
 for (const version of ['v4', 'v3']) {
