@@ -144,7 +144,16 @@ export class Cache {
       const hit = this.#live().match(t, how);
       if (!hit || !hit.stored) return hit;
       if (!this.#storage) return null;
-      await this.#storage.load(hit.entryTokens, hit.name);
+      try {
+        await this.#storage.load(hit.entryTokens, hit.name);
+      } catch (err) {
+        // Closed while the blob was read: whatever the read met after.
+        if (native.closed) throw new TypeError('cache is closed');
+        // The stored entry cannot fit in memory beside the pinned ones
+        // (capBytes): the longest hit memory holds, rather than none.
+        if (!(err instanceof RlxkvError && err.code === 'NOSPACE')) throw err;
+        return this.#live().lookup(t, how);
+      }
       if (native.closed) throw new TypeError('cache is closed');
     }
   }
@@ -176,8 +185,18 @@ export class Cache {
   get bytes() { return this.stats.bytes; }
   get capBytes() { return this.stats.capBytes; }
   set capBytes(n) { this.#live().setCap(toByteCount(n, 'capBytes')); }
-  /** { entries, bytes, capBytes, pinnedEntries, pinnedBytes, hits, misses, evictions, tokensReused, storedEntries, storedBytes } */
-  get stats() { return this.#live().stats(); }
+  /**
+   * { entries, bytes, capBytes, pinnedEntries, pinnedBytes, hits, misses,
+   * evictions, tokensReused, storedEntries, storedBytes, pendingRemovals,
+   * removalError }: pendingRemovals counts the blobs given up (remove(), a
+   * budget's prune) that are not deleted yet, removalError is why the last
+   * try failed (null while none is pending).
+   */
+  get stats() {
+    const stats = this.#live().stats();
+    const pending = this.#storage ? this.#storage.pendingRemovals : { count: 0, error: null };
+    return { ...stats, pendingRemovals: pending.count, removalError: pending.error };
+  }
 
   /**
    * The blob of the resident entry with exactly these tokens, or null (also
@@ -243,9 +262,13 @@ export class Cache {
     });
   }
 
-  /** storageCapBytes is a real budget: only pinned entries' blobs are safe. */
+  /**
+   * storageCapBytes is a real budget of the store, whoever wrote it (the
+   * prune first reads what the store holds now): only pinned entries'
+   * blobs are safe. What it cannot delete is tried again at each flush.
+   */
   #pruneToCap() {
-    return this.#storage.prune({ maxBytes: this.#storageCap, resident: true });
+    return this.#storage.prune({ maxBytes: this.#storageCap, resident: true, budget: true });
   }
 
   /** Blobs in storage: [{ name, tokens, bytes, mtime, fingerprint, status, error, dtype }] (BlobInfo in js/index.d.ts). */

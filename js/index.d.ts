@@ -107,6 +107,10 @@ export interface CacheStats {
   /** Entries known only in storage (stored-only), read on their first hit, and their KV bytes. */
   storedEntries: number;
   storedBytes: number;
+  /** Blobs given up (remove(), a storageCapBytes prune) whose deletion has not succeeded yet: tried again at each flush, which meanwhile saves all the same. */
+  pendingRemovals: number;
+  /** Why the last try to delete them failed; null while none is pending. */
+  removalError: Error | null;
 }
 
 export interface RestoreReport {
@@ -122,6 +126,8 @@ export interface RestoreReport {
   foreign: number;
   /** Blobs past this reader's limits (over RLXKV_MAX_LAYERS layers), kept. */
   tooLarge: number;
+  /** Blobs that could not be read (their file's permissions, say), kept as they are and read again at the next open. */
+  unreadable: number;
   /** KV bytes of the entries found. */
   bytes: number;
   /** Entries read into memory at open (preload: true), else 0. */
@@ -146,8 +152,8 @@ export interface BlobInfo {
   /**
    * ok / stale: valid, of this fingerprint or another; corrupt: invalid (prune removes it);
    * foreign: valid, under a name not its own (left alone); too-large: past this reader's limits
-   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept. The store of a Node directory
-   * (rlx.openStore, the C store) also lists unreadable ones and saves' temporary files (temp, abandoned).
+   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept; unreadable: could not be read, kept.
+   * The store of a Node directory (rlx.openStore, the C store) also lists saves' temporary files (temp, abandoned).
    */
   status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
   /** The C status that made it corrupt or too large, else 0 (rlx.openStore on a Node directory: the status the C store found; elsewhere CORRUPT or LIMIT by the status). */

@@ -170,7 +170,13 @@ class Rlxkv {
     if (places[0].kind === places[1].kind && places[0].path === places[1].path) {
       throw new RangeError('from and to are the same store');
     }
-    return copyBlobs(places[0], places[1]);
+    // The C naming rule, from a cache that holds nothing, to judge each blob's name.
+    const namer = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
+    try {
+      return await copyBlobs(places[0], places[1], (tokens, fp) => namer.blobName(tokens, fp));
+    } finally {
+      namer.free();
+    }
   }
 
   /**

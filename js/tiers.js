@@ -43,8 +43,10 @@ import { checkShape } from './args.js';
 import { serialQueue } from '../web/queue.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
-const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign' };
+const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
+const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
+const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 const INDEX_MAGIC = 'RLXKVIX2';
 
@@ -105,6 +107,20 @@ export class TieredStore {
   #savedRecords = [];
   /** What the open found of saves' temporary files (Node). */
   #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
+  /**
+   * name -> when its removal was asked for (#step): blobs to delete at the
+   * next flush, kept apart from #known, whose record a save replaces. A
+   * removal that fails stays here and is tried again at each flush.
+   */
+  #toRemove = new Map();
+  /** name -> the #step of the save of that name under way (encoded, not yet written). */
+  #saving = new Map();
+  /** A counter ordering removals and saves' encodings. */
+  #step = 0;
+  /** The first error of the last removal that failed, while any is pending. */
+  #removalError = null;
+  /** What this store heard from others, taken in one message at a time (#heard). */
+  #hearing = Promise.resolve();
 
   constructor(native, blobs, { fingerprint, layout }) {
     this.#native = native;
@@ -124,7 +140,7 @@ export class TieredStore {
     else this.#admit(await this.#scanDir());
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
-    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, ...this.#temporaries };
+    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
     for (const r of this.#known.values()) {
       if (r.admitted) {
         report.loaded++;
@@ -159,19 +175,36 @@ export class TieredStore {
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    return Promise.all(files.map((file) => this.#headRecord(file)));
+    return this.#headRecords(files);
   }
 
-  /** The record of a directory's blob { name, bytes, mtimeMs }, from its first bytes. */
+  /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
+  async #headRecords(files) {
+    return (await mapBounded(files, HEAD_READS, (file) => this.#headRecord(file))).filter(Boolean);
+  }
+
+  /**
+   * The record of a directory's blob { name, bytes, mtimeMs }, from its
+   * first bytes; null if it is gone; status 'unreadable' if it cannot be
+   * read (kept as it is: never judged, never pruned).
+   */
   async #headRecord({ name, bytes, mtimeMs }) {
-    const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
-    let info = blobHead(head, bytes);
-    if (!info) {
-      // More tokens than the first read holds: read up to the first block's length.
-      const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
-      info = blobHead(await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens))), bytes);
+    try {
+      const head = await this.#blobs.head(name, Math.min(bytes, HEAD_READ));
+      if (!head) return null;
+      let info = blobHead(head, bytes);
+      if (!info) {
+        // More tokens than the first read holds: read up to the first block's length.
+        const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
+        const more = await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens)));
+        if (!more) return null;
+        info = blobHead(more, bytes);
+      }
+      return recordOf(name, bytes, mtimeMs, info);
+    } catch (err) {
+      if (!(err instanceof RlxkvError)) throw err;
+      return { name, bytes, lastUse: mtimeMs, fingerprint: null, status: 'unreadable', error: err.message };
     }
-    return recordOf(name, bytes, mtimeMs, info);
   }
 
   /**
@@ -202,7 +235,7 @@ export class TieredStore {
     const dropped = [...stored.keys()].filter((n) => !present.has(n));
     const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
     const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
-    const repaired = await Promise.all(files.map((file) => this.#headRecord(file)));
+    const repaired = await this.#headRecords(files);
     this.#admit([...kept, ...repaired]);
     const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
     const ready = this.#blobs.ready(newest());
@@ -478,7 +511,11 @@ export class TieredStore {
   }
 
   async #flush() {
-    await this.#removePending();
+    // Removals first (a blob removed, then its entry inserted again, is
+    // saved after), then, again, those asked for while this flush saved
+    // (one of an entry being saved is deleted once written). One that
+    // fails does not stop the saves: see #removePending.
+    const failed = new Set(await this.#removePending());
     // Least recently used first, so that file times follow use.
     const dirty = [];
     this.#native.forEachDirty(({ tokens, serial }) => dirty.push({ tokens, serial }));
@@ -496,6 +533,8 @@ export class TieredStore {
           } catch (err) {
             // Replaced or evicted mid-save: the next flush saves what is there.
             if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
+          } finally {
+            this.#saving.delete(item.name);
           }
           continue;
         }
@@ -510,11 +549,14 @@ export class TieredStore {
       if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
     } catch (err) {
       failure = err;
+    } finally {
+      for (const it of batch) this.#saving.delete(it.name);
     }
     // OPFS: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
     if (this.#blobs.kind === 'opfs' && (this.#savedRecords.length || this.#used.size)) {
       failure = await firstError(failure, this.#updateIndexFile(this.#savedRecords));
     }
+    await this.#removePending(failed);
     if (failure) throw failure;
   }
 
@@ -588,18 +630,31 @@ export class TieredStore {
       nValues: blocks.reduce((n, b) => n + b.length, 0),
       rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
     };
-    return { name, parts, bytes, tokens, serial, record };
+    const step = ++this.#step;
+    this.#saving.set(name, step);
+    return { name, parts, bytes, tokens, serial, record, step };
   }
 
+  /**
+   * Item written: its record known, its entry clean if it still is the one
+   * encoded. A removal asked for before the encoding is done with (this
+   * blob is the entry inserted after it); one asked for after stays, so
+   * the blob goes at the end of the flush.
+   */
   #saved(item) {
     this.#known.set(item.name, item.record);
+    if (this.#toRemove.get(item.name) < item.step) this.#toRemove.delete(item.name);
     this.#native.mark(item.tokens, item.serial, 'clean');
     this.#savedRecords.push(item.record);
   }
 
   async #writeIdb(items) {
-    await this.#withIndexUpdate((merge) => this.#blobs.write(items, [], (cur) => merge(parseIndex(cur))), items.map((it) => it.record));
-    for (const it of items) this.#saved(it);
+    try {
+      await this.#withIndexUpdate((merge) => this.#blobs.write(items, [], (cur) => merge(parseIndex(cur))), items.map((it) => it.record));
+      for (const it of items) this.#saved(it);
+    } finally {
+      for (const it of items) this.#saving.delete(it.name);
+    }
   }
 
   // ---- prune, list -----------------------------------------------------
@@ -611,8 +666,9 @@ export class TieredStore {
    * resident entries too. A removed stored-only entry leaves the cache; a
    * resident one stays in memory, no longer stored. dryRun: report only.
    */
-  async prune({ maxBytes = Infinity, stale = false, dryRun = false, resident = false } = {}) {
+  async prune({ maxBytes = Infinity, stale = false, dryRun = false, resident = false, budget = false } = {}) {
     const native = this.#native;
+    if (budget) await this.#rescan();
     const gone = [];
     let kept = 0, keptBytes = 0;
     const mine = [];
@@ -646,8 +702,18 @@ export class TieredStore {
     const removing = [...gone, ...drop.map((d) => d.r)];
     const report = { removed: removing.length, removedBytes: removing.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
     if (dryRun || !removing.length) return report;
-    await this.#removeNames(removing.map((r) => r.name));
-    for (const { tokens } of drop) native.blobGone(tokens);
+    const { gone: deleted, failure } = await this.#removeNames(removing.map((r) => r.name));
+    const isGone = new Set(deleted);
+    for (const { r, tokens } of drop) {
+      if (budget || isGone.has(r.name)) native.blobGone(tokens);
+    }
+    if (failure) {
+      // A budget's prune (at open, after a flush) goes on: what it could not
+      // delete is given up all the same and tried again at each flush.
+      if (!budget) throw failure;
+      for (const r of removing) if (!isGone.has(r.name)) this.#toRemove.set(r.name, ++this.#step);
+      this.#removalError = failure;
+    }
     return report;
   }
 
@@ -656,15 +722,29 @@ export class TieredStore {
    * Whether there was one not given up already.
    */
   forget(tokens) {
-    const r = this.#known.get(this.#native.blobName(tokens));
-    if (!r || r.status !== 'ok' || r.removing) return false;
-    r.removing = true;
+    const name = this.#native.blobName(tokens);
+    const r = this.#known.get(name);
+    if (this.#toRemove.has(name) || ((!r || r.status !== 'ok') && !this.#saving.has(name))) return false;
+    this.#toRemove.set(name, ++this.#step);
     return true;
   }
 
-  async #removePending() {
-    const names = [...this.#known.values()].filter((r) => r.removing).map((r) => r.name);
-    if (names.length) await this.#removeNames(names);
+  /** Blobs given up whose deletion has not succeeded yet, and the last such failure. */
+  get pendingRemovals() { return { count: this.#toRemove.size, error: this.#removalError }; }
+
+  /**
+   * Deletes the blobs given up (#toRemove), but those of `skip`. Never
+   * rejects: what could not be deleted stays given up, tried again at the
+   * next flush, so that a blob that cannot go (a file made immutable, one
+   * another worker holds) does not stop saves. The names that failed.
+   */
+  async #removePending(skip = new Set()) {
+    const names = [...this.#toRemove.keys()].filter((n) => !skip.has(n));
+    if (!names.length) return [];
+    const { gone, failure } = await this.#removeNames(names);
+    for (const n of gone) this.#toRemove.delete(n);
+    this.#removalError = this.#toRemove.size ? failure ?? this.#removalError : null;
+    return names.filter((n) => this.#toRemove.has(n));
   }
 
   /** Every blob as the API lists them (BlobInfo). */
@@ -677,7 +757,7 @@ export class TieredStore {
   /** Every blob judged against fingerprint (any: every valid blob is ok), as the C store judges. */
   #judged(fingerprint, any) {
     return [...this.#known.values()].map((r) => {
-      if (r.status === 'corrupt' || r.status === 'too-large') return [r, r.status];
+      if (r.status === 'corrupt' || r.status === 'too-large' || r.status === 'unreadable') return [r, r.status];
       if (this.#native.blobName(r.tokens, r.fingerprint) !== r.name) return [r, 'foreign'];
       return [r, any || r.fingerprint === fingerprint ? 'ok' : 'stale'];
     });
@@ -722,19 +802,24 @@ export class TieredStore {
       }
     }
     const report = { removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
-    if (!dryRun && gone.length) await this.#removeNames(gone.map((r) => r.name));
+    if (!dryRun && gone.length) {
+      const { failure } = await this.#removeNames(gone.map((r) => r.name));
+      if (failure) throw failure;
+    }
     return report;
   }
 
   /**
    * Deletes these blobs and their index records (IndexedDB: in the same
    * transaction; OPFS: the index file after, with those removed before a
-   * failure).
+   * failure). Never rejects: { gone: the names deleted (or found gone),
+   * failure: the first error, or null }.
    */
   async #removeNames(names) {
     let gone = names, failure = null;
     if (this.#blobs.kind === 'idb') {
-      await this.#withIndexUpdate((merge) => this.#blobs.write([], names, (cur) => merge(parseIndex(cur))), [], names);
+      failure = await firstError(null, this.#withIndexUpdate((merge) => this.#blobs.write([], names, (cur) => merge(parseIndex(cur))), [], names));
+      if (failure) gone = [];
     } else {
       gone = [];
       failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n)));
@@ -742,7 +827,7 @@ export class TieredStore {
     }
     for (const n of gone) this.#known.delete(n);
     if (gone.length) this.#tell({ removed: gone });
-    if (failure) throw failure;
+    return { gone, failure };
   }
 
   // ---- watching --------------------------------------------------------
@@ -780,34 +865,113 @@ export class TieredStore {
   }
 
   /**
-   * What another store saved or deleted: blobs saved there become known
-   * here (stored-only entries, if they are of this cache); a deleted one
-   * is forgotten (NativeCache.blobGone). Messages not in this version's
-   * shape are ignored, and so is a record that is not a blob record.
+   * What another store says it saved or deleted: only a hint, from anyone
+   * of the origin. The names it gives are looked up in the store itself
+   * (#storeRecords: a Node blob's own first bytes, the IndexedDB or OPFS
+   * index, which every writer updates before it tells): blobs found there
+   * become known here (stored-only entries, if they are of this cache) as
+   * the store describes them, and only those found gone are forgotten
+   * (NativeCache.blobGone). Nothing a message says of a blob's size,
+   * fingerprint or tokens is taken, so no message makes a prune delete.
+   * Messages are taken one at a time, in the order heard.
    */
   #heard(news) {
-    if (!this.#channel || this.#native.closed || !news || news.rlxkv !== NEWS_VERSION) return;
+    if (!this.#channel || !news || news.rlxkv !== NEWS_VERSION) return;
     const { saved, removed } = news;
-    if (!Array.isArray(saved) || !Array.isArray(removed)) return;
-    for (const name of removed) {
-      const r = typeof name === 'string' && this.#known.get(name);
-      if (!r) continue;
-      this.#known.delete(name);
-      if (r.status === 'ok' && r.tokens) this.#native.blobGone(r.tokens);
+    if (!Array.isArray(saved) || !Array.isArray(removed) || saved.length + removed.length > NEWS_NAMES) return;
+    const said = new Set([...saved.map((r) => r && r.name), ...removed].filter(isBlobName));
+    if (!said.size) return;
+    this.#hearing = this.#hearing.then(async () => {
+      const found = await this.#storeRecords([...said]);
+      if (!this.#channel || this.#native.closed) return;
+      for (const [name, r] of found) if (!r && this.#known.has(name)) this.#drop(name);
+      this.#learn([...found.values()].filter(Boolean));
+    }).catch(() => {}); // unreadable now: the next open reads the store
+  }
+
+  /**
+   * The store's own record of each name (null: it holds no such blob),
+   * as a Map: a Node directory's from each file's first bytes, IndexedDB's
+   * and OPFS's from their index (null for a name it does not describe).
+   */
+  async #storeRecords(names) {
+    const out = new Map();
+    if (this.#blobs.kind === 'fs') {
+      const files = await mapBounded(names, HEAD_READS, (name) => this.#blobs.stat(name));
+      names.forEach((name) => out.set(name, null));
+      for (const r of await this.#headRecords(files.filter(Boolean))) out.set(r.name, r);
+      return out;
     }
+    const index = (await this.#indexRecords()) ?? new Map();
+    for (const name of names) out.set(name, index.get(name) ?? null);
+    return out;
+  }
+
+  /** IndexedDB's or OPFS's index as it is now, parsed (null: none, or damaged). */
+  async #indexRecords() {
+    if (this.#blobs.kind === 'idb') {
+      const index = await this.#blobs.list().index;
+      return parseIndex(index && index.bytes);
+    }
+    return parseIndex(await this.#blobs.readIndex());
+  }
+
+  /**
+   * Makes what this store knows match what the store holds now, whoever
+   * wrote it (other processes, tabs that do not watch): blobs it does not
+   * know are added (stored-only entries, if of this cache) and blobs gone
+   * are forgotten. A Node directory is listed, and only new or resized
+   * files read; IndexedDB and OPFS read their index (none: unchanged). For
+   * a budget's prune, which must count every blob.
+   */
+  async #rescan() {
+    let now;
+    if (this.#blobs.kind === 'fs') {
+      const { blobs: files } = await this.#blobs.list();
+      now = new Map();
+      const unknown = [];
+      for (const f of files) {
+        const r = this.#known.get(f.name);
+        if (r && r.bytes === f.bytes && r.status !== 'unreadable') now.set(f.name, r);
+        else unknown.push(f);
+      }
+      for (const r of await this.#headRecords(unknown)) now.set(r.name, r);
+    } else {
+      now = await this.#indexRecords();
+      if (!now) return;
+    }
+    for (const name of [...this.#known.keys()]) if (!now.has(name)) this.#drop(name);
+    this.#learn([...now.values()].filter((r) => this.#known.get(r.name) !== r));
+  }
+
+  /** Forgets blob `name`, found gone from the store: its entry, if only stored, leaves the cache. */
+  #drop(name) {
+    const r = this.#known.get(name);
+    this.#known.delete(name);
+    this.#toRemove.delete(name);
+    if (r && r.status === 'ok' && r.tokens) this.#native.blobGone(r.tokens);
+  }
+
+  /**
+   * Takes in records of blobs read from the store after the open (#heard,
+   * #rescan), as #admit does at the open, but with entries in memory: a
+   * resident entry is left as it is (a clean one is its blob's now).
+   * Names given up here are skipped (they are deleted at the next flush).
+   */
+  #learn(records) {
     const fresh = [];
-    for (const r of saved) {
-      if (!isNews(r)) continue;
-      const mine = this.#known.get(r.name);
-      if (mine && mine.removing) continue; // removed here: deleted at this store's next flush
-      const record = { ...r };
+    for (const record of records) {
+      if (this.#toRemove.has(record.name)) continue;
       this.#known.set(record.name, record);
+      if (record.status !== 'ok') continue;
       if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
+      if (!record.indexed && this.#native.blobName(record.tokens) !== record.name) { record.status = 'foreign'; continue; }
       const e = this.#native.get(record.tokens);
       if (!e) fresh.push(record);
       else if (e.resident && !e.dirty) this.#native.mark(record.tokens, e.serial, 'clean'); // stored again
     }
-    this.#native.putStored(fresh);
+    const status = this.#native.putStored(fresh);
+    fresh.forEach((r, i) => { r.admitted = status[i] >= 0; });
   }
 
   async close() {
@@ -829,7 +993,7 @@ const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
  * its index file once, at the end. Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
  * before staying.
  */
-export async function copyBlobs(from, to) {
+export async function copyBlobs(from, to, nameOf) {
   const src = await BACKENDS[from.kind].open(from.path);
   let dst = null;
   try {
@@ -864,6 +1028,8 @@ export async function copyBlobs(from, to) {
         if (!blob) continue; // gone meanwhile
         const item = { name, parts: [blob], bytes: blob.length };
         const record = dst.kind !== 'fs' && recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
+        // A blob under a name not its own stays foreign in the copy's index (never counted, never served).
+        if (record && record.status === 'ok' && nameOf(record.tokens, record.fingerprint) !== name) record.status = 'foreign';
         if (dst.kind !== 'idb') {
           await dst.write([item]);
           if (record) indexed.push(record);
@@ -950,18 +1116,24 @@ function repeats(bytes, unit) {
 }
 
 /** The shape of what stores tell each other (#tell); others are ignored. */
-const NEWS_VERSION = 1;
-/** A saved blob's record as told: its plain fields, none of this store's own marks. */
-const newsOf = (r) => ({
-  name: r.name, bytes: r.bytes, lastUse: r.lastUse, fingerprint: r.fingerprint, status: 'ok',
-  dtype: r.dtype, tokens: r.tokens, nValues: r.nValues, rowMajor: r.rowMajor,
-});
-/** Whether a told record is one newsOf makes. */
-function isNews(r) {
-  return !!r && typeof r.name === 'string' && r.name.endsWith('.rlxkv') && !r.name.includes('/')
-    && typeof r.fingerprint === 'bigint' && r.status === 'ok' && r.tokens instanceof Uint32Array
-    && Number.isSafeInteger(r.nValues) && r.nValues >= 0 && Number.isFinite(r.bytes) && Number.isFinite(r.lastUse)
-    && (r.dtype === 'f32' || r.dtype === 'f16') && typeof r.rowMajor === 'boolean';
+const NEWS_VERSION = 2;
+/** A saved blob as told: its name (a listener reads the rest from the store). */
+const newsOf = (r) => ({ name: r.name });
+/** Whether a told name can be a blob's (a file name of the store: *.rlxkv, no separator). */
+const isBlobName = (n) => typeof n === 'string' && n.length <= 255 && n.endsWith('.rlxkv') && !/[/\\\0]/.test(n) && n !== '.rlxkv';
+
+/** fn of each item, at most `limit` running at once: their results, in order. */
+async function mapBounded(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
 }
 
 /** The error of a put that could not take a loaded entry (NOSPACE: capBytes; NOMEM: wasm memory). */
@@ -981,8 +1153,8 @@ function infoOf(r, status) {
     bytes: r.bytes,
     mtime: new Date(r.lastUse),
     fingerprint: r.fingerprint ?? 0n,
-    status, // ok, stale, corrupt, foreign, too-large
-    error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : 0,
+    status, // ok, stale, corrupt, foreign, too-large, unreadable
+    error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : status === 'unreadable' ? STATUS.IO : 0,
     dtype: r.dtype ?? null,
   };
 }
@@ -1056,7 +1228,7 @@ function mergeIndex(index, { set = [], remove = [], uses = [], keep = () => fals
     if (was) was.lastUse = Math.max(was.lastUse, r.lastUse);
   }
   for (const r of set) {
-    if (present && !present.has(r.name)) continue;
+    if (r.status === 'unreadable' || (present && !present.has(r.name))) continue; // an unreadable one is read again at the next open
     if (!index.has(r.name) || !keep(index.get(r.name))) index.set(r.name, r);
   }
   for (const n of remove) if (!present || !present.has(n)) index.delete(n);
@@ -1104,6 +1276,8 @@ function encodeIndex(map) {
   return out;
 }
 
+const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
+
 /** The index record's blobs by name; null for none or a damaged one (then rebuilt from the blobs). */
 function parseIndex(bytes) {
   if (!bytes || bytes.length < 12) return null;
@@ -1130,6 +1304,8 @@ function parseIndex(bytes) {
     for (let i = 0, next = 0; i < count; i++) {
       const n = ns[i];
       if (next + n > total) return null;
+      // Sizes and times a blob can have (a budget sums them): else damaged.
+      if (!isCount(f64[i]) || !isCount(f64[count + i]) || !Number.isFinite(f64[2 * count + i])) return null;
       map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i]));
     }
     return map;

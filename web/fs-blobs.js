@@ -194,9 +194,15 @@ export class FsBlobs {
     return this.remove(dead.map((t) => t.name));
   }
 
-  /** Up to n bytes from the start of blob `name`. */
+  /** Up to n bytes from the start of blob `name`; null if it is gone. */
   async head(name, n) {
-    const fh = await this.#openRead(name);
+    let fh;
+    try {
+      fh = await this.#openRead(name);
+    } catch (err) {
+      if (err.cause?.code === 'ENOENT') return null;
+      throw err;
+    }
     try {
       const buf = new Uint8Array(n);
       const { bytesRead } = await fh.read(buf, 0, n, 0);
@@ -299,6 +305,17 @@ export class FsBlobs {
       done(name);
     }
     return removed;
+  }
+
+  /** Blob `name` as list() gives it, { name, bytes, mtimeMs }, or null if there is none. */
+  async stat(name) {
+    try {
+      const st = await fsp.lstat(this.#path(name));
+      return st.isFile() ? { name, bytes: st.size, mtimeMs: st.mtimeMs } : null;
+    } catch (err) {
+      if (err.code === 'ENOENT' || err.code === 'ENOTDIR') return null;
+      throw fsError(err, `reading ${name}`);
+    }
   }
 
   /** Records a use of blob `name` in its mtime (what the store's budget prunes by). */

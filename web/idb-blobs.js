@@ -38,9 +38,12 @@ export class IdbBlobs {
     db.onversionchange = () => { db.close(); this.db = null; };
   }
 
+  /** Closed by close(), not by another connection (for the error a late call gets). */
+  #closed = false;
+
   #key(name) { return `${this.path}/${name}`; }
   #live() {
-    if (!this.db) throw new RlxkvError('IO', `IndexedDB "${this.path}" was closed by another connection`);
+    if (!this.db) throw new RlxkvError('IO', `IndexedDB "${this.path}" ${this.#closed ? 'is closed' : 'was closed by another connection'}`);
     return this.db;
   }
 
@@ -172,6 +175,7 @@ export class IdbBlobs {
   async close() {
     if (this.db) this.db.close();
     this.db = null;
+    this.#closed = true;
   }
 }
 

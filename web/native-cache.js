@@ -30,6 +30,7 @@ const HAS_F16 = typeof globalThis.Float16Array === 'function';
 export class NativeCache {
   #core;
   #w;       // web_cache *
+  #c;       // its rlxkv_cache *
   #stats;   // STATS_FIELDS (web/boundary.c) doubles
   #f16;     // the array type f16 hits come back as
   #fp;
@@ -53,8 +54,7 @@ export class NativeCache {
       throw err;
     }
     this.#f16 = f16As === 'Float16Array' && HAS_F16 ? globalThis.Float16Array : Uint16Array;
-    /** The rlxkv_cache * (for the store, which takes the cache itself). */
-    this.ptr = M._rlxkv_web_cache_of(w) >>> 0;
+    this.#c = M._rlxkv_web_cache_of(w) >>> 0; // the rlxkv_cache * within
   }
 
   /** Frees the C cache and everything it holds. */
@@ -72,14 +72,28 @@ export class NativeCache {
     core.free(stats);
   }
 
-  #rec() { return this.#core.M._rlxkv_web_record(this.#w) >>> 2; }
+  #rec() { return this.#core.M._rlxkv_web_record(this.#web) >>> 2; }
 
   get closed() { return !this.#w; }
+
+  /**
+   * The web_cache * and the rlxkv_cache *, checked: once freed, every call
+   * throws instead of handing C a freed (or NULL) cache, whatever awaited
+   * across the close.
+   */
+  get #web() {
+    if (!this.#w) throw new TypeError('cache is closed');
+    return this.#w;
+  }
+  get #cache() {
+    if (!this.#w) throw new TypeError('cache is closed');
+    return this.#c;
+  }
 
   /** Copies tokens (and room for `extra` u32s after them) into the scratch area; returns its address. */
   #scratch(tokens, extra = 0) {
     const core = this.#core;
-    const p = core.M._rlxkv_web_scratch(this.#w, tokens.length + extra) >>> 0;
+    const p = core.M._rlxkv_web_scratch(this.#web, tokens.length + extra) >>> 0;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${tokens.length} tokens`);
     core.u32.set(tokens, p >>> 2);
     return p;
@@ -88,7 +102,7 @@ export class NativeCache {
   /** Runs a C function of (cache, tokens, n) over the tokens: what it returns. */
   #withTokens(fn, tokens) {
     const p = this.#scratch(tokens);
-    return this.#core.M[fn](this.ptr, p, tokens.length);
+    return this.#core.M[fn](this.#cache, p, tokens.length);
   }
 
   /**
@@ -131,7 +145,7 @@ export class NativeCache {
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
     const u32 = core.u32;
     for (let i = 0; i < lengths.length; i++) u32[at + i] = lengths[i];
-    const e = M._rlxkv_web_entry_new(this.#w, tokens.length, layers, dtype, core.cell) >>> 0;
+    const e = M._rlxkv_web_entry_new(this.#web, tokens.length, layers, dtype, core.cell) >>> 0;
     if (!e) return core.i32(core.cell);
     try {
       const to = core.u32[this.#rec() + REC.DATA];
@@ -140,7 +154,7 @@ export class NativeCache {
       M._rlxkv_entry_free(e);
       throw err;
     }
-    return M._rlxkv_web_put(this.#w, e, stored ? 1 : 0); // takes e in every case
+    return M._rlxkv_web_put(this.#web, e, stored ? 1 : 0); // takes e in every case
   }
 
   /**
@@ -151,7 +165,7 @@ export class NativeCache {
   lookup(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_lookup(this.#w, tokens.length, partial ? 1 : 0, maxMatched);
+    const st = core.M._rlxkv_web_lookup(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
     if (st < 0) throw core.fail(st, 'looking up');
     return st === STATUS.HIT ? this.#readHit(view) : null;
   }
@@ -165,7 +179,7 @@ export class NativeCache {
   match(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_match(this.#w, tokens.length, partial ? 1 : 0, maxMatched);
+    const st = core.M._rlxkv_web_match(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
     if (st < 0) throw core.fail(st, 'matching');
     if (st !== STATUS.HIT) return null;
     const u32 = core.u32, r = this.#rec();
@@ -201,7 +215,7 @@ export class NativeCache {
         lo = lo2; hi = hi2; own = own2;
       }
       const span = hi > lo ? (hi - lo) >> 2 : 0;
-      const p = M._rlxkv_web_scratch(this.#w, STORED_HEAD * (end - i) + span + own) >>> 2;
+      const p = M._rlxkv_web_scratch(this.#web, STORED_HEAD * (end - i) + span + own) >>> 2;
       if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${end - i} stored entries`);
       const u32 = core.u32, spanAt = p + STORED_HEAD * (end - i);
       if (span) u32.set(new Uint32Array(buffer, lo, span), spanAt);
@@ -219,7 +233,7 @@ export class NativeCache {
           ownAt += t.length;
         }
       }
-      M._rlxkv_web_put_stored(this.#w, end - i);
+      M._rlxkv_web_put_stored(this.#web, end - i);
       const out = core.u32; // read after the call: the heap may have grown
       for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = out[head] | 0;
       i = end;
@@ -228,7 +242,7 @@ export class NativeCache {
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */
-  setStoredIndex(on) { this.#core.M._rlxkv_cache_set_stored_index(this.ptr, on ? 1 : 0); }
+  setStoredIndex(on) { this.#core.M._rlxkv_cache_set_stored_index(this.#cache, on ? 1 : 0); }
 
   /**
    * Calls fn({ tokens, serial, dtype, k, v }) for every resident entry that
@@ -236,10 +250,10 @@ export class NativeCache {
    * only during the call (fn must not change the cache).
    */
   forEachDirty(fn) {
-    const core = this.#core, M = core.M, c = this.ptr;
+    const core = this.#core, M = core.M, c = this.#cache;
     for (let e = M._rlxkv_cache_next(c, 0) >>> 0; e; e = M._rlxkv_cache_next(c, e) >>> 0) {
       if (!M._rlxkv_cache_is_dirty(c, e)) continue;
-      M._rlxkv_web_entry(this.#w, e);
+      M._rlxkv_web_entry(this.#web, e);
       const hit = this.#readHit(true);
       fn({ tokens: hit.tokens.slice(), serial: core.u32[this.#rec() + REC.SERIAL], dtype: hit.dtype, k: hit.k, v: hit.v });
     }
@@ -247,7 +261,7 @@ export class NativeCache {
 
   /** Tokens of every entry of one tier: 'resident' (pinned, then most recent first) or 'stored' (most recent first). */
   tokensOf(tier) {
-    const core = this.#core, M = core.M, c = this.ptr;
+    const core = this.#core, M = core.M, c = this.#cache;
     const next = tier === 'stored' ? M._rlxkv_cache_next_stored : M._rlxkv_cache_next;
     const out = [];
     for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
@@ -263,7 +277,7 @@ export class NativeCache {
    */
   mark(tokens, serial, how) {
     this.#scratch(tokens);
-    return this.#core.M._rlxkv_web_mark(this.#w, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
+    return this.#core.M._rlxkv_web_mark(this.#web, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
   }
 
   /**
@@ -274,7 +288,7 @@ export class NativeCache {
   encodeWithC(tokens) {
     const core = this.#core, M = core.M;
     this.#scratch(tokens);
-    const buf = M._rlxkv_web_encode(this.#w, tokens.length, this.#fp, core.cell) >>> 0;
+    const buf = M._rlxkv_web_encode(this.#web, tokens.length, this.#fp, core.cell) >>> 0;
     if (!buf) return null;
     const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
     core.free(buf);
@@ -285,7 +299,7 @@ export class NativeCache {
     const p = core.alloc(bytes.length);
     try {
       core.u8.set(bytes, p);
-      return core.M._rlxkv_web_decode_put(this.#w, p, bytes.length, this.#fp);
+      return core.M._rlxkv_web_decode_put(this.#web, p, bytes.length, this.#fp);
     } finally {
       core.free(p);
     }
@@ -308,7 +322,7 @@ export class NativeCache {
   get(tokens) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_get(this.#w, tokens.length);
+    const st = core.M._rlxkv_web_get(this.#web, tokens.length);
     if (st < 0) throw core.fail(st, 'reading an entry');
     if (st !== STATUS.HIT) return null;
     const u32 = core.u32, r = this.#rec(), flags = u32[r + REC.FLAGS];
@@ -365,7 +379,7 @@ export class NativeCache {
   }
 
   /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
-  generation() { return this.#core.M._rlxkv_web_generation(this.#w) >>> 0; }
+  generation() { return this.#core.M._rlxkv_web_generation(this.#web) >>> 0; }
 
   /** C statuses: OK, NOTFOUND. */
   remove(tokens) { return this.#withTokens('_rlxkv_cache_remove', tokens); }
@@ -374,17 +388,17 @@ export class NativeCache {
   has(tokens) { return this.#withTokens('_rlxkv_cache_get', tokens) !== 0; }
   isPinned(tokens) {
     const e = this.#withTokens('_rlxkv_cache_get', tokens) >>> 0;
-    return e !== 0 && this.#core.M._rlxkv_cache_is_pinned(this.ptr, e) === 1;
+    return e !== 0 && this.#core.M._rlxkv_cache_is_pinned(this.#cache, e) === 1;
   }
-  clear() { this.#core.M._rlxkv_cache_clear(this.ptr); }
-  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.ptr, toSize(bytes)); }
+  clear() { this.#core.M._rlxkv_cache_clear(this.#cache); }
+  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.#cache, toSize(bytes)); }
 
   /**
    * Entries: resident ones (pinned first, then most recent first), then
    * stored-only ones (most recent first): { tokens, bytes, pinned, dtype, resident }.
    */
   entries() {
-    const core = this.#core, M = core.M, c = this.ptr;
+    const core = this.#core, M = core.M, c = this.#cache;
     const out = [];
     for (const [next, resident] of [[M._rlxkv_cache_next, true], [M._rlxkv_cache_next_stored, false]]) {
       for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
@@ -403,7 +417,7 @@ export class NativeCache {
 
   stats() {
     const core = this.#core;
-    core.M._rlxkv_web_stats(this.ptr, this.#stats);
+    core.M._rlxkv_web_stats(this.#cache, this.#stats);
     const d = new Float64Array(core.u8.buffer, this.#stats, STATS.length);
     return Object.fromEntries(STATS.map((name, i) => [name, d[i]]));
   }

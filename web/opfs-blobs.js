@@ -411,15 +411,15 @@ export class OpfsBlobs {
     await this.#markPending().catch(() => {});
   }
 
-  /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read). */
+  /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read); null if it is gone. */
   async head(name, n) {
     return this.#shared(name, async () => {
       const h = await this.#file(name);
-      if (!h) throw new RlxkvError('IO', `reading ${name}: gone`);
+      if (!h) return null;
       try {
         return new Uint8Array(await (await h.getFile()).slice(0, n).arrayBuffer());
       } catch (err) {
-        if (isGone(err)) this.#gone(name);
+        if (isGone(err)) return this.#gone(name);
         throw opfsError(err, `reading ${name}`);
       }
     });

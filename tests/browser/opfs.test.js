@@ -51,7 +51,7 @@ browserTest('opfs: a worker and a window each restore, after a restart, what the
   await session.restart();
   page = await session.open();
   const main = await call(page, 'open', { path: PATH, storage: 'opfs' });
-  assert.deepEqual(main.restoreReport, { loaded: 3, stale: 0, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(main.restoreReport, { loaded: 3, stale: 0, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   assert.equal(main.size, 0, 'opening reads the index only');
   const onMain = await call(page, 'verify', [0, 1, 2], ['W'], SHAPE);
   for (const id of [0, 1, 2]) assert.equal(onMain[id].digest, digests[id], `window: entry ${id} byte-exact`);
@@ -688,7 +688,7 @@ browserTest('opfs: a store copied from IndexedDB to OPFS and back keeps every bl
   await call(page, 'close');
   const w = await spawn(page);
   const inOpfs = await inWorker(page, w, 'open', { path: '/moved', storage: 'opfs' });
-  assert.deepEqual(inOpfs.restoreReport, { loaded: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(inOpfs.restoreReport, { loaded: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   const found = await inWorker(page, w, 'verify', [0, 1, 2], ['A'], SHAPE);
   for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `in OPFS: entry ${id} byte-exact`);
   await inWorker(page, w, 'close');

@@ -52,7 +52,7 @@ browserTest('a quota error rejects flush() with QUOTA; memory and earlier blobs 
   // Another tab, quota still small: everything flushed before is there.
   const other = await session.open();
   const seen = await call(other, 'open', { path: PATH });
-  assert.deepEqual(seen.restoreReport, { loaded: EARLY.length, stale: 0, corrupt: 0, skipped: 0, bytes: EARLY.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(seen.restoreReport, { loaded: EARLY.length, stale: 0, corrupt: 0, skipped: 0, bytes: EARLY.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   const found = await call(other, 'verify', EARLY, ['A'], SMALL);
   for (const id of EARLY) assert.equal(found[id].version, 'A', `earlier entry ${id} intact`);
   assert.equal(await call(other, 'lookup', LARGE, 0, BIG), null, 'the large entry was not stored');

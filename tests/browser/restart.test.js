@@ -29,7 +29,7 @@ for (const [lib, page0, module] of LIBS) {
     page = await session.open(page0);
     const reopened = await call(page, 'open', { path: '/restart' });
     assert.equal(reopened.storage, 'idb');
-    assert.deepEqual(reopened.restoreReport, { loaded: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+    assert.deepEqual(reopened.restoreReport, { loaded: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
     assert.equal(reopened.known, IDS.length);
 
     const found = await call(page, 'verify', IDS, [1], SHAPE);

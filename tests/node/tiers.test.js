@@ -33,7 +33,7 @@ for (const kind of ['fs', 'idb']) {
     const rlx = await page();
     const cache = await rlx.openCache({ capBytes: 3 * ENTRY_BYTES, fingerprint: FP, storage: kind, path });
     assert.deepEqual(cache.restoreReport, {
-      loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
+      loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
     });
     let s = cache.stats;
     assert.deepEqual([s.entries, s.bytes, s.storedEntries, s.storedBytes], [0, 0, 12, 12 * ENTRY_BYTES]);
@@ -461,7 +461,7 @@ test('copyStore moves a store from a directory to IndexedDB (one index write) an
   assert.equal(indexWrites, 1);
   const inIdb = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'idb', path: idb });
   assert.deepEqual(inIdb.restoreReport, {
-    loaded: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
+    loaded: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
   });
   for (let i = 0; i < 5; i++) {
     const hit = await inIdb.match(range(1000 * i, 9));
