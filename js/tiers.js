@@ -119,6 +119,8 @@ export class TieredStore {
   #step = 0;
   /** The first error of the last removal that failed, while any is pending. */
   #removalError = null;
+  /** Names in #toRemove whose removal failed: tried again after the saves, briefly (OPFS: see remove()). */
+  #removalFailed = new Set();
   /** What this store heard from others, taken in one message at a time (#heard). */
   #hearing = Promise.resolve();
 
@@ -511,11 +513,11 @@ export class TieredStore {
   }
 
   async #flush() {
-    // Removals first (a blob removed, then its entry inserted again, is
-    // saved after), then, again, those asked for while this flush saved
-    // (one of an entry being saved is deleted once written). One that
+    // Removals first (their room is free for the saves), then those asked
+    // for while this flush saved (one of an entry being saved is deleted
+    // once written) and those that failed before, tried again. One that
     // fails does not stop the saves: see #removePending.
-    const failed = new Set(await this.#removePending());
+    const failed = new Set(await this.#removePending(this.#removalFailed));
     // Least recently used first, so that file times follow use.
     const dirty = [];
     this.#native.forEachDirty(({ tokens, serial }) => dirty.push({ tokens, serial }));
@@ -643,7 +645,10 @@ export class TieredStore {
    */
   #saved(item) {
     this.#known.set(item.name, item.record);
-    if (this.#toRemove.get(item.name) < item.step) this.#toRemove.delete(item.name);
+    if (this.#toRemove.get(item.name) < item.step) {
+      this.#toRemove.delete(item.name);
+      this.#removalFailed.delete(item.name);
+    }
     this.#native.mark(item.tokens, item.serial, 'clean');
     this.#savedRecords.push(item.record);
   }
@@ -711,7 +716,11 @@ export class TieredStore {
       // A budget's prune (at open, after a flush) goes on: what it could not
       // delete is given up all the same and tried again at each flush.
       if (!budget) throw failure;
-      for (const r of removing) if (!isGone.has(r.name)) this.#toRemove.set(r.name, ++this.#step);
+      for (const r of removing) {
+        if (isGone.has(r.name)) continue;
+        this.#toRemove.set(r.name, ++this.#step);
+        this.#removalFailed.add(r.name);
+      }
       this.#removalError = failure;
     }
     return report;
@@ -741,8 +750,18 @@ export class TieredStore {
   async #removePending(skip = new Set()) {
     const names = [...this.#toRemove.keys()].filter((n) => !skip.has(n));
     if (!names.length) return [];
-    const { gone, failure } = await this.#removeNames(names);
-    for (const n of gone) this.#toRemove.delete(n);
+    const fresh = names.filter((n) => !this.#removalFailed.has(n)), retried = names.filter((n) => this.#removalFailed.has(n));
+    let failure = null;
+    for (const [batch, retry] of [[fresh, false], [retried, true]]) {
+      if (!batch.length) continue;
+      const done = await this.#removeNames(batch, { retry });
+      for (const n of done.gone) this.#toRemove.delete(n);
+      failure ??= done.failure;
+    }
+    for (const n of names) {
+      if (this.#toRemove.has(n)) this.#removalFailed.add(n);
+      else this.#removalFailed.delete(n);
+    }
     this.#removalError = this.#toRemove.size ? failure ?? this.#removalError : null;
     return names.filter((n) => this.#toRemove.has(n));
   }
@@ -815,14 +834,14 @@ export class TieredStore {
    * failure). Never rejects: { gone: the names deleted (or found gone),
    * failure: the first error, or null }.
    */
-  async #removeNames(names) {
+  async #removeNames(names, { retry = false } = {}) {
     let gone = names, failure = null;
     if (this.#blobs.kind === 'idb') {
       failure = await firstError(null, this.#withIndexUpdate((merge) => this.#blobs.write([], names, (cur) => merge(parseIndex(cur))), [], names));
       if (failure) gone = [];
     } else {
       gone = [];
-      failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n)));
+      failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n), { retry }));
       if (this.#blobs.kind === 'opfs' && gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
     }
     for (const n of gone) this.#known.delete(n);
@@ -949,6 +968,7 @@ export class TieredStore {
     const r = this.#known.get(name);
     this.#known.delete(name);
     this.#toRemove.delete(name);
+    this.#removalFailed.delete(name);
     if (r && r.status === 'ok' && r.tokens) this.#native.blobGone(r.tokens);
   }
 

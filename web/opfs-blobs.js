@@ -89,6 +89,7 @@ const STREAM_CHUNK = 1 << 20;
 export const opfsError = (err, what) => storageError(err, what, 'OPFS');
 
 const BUSY_MS = 10000; // how long a save or removal waits for readers to let go of a blob
+const RETRY_BUSY_MS = 200; // how long a removal that failed so before waits, when tried again
 // Read-only sync handles kept open after a read (see #keepOpen): at most
 // MAX_OPEN, each closed once unused for KEEP_MS. A window's helper
 // (web/opfs-helper.js) keeps its own, on the same terms (start() passes them).
@@ -597,13 +598,13 @@ export class OpfsBlobs {
    * a window's helper) let go of them when asked (#askRelease). Meanwhile
    * this one keeps no handle of `name` and reads it under the shared lock.
    */
-  async #exclusive(name, op) {
+  async #exclusive(name, op, busyMs = BUSY_MS) {
     this.#writing.set(name, (this.#writing.get(name) || 0) + 1);
     try {
       return await this.#lock(name, 'exclusive', () => whileLocked(() => {
         this.#letGo(name); // this one's own
         return op();
-      }, () => this.#askRelease(name)));
+      }, () => this.#askRelease(name), busyMs));
     } finally {
       const n = this.#writing.get(name) - 1;
       if (n) this.#writing.set(name, n);
@@ -686,9 +687,11 @@ export class OpfsBlobs {
   /**
    * Removes blobs, calling done(name) after each is gone (removed, or not
    * there). Rejects with IO at the first failure (that one and those after
-   * stay as they were).
+   * stay as they were). retry: these removals failed before (a holder that
+   * never lets go): each waits RETRY_BUSY_MS for readers, not BUSY_MS, so
+   * that a blob held for good does not hold every flush up.
    */
-  async remove(names, done = () => {}) {
+  async remove(names, done = () => {}, { retry = false } = {}) {
     // Best effort: a store over quota must still be prunable. Without the
     // marker, a crash before the index update leaves records of removed
     // blobs, which a hit finds gone.
@@ -696,7 +699,7 @@ export class OpfsBlobs {
     for (const name of names) {
       this.#handles.delete(name);
       try {
-        await this.#exclusive(name, () => this.#dir.removeEntry(name));
+        await this.#exclusive(name, () => this.#dir.removeEntry(name), retry ? RETRY_BUSY_MS : BUSY_MS);
       } catch (err) {
         if (!isGone(err)) {
           await this.#clearPending(true);
@@ -724,14 +727,14 @@ export class OpfsBlobs {
 /**
  * op(), tried again while it fails because a file is locked
  * (NoModificationAllowedError: a handle open on it somewhere), backing off
- * from 1 to 64 ms, for up to BUSY_MS; stillLocked() after each such failure.
+ * from 1 to 64 ms, for up to busyMs; stillLocked() after each such failure.
  */
-async function whileLocked(op, stillLocked = () => {}) {
+async function whileLocked(op, stillLocked = () => {}, busyMs = BUSY_MS) {
   for (let waited = 0, wait = 1; ; waited += wait, wait = Math.min(wait * 2, 64)) {
     try {
       return await op();
     } catch (err) {
-      if (!isLocked(err) || waited >= BUSY_MS) throw err;
+      if (!isLocked(err) || waited >= busyMs) throw err;
       stillLocked();
       await new Promise((resolve) => setTimeout(resolve, wait));
     }
