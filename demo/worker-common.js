@@ -122,14 +122,16 @@ export async function cacheInfo(rlx, cache, origins, describe) {
   };
 }
 
-/** Drops every entry, in memory and stored. */
+/** Forgets everything of this model: every entry, pinned ones too, and its stored blobs; then other models' blobs. */
 export async function clearCache(cache, origins) {
   const t0 = now();
-  cache.clear();
-  const pruned = await cache.prune({ maxBytes: 0, stale: true });
-  await cache.flush();
+  const before = cache.listBlobs();
+  await cache.clear({ stored: true });
+  await cache.prune({ stale: true });
+  const left = new Set(cache.listBlobs().map((b) => b.name));
+  const removed = before.filter((b) => !left.has(b.name));
   origins.clear();
-  return { ms: round(now() - t0), removed: pruned.removed, removedBytes: pruned.removedBytes };
+  return { ms: round(now() - t0), removed: removed.length, removedBytes: removed.reduce((n, b) => n + b.bytes, 0) };
 }
 
 /**

@@ -96,6 +96,7 @@ export class Cache {
   insert(tokens, kv) {
     const native = this.#live();
     const t = toTokens(tokens);
+    if (!t.length) throw new RangeError('tokens must not be empty: an entry is the KV of at least one token');
     const checked = toKv(kv);
     checkShape(t.length, checked, this.#layout);
     const st = native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]);
@@ -175,8 +176,35 @@ export class Cache {
   /** Whether the entry with exactly these tokens is cached and pinned. */
   isPinned(tokens) { return this.#live().isPinned(toTokens(tokens)); }
 
-  /** Drops every entry from memory (stored blobs stay until pruned). */
-  clear() { this.#live().clear(); }
+  /**
+   * Drops every entry from memory; stored blobs stay, known (stored-only,
+   * pinned ones still pinned). With { stored: true }, forgets everything
+   * of this cache: every entry, pinned ones included, and every blob of
+   * its fingerprint in storage, deleted now (watching caches hear of it).
+   * Blobs of other fingerprints stay (prune({ stale: true }) or
+   * rlx.deleteStore remove those). Resolves once the blobs are deleted;
+   * rejects as flush() does if one cannot be (it is tried again at each
+   * flush: stats.pendingRemovals).
+   * @returns {Promise<void>}
+   */
+  clear(opts = {}) {
+    const native = this.#live();
+    toOptions(opts);
+    if (!opts.stored) {
+      native.clear();
+      return Promise.resolve();
+    }
+    if (this.#storage) this.#storage.forgetAll();
+    // Memory and the stored index both emptied: the tree itself, pins and all.
+    native.setStoredIndex(false);
+    native.clear();
+    if (this.#storage) native.setStoredIndex(true);
+    if (!this.#storage) return Promise.resolve();
+    return this.#serialize(async () => {
+      if (this.#native.closed) return;
+      await this.#storage.wipe();
+    });
+  }
 
   /** Entries, pinned first then most recent first: { tokens, bytes, pinned, dtype, resident }. */
   entries() { return this.#live().entries(); }

@@ -6,7 +6,7 @@
 import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
-import { copyBlobs, TieredStore } from './tiers.js';
+import { copyBlobs, deleteBlobs, TieredStore } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore } from '../web/storage.js';
 import { NativeCache } from '../web/native-cache.js';
@@ -80,6 +80,14 @@ function idbPath(path) {
   return p;
 }
 
+/** A store's place { kind, path } from options { storage, path } naming one (not 'none'), checked. */
+function placeOf(opts, name) {
+  toOptions(opts, name);
+  const p = storagePlace(opts, `${name}.storage`);
+  if (p.kind === 'none') throw new RangeError(`${name}.storage must name a store, got 'none'`);
+  return p;
+}
+
 /** An instantiated rlxkv module. */
 class Rlxkv {
   #core;
@@ -107,6 +115,9 @@ class Rlxkv {
   async openCache(opts) {
     const base = cacheOptions(opts);
     const { kind, path } = storagePlace(opts);
+    if (kind !== 'none' && opts.fingerprint === undefined) {
+      throw new TypeError(`fingerprint is required with storage '${kind}': stored KV outlives this page, and a cache opened later for another model would be served this one's KV. Pass the model's, e.g. rlx.fingerprintOf('org/model-id q4 f16'), or 0n to keep one model's KV knowingly`);
+    }
     const storageCap = opts.storageCapBytes === undefined
       ? Infinity : toByteCount(opts.storageCapBytes, 'storageCapBytes', { infinite: true });
     const flag = (name) => {
@@ -128,16 +139,12 @@ class Rlxkv {
 
   /**
    * A store directory (Node), IndexedDB mount or OPFS directory, without a
-   * cache: for tools that list and prune blobs.
-   * @param {string} path
-   * @param {{storage?: 'fs'|'idb'|'opfs'|'auto'}} [opts]
+   * cache: for tools that list and prune blobs. Takes { storage, path } as
+   * openCache does (openStore(path, { storage }) is the deprecated form).
+   * @param {{storage?: 'fs'|'idb'|'opfs'|'auto', path?: string}} opts
    */
-  async openStore(path, opts = {}) {
-    if (typeof path !== 'string' || !path) throw new TypeError('path must be a non-empty string');
-    toOptions(opts);
-    // The place a cache of the same options opens (so the same locks and channel).
-    const { kind, path: where } = storagePlace({ storage: opts.storage, path });
-    if (kind === 'none') throw new RangeError("storage must be 'fs', 'idb' or 'opfs' here, got 'none'");
+  async openStore(opts, legacy = {}) {
+    const { kind, path: where } = placeOf(typeof opts === 'string' ? { ...toOptions(legacy), path: opts } : opts, 'openStore');
     // A Node directory: the C store (the CLI's judge). IndexedDB and OPFS:
     // the tiered store's backends, over a cache that holds nothing.
     if (kind === 'fs') return new Store(await BlobStore.open(this.#core, where));
@@ -161,12 +168,7 @@ class Rlxkv {
    * @returns {Promise<{copied: number, bytes: number}>}
    */
   async copyStore(from, to) {
-    const places = [[from, 'from'], [to, 'to']].map(([o, name]) => {
-      toOptions(o, name);
-      const p = storagePlace(o, `${name}.storage`);
-      if (p.kind === 'none') throw new RangeError(`${name}.storage must name a store, got 'none'`);
-      return p;
-    });
+    const places = [placeOf(from, 'from'), placeOf(to, 'to')];
     if (places[0].kind === places[1].kind && places[0].path === places[1].path) {
       throw new RangeError('from and to are the same store');
     }
@@ -177,6 +179,18 @@ class Rlxkv {
     } finally {
       namer.free();
     }
+  }
+
+  /**
+   * Deletes a whole store: every blob of every fingerprint, and the
+   * IndexedDB database, OPFS directory or (if nothing else is in it) Node
+   * directory. Caches that watch it forget its blobs; caches open on it
+   * keep what they hold in memory and save into a new, empty store.
+   * @param {{storage?: 'fs'|'idb'|'opfs'|'auto', path?: string}} opts (path: openCache's default if omitted)
+   * @returns {Promise<{removed: number}>} the blobs it held
+   */
+  async deleteStore(opts) {
+    return deleteBlobs(placeOf(opts, 'deleteStore'));
   }
 
   /**

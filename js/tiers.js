@@ -74,7 +74,7 @@ export class TieredStore {
     const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
     // One channel per store: a directory by its resolved path.
-    store.#channelName = `rlxkv:${kind}:${blobs.root ?? path}`;
+    store.#channelName = channelOf(kind, blobs, path);
     try {
       await store.#index();
     } catch (err) {
@@ -738,6 +738,36 @@ export class TieredStore {
     return true;
   }
 
+  /**
+   * Gives up every blob of this cache's fingerprint, and those of saves
+   * under way (for Cache.clear({ stored: true })): deleted by
+   * wipe() or the next flush.
+   */
+  forgetAll() {
+    for (const r of this.#known.values()) {
+      if (r.fingerprint === this.#fp && r.status !== 'corrupt') this.#toRemove.set(r.name, ++this.#step);
+    }
+    for (const name of this.#saving.keys()) this.#toRemove.set(name, ++this.#step);
+  }
+
+  /**
+   * Deletes every blob of this cache's fingerprint now, those saved by
+   * others since the open included (the store is read again first):
+   * Cache.clear({ stored: true }) after forgetAll(). Rejects with the
+   * first failure (what failed stays given up, tried at each flush).
+   */
+  async wipe() {
+    await this.#rescan();
+    for (const r of this.#known.values()) {
+      if (r.fingerprint === this.#fp && r.tokens && !this.#toRemove.has(r.name)) {
+        this.#native.blobGone(r.tokens); // an entry learnt just now
+        this.#toRemove.set(r.name, ++this.#step);
+      }
+    }
+    await this.#removePending();
+    if (this.#toRemove.size) throw this.#removalError;
+  }
+
   /** Blobs given up whose deletion has not succeeded yet, and the last such failure. */
   get pendingRemovals() { return { count: this.#toRemove.size, error: this.#removalError }; }
 
@@ -874,10 +904,7 @@ export class TieredStore {
     const news = { rlxkv: NEWS_VERSION, saved: saved.map(newsOf), removed };
     try {
       if (this.#channel) return this.#channel.postMessage(news);
-      if (typeof BroadcastChannel !== 'function') return;
-      const once = new BroadcastChannel(this.#channelName);
-      once.postMessage(news);
-      once.close();
+      tellOnce(this.#channelName, news);
     } catch {
       // Telling is best effort: a save or removal stands without it.
     }
@@ -1075,6 +1102,34 @@ export async function copyBlobs(from, to, nameOf) {
     await src.close();
     if (dst) await dst.close();
   }
+}
+
+/**
+ * Deletes store `place` ({ kind, path }, a kind of BACKENDS) and tells the
+ * caches that watch it (they forget its blobs once they find them gone).
+ * Resolves to { removed: the blobs it held }.
+ */
+export async function deleteBlobs(place) {
+  const blobs = await BACKENDS[place.kind].open(place.path);
+  let names;
+  try {
+    names = await blobs.destroy();
+  } finally {
+    await blobs.close();
+  }
+  tellOnce(channelOf(place.kind, blobs, place.path), { rlxkv: NEWS_VERSION, saved: [], removed: names });
+  return { removed: names.length };
+}
+
+/** The BroadcastChannel name of a store (a directory by its resolved path). */
+const channelOf = (kind, blobs, path) => `rlxkv:${kind}:${blobs.root ?? path}`;
+
+/** Posts news on a channel of its own (best effort: where there is no BroadcastChannel, nobody watches). */
+function tellOnce(channelName, news) {
+  if (typeof BroadcastChannel !== 'function') return;
+  const once = new BroadcastChannel(channelName);
+  once.postMessage(news);
+  once.close();
 }
 
 /** failure, or if none the error p rejects with (null if none): so that a cleanup's failure does not hide the first one. */

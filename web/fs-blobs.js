@@ -267,7 +267,12 @@ export class FsBlobs {
       const tmp = this.#path(`${item.name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
       let fh = null;
       try {
-        fh = await fsp.open(tmp, 'wx', 0o644);
+        fh = await fsp.open(tmp, 'wx', 0o644).catch(async (err) => {
+          // The directory deleted under an open cache (rlx.deleteStore): the store goes on, empty.
+          if (err.code !== 'ENOENT') throw err;
+          await fsp.mkdir(this.root, { recursive: true });
+          return fsp.open(tmp, 'wx', 0o644);
+        });
         for (const part of item.parts) {
           for (let at = 0; at < part.length; at += CHUNK) {
             const piece = part.subarray(at, Math.min(at + CHUNK, part.length));
@@ -322,6 +327,19 @@ export class FsBlobs {
   async touch(name) {
     const now = new Date();
     await fsp.utimes(this.#path(name), now, now).catch(() => {});
+  }
+
+  /**
+   * Deletes the store: every blob and saves' temporary file (a live
+   * writer's save then fails), then the directory, if nothing else is in
+   * it (files of others stay, and so does it). The blob names deleted.
+   */
+  async destroy() {
+    const { blobs, temporaries } = await this.list();
+    const names = await this.remove(blobs.map((b) => b.name));
+    await this.remove(temporaries.map((t) => t.name));
+    await fsp.rmdir(this.root).catch(() => {});
+    return names;
   }
 
   async close() {}

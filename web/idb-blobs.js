@@ -27,25 +27,39 @@ export class IdbBlobs {
   static async open(path) {
     const factory = globalThis.indexedDB;
     if (!factory) throw new RlxkvError('IO', "storage 'idb' needs IndexedDB, which this environment lacks");
-    const db = await openIdbfs(factory, path);
-    return new IdbBlobs(path, db);
+    const blobs = new IdbBlobs(path, factory);
+    await blobs.#db();
+    return blobs;
   }
 
-  constructor(path, db) {
+  constructor(path, factory) {
     this.kind = 'idb';
     this.path = path;
-    this.db = db;
-    db.onversionchange = () => { db.close(); this.db = null; };
+    this.#factory = factory;
   }
 
-  /** Closed by close(), not by another connection (for the error a late call gets). */
-  #closed = false;
+  #factory;
+  #connection = null; // promise of the open database
+  #closed = false;    // by close()
+
+  /**
+   * The database, opened on first use and again after another connection
+   * made this one close (versionchange: another tab deleting the store,
+   * rlx.deleteStore, or upgrading it): the store goes on, as it is now.
+   */
+  #db() {
+    if (this.#closed) return Promise.reject(new RlxkvError('IO', `IndexedDB "${this.path}" is closed`));
+    if (!this.#connection) {
+      this.#connection = openIdbfs(this.#factory, this.path).then((db) => {
+        db.onversionchange = () => { db.close(); this.#connection = null; };
+        return db;
+      });
+      this.#connection.catch(() => { this.#connection = null; });
+    }
+    return this.#connection;
+  }
 
   #key(name) { return `${this.path}/${name}`; }
-  #live() {
-    if (!this.db) throw new RlxkvError('IO', `IndexedDB "${this.path}" ${this.#closed ? 'is closed' : 'was closed by another connection'}`);
-    return this.db;
-  }
 
   /**
    * What opening needs, asked in one transaction, reading no blob:
@@ -63,14 +77,17 @@ export class IdbBlobs {
    * (names()) is most of an open's time otherwise.
    */
   list() {
-    let store;
-    try {
-      store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
-    } catch (err) {
-      const failed = Promise.reject(idbError(err, 'listing IndexedDB'));
-      failed.catch(() => {});
-      return { index: failed, census: failed };
-    }
+    const both = this.#db().then((db) => this.#listIn(db.transaction([STORE], 'readonly').objectStore(STORE)))
+      .catch((err) => { throw idbError(err, 'listing IndexedDB'); });
+    const index = both.then((b) => b.index), census = both.then((b) => b.census);
+    // Whoever awaits one first must not leave the other's failure unhandled.
+    index.catch(() => {});
+    census.catch(() => {});
+    return { index, census };
+  }
+
+  /** list()'s requests, in one transaction's store (made in this task). */
+  #listIn(store) {
     const fail = (err) => { throw idbError(err, 'listing IndexedDB'); };
     const index = request(store.get(this.#key(INDEX_NAME))).then((rec) => (rec && rec.contents
       ? { bytes: bytesOf(rec.contents), timestamp: rec.timestamp instanceof Date ? rec.timestamp.getTime() : NaN }
@@ -81,7 +98,6 @@ export class IdbBlobs {
         .then((cursor) => (!cursor ? -Infinity : cursor.key instanceof Date ? cursor.key.getTime() : NaN));
     const census = Promise.all([request(store.count(this.#range())), newest])
       .then(([records, at]) => ({ records, newest: at }), fail);
-    // Whoever awaits one first must not leave the other's failure unhandled.
     index.catch(() => {});
     census.catch(() => {});
     return { index, census };
@@ -90,7 +106,7 @@ export class IdbBlobs {
   /** The blob names under the path (every key listed). */
   async names() {
     try {
-      const store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
+      const store = (await this.#db()).transaction([STORE], 'readonly').objectStore(STORE);
       const keys = await request(store.getAllKeys(this.#range()));
       const at = this.path.length + 1;
       // A name that is not well-formed Unicode could not be written to an index (UTF-8) and read back.
@@ -124,12 +140,12 @@ export class IdbBlobs {
 
   #reads = null;
 
-  #readBatch() {
+  async #readBatch() {
     const reads = this.#reads;
     this.#reads = null;
     let store;
     try {
-      store = this.#live().transaction([STORE], 'readonly').objectStore(STORE);
+      store = (await this.#db()).transaction([STORE], 'readonly').objectStore(STORE);
     } catch (err) {
       for (const r of reads) r.reject(idbError(err, `reading ${r.name}`));
       return;
@@ -150,9 +166,8 @@ export class IdbBlobs {
    * then nothing was written.
    */
   async write(items, removes, updateIndex) {
-    const db = this.#live();
     try {
-      const tx = db.transaction([STORE], 'readwrite');
+      const tx = (await this.#db()).transaction([STORE], 'readwrite');
       const done = committed(tx);
       const store = tx.objectStore(STORE);
       const now = new Date();
@@ -172,10 +187,27 @@ export class IdbBlobs {
     }
   }
 
+  /**
+   * Deletes the store: its database (IndexedDB asks every other connection
+   * to close first, which ours do, then reopen an empty store if used
+   * again). The blob names it held.
+   */
+  async destroy() {
+    const names = await this.names();
+    await this.close();
+    try {
+      await request(this.#factory.deleteDatabase(this.path));
+    } catch (err) {
+      throw idbError(err, `deleting IndexedDB "${this.path}"`);
+    }
+    return names;
+  }
+
   async close() {
-    if (this.db) this.db.close();
-    this.db = null;
     this.#closed = true;
+    const connection = this.#connection;
+    this.#connection = null;
+    if (connection) (await connection.catch(() => null))?.close();
   }
 }
 

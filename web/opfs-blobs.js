@@ -711,6 +711,26 @@ export class OpfsBlobs {
     }
   }
 
+  /**
+   * Deletes the store: every blob as remove() deletes it (readers that keep
+   * one open asked to let go), then the directory with what else is in it
+   * (the index, markers, temporary files). The blob names it held.
+   */
+  async destroy() {
+    const names = await this.names();
+    await this.remove(names);
+    await this.close();
+    const segments = this.path.split('/').filter(Boolean);
+    try {
+      let parent = await navigator.storage.getDirectory();
+      for (const seg of segments.slice(0, -1)) parent = await parent.getDirectoryHandle(seg);
+      await whileLocked(() => parent.removeEntry(segments.at(-1), { recursive: true }));
+    } catch (err) {
+      if (!isGone(err)) throw opfsError(err, `deleting OPFS directory ${this.path}`);
+    }
+    return names;
+  }
+
   async close() {
     this.#closed = true; // a read finishing meanwhile keeps nothing
     // Saves or removals the index may not describe: the marker stays, dead, for the next open.

@@ -97,7 +97,7 @@ test('the bad-input sweep', async () => {
   }
   await expectClearAsync(() => rlx.openCache({ capBytes: 10, storage: 'cloud' }), 'storage');
   await expectClearAsync(() => rlx.openCache({ capBytes: 10, storage: 'fs', path: 42 }), 'path');
-  await expectClearAsync(() => rlx.openCache({ capBytes: 10, storage: 'fs', path: '/proc/version/x' }), 'unusable directory');
+  await expectClearAsync(() => rlx.openCache({ capBytes: 10, fingerprint: 1n, storage: 'fs', path: '/proc/version/x' }), 'unusable directory');
   expectClear(() => cache.lookup([1], { maxMatched: -2 }), 'maxMatched');
   expectClear(() => cache.lookup([1], 'view'), 'lookup opts');
   expectClear(() => cache.pin([9, 9, 9]), 'pin of an absent entry');
