@@ -197,6 +197,19 @@ export function makeApi(rlx) {
     /** Drops every entry from memory (blobs stay): the next match reads them again. */
     clear() { cache.clear(); return cache.stats.entries; },
 
+    /** Forgets everything of this cache, its stored blobs too: { entries, storedEntries, blobs } after. */
+    async clearStored() {
+      await cache.clear({ stored: true });
+      const { entries, storedEntries } = cache.stats;
+      return { entries, storedEntries, blobs: cache.listBlobs().length };
+    },
+
+    /** Deletes a whole store ({ storage, path }): deleteStore's { removed }. */
+    deleteStore(place) { return rlx.deleteStore(place); },
+
+    /** Stored-only and resident entries this cache knows of. */
+    known() { const { entries, storedEntries } = cache.stats; return entries + storedEntries; },
+
     remove(ids, shape = DEFAULT_SHAPE) { return ids.map((id) => cache.remove(tokensOf(id, shape))); },
 
     /** listBlobs() as plain data: fingerprint hex, mtime in ms. */
