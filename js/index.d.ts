@@ -15,13 +15,13 @@ export class RlxkvError extends Error {
 /** Token ids: u32 each. Arrays are checked and copied; a Uint32Array is used as is. */
 export type Tokens = Uint32Array | readonly number[];
 
+/** Float16Array, where the engine has one (TypeScript's lib names it from 5.7 on). */
+export type Float16ArrayLike = ArrayBufferView & { readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number };
 /**
  * A 16-bit KV block: IEEE binary16 bit patterns in a Uint16Array, or a
  * Float16Array where the engine has one (Chromium 135+, Node 24+). Kept
  * exactly: no rounding, NaN payloads and signed zeros preserved.
  */
-/** Float16Array, where the engine has one (TypeScript's lib names it from 5.7 on). */
-export type Float16ArrayLike = ArrayBufferView & { readonly length: number; readonly BYTES_PER_ELEMENT: 2; [index: number]: number };
 export type F16Block = Uint16Array | Float16ArrayLike;
 export type KVBlock = Float32Array | F16Block;
 
@@ -59,15 +59,15 @@ export interface Hit {
   matched: number;
   /** 'f32' (Float32Array blocks) or 'f16' (Uint16Array or Float16Array blocks, see f16As). */
   dtype: 'f32' | 'f16';
-  /** The `matched` tokens. */
-  tokens: Uint32Array;
+  /** The `matched` tokens. (tokens, k and v are getters on a view: read-only.) */
+  readonly tokens: Uint32Array;
   /**
    * Per layer: the whole block, or for a partial hit the values of its first
    * `matched` tokens, in the same layout (head-major: `matched` rows of every
    * head, heads one after another, so [heads, matched, headDim]).
    */
-  k: KVBlock[];
-  v: KVBlock[];
+  readonly k: KVBlock[];
+  readonly v: KVBlock[];
   /**
    * Whether k, v and tokens are views of wasm memory. Asked for with
    * `view: true`, and given whenever the hit's values are contiguous: a
@@ -158,9 +158,10 @@ export interface BlobInfo {
   status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
   /** The C status that made it corrupt or too large, else 0 (rlx.openStore on a Node directory: the status the C store found; elsewhere CORRUPT or LIMIT by the status). */
   error: number;
-  /** KV bytes (rlx.openStore on a Node directory) and value type, where known. */
+  /** KV bytes: given by rlx.openStore on a Node directory only. */
   kvBytes?: number;
-  dtype?: 'f32' | 'f16' | null;
+  /** The values' type; null where the blob's header was not read as valid (corrupt, too-large, unreadable, temporary files). */
+  dtype: 'f32' | 'f16' | null;
 }
 
 export interface PruneReport {
@@ -168,6 +169,11 @@ export interface PruneReport {
   removedBytes: number;
   kept: number;
   keptBytes: number;
+  /** Store.prune on a Node directory only: saves' temporary files removed (no live writer owns them) and kept, and their bytes. */
+  tempsRemoved?: number;
+  tempsRemovedBytes?: number;
+  tempsKept?: number;
+  tempsKeptBytes?: number;
 }
 
 export type Fingerprint = bigint | number;
@@ -273,7 +279,7 @@ export interface Cache {
    * Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another
    * fingerprint, SHAPE if it does not fit the layout. `cached` is false when the cache is off (capBytes 0).
    */
-  importBlob(source: Uint8Array | ArrayBuffer | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number; cached: boolean }>;
+  importBlob(source: Uint8Array | ArrayBuffer | ArrayBufferView | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number; cached: boolean }>;
 
   /**
    * Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost,
@@ -369,7 +375,7 @@ export interface Rlxkv {
   /** null when opts.fingerprint is given and the blob's differs; malformed bytes throw RlxkvError. */
   decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: DecodeOptions): DecodedEntry | null;
   /** A stable 64-bit hash of a string (UTF-8) or bytes. */
-  fingerprintOf(input: string | Uint8Array | ArrayBuffer): bigint;
+  fingerprintOf(input: string | Uint8Array | ArrayBuffer | ArrayBufferView): bigint;
 }
 
 export interface InitOptions {

@@ -1,18 +1,36 @@
 // Types for rlxkv/transformers: transformers.js (3.x, 4.x) and ONNX Runtime
 // KV kept in rlxkv. No dependency on either: the app's own classes are used.
-import type { Cache, Hit, Layout } from './index.js';
+import type { Cache, Hit, KVBlock, Layout } from './index.js';
 
-/** The subset of a transformers.js / onnxruntime Tensor this module reads. */
+/**
+ * The part of a tensor this module reads. transformers.js's Tensor (3.x and
+ * 4.x) and onnxruntime's are TensorLikes as they are, so it is typed as
+ * broadly as they are: transformers.js types `data` as DataArray (typed
+ * arrays or any[]), onnxruntime's includes string[]. What this module reads
+ * is checked when it reads it (a RangeError or TypeError naming the tensor):
+ * KV of type 'float32' (Float32Array) or 'float16' (Uint16Array or
+ * Float16Array), dims [1, heads, tokens, headDim]; input_ids of ids in
+ * [0, 2^32), dims [1, n].
+ */
 export interface TensorLike {
-  type: string;
-  dims: number[];
-  data: ArrayLike<number | bigint> & ArrayBufferView;
-  location?: string;
-  ort_tensor?: { getData(): Promise<ArrayBufferView> };
-  getData?(): Promise<ArrayBufferView>;
+  readonly type: string;
+  readonly dims: readonly number[];
+  /** The values, where `location` is the CPU (the default). */
+  readonly data: ArrayLike<unknown>;
+  /** 'cpu', 'cpu-pinned' (or absent): `data` is read; elsewhere (a GPU buffer) the values are downloaded with getData(). */
+  readonly location?: string;
+  /** transformers.js: the onnxruntime tensor within, which downloads. */
+  readonly ort_tensor?: { getData(): Promise<unknown> };
+  /** onnxruntime: downloads the values of a GPU tensor. */
+  getData?(): Promise<unknown>;
 }
-/** new Tensor(type, data, dims): transformers.js's Tensor or onnxruntime's. */
-export type TensorClass<T = TensorLike> = new (type: string, data: ArrayBufferView, dims: number[]) => T;
+
+/**
+ * new Tensor(type, data, dims): transformers.js's Tensor class or onnxruntime's. `data` is a Float32Array,
+ * or for 'float16' a Uint16Array of bits, or the hit's own Float16Array where the cache gives those (f16As):
+ * typed Uint16Array, which both classes take, as TypeScript's lib before 5.7 has no Float16Array.
+ */
+export type TensorClass<T = TensorLike> = new (type: 'float32' | 'float16', data: Float32Array | Uint16Array, dims: number[]) => T;
 
 /**
  * head-major, num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads), num_hidden_layers layers
@@ -25,9 +43,12 @@ export function layoutOf(config: object): Required<Layout> & { order: 'head-majo
 export function kvDtypeOf(model: object): 'float32' | 'float16';
 
 export interface KVFromTensors {
-  /** One block per layer, [heads, tokens, headDim] (head-major), the tensors' own arrays where on the CPU. */
-  k: (Float32Array | Uint16Array)[];
-  v: (Float32Array | Uint16Array)[];
+  /**
+   * One block per layer, [heads, tokens, headDim] (head-major), the tensors' own arrays where on the
+   * CPU: Float32Array for float32; for float16 a Uint16Array of bits or a Float16Array, as the tensor holds it.
+   */
+  k: KVBlock[];
+  v: KVBlock[];
   tokens: number;
   dtype: 'float32' | 'float16';
 }
@@ -37,7 +58,7 @@ export interface KVFromTensors {
  * Every layer from 0 on, with no gap; any other `${prefix}.*` tensor is refused, by name.
  * GPU-buffer tensors are downloaded. Insert the result with cache.insert(tokens, kv).
  */
-export function kvFromTensors(tensors: Record<string, TensorLike>, opts?: { prefix?: string }): Promise<KVFromTensors>;
+export function kvFromTensors(tensors: { readonly [name: string]: TensorLike }, opts?: { prefix?: string }): Promise<KVFromTensors>;
 
 /**
  * A hit's KV as tensors named `${prefix}.N.key` / `.value` ([1, heads, matched, headDim]) of
@@ -45,9 +66,10 @@ export function kvFromTensors(tensors: Record<string, TensorLike>, opts?: { pref
  */
 export function tensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: TensorClass<T>, opts?: { dtype?: 'float32' | 'float16'; prefix?: string }): Record<string, T>;
 
-export interface CachedGenerateOptions {
+/** T: the class of your input_ids (your transformers.js's Tensor), of which the restored KV is made. */
+export interface CachedGenerateOptions<T = TensorLike> {
   /** Your transformers.js module (import * as transformers from '@huggingface/transformers'): needed by 4.x for its DynamicCache. */
-  transformers?: { DynamicCache?: new (entries: Record<string, unknown>) => unknown; env?: { version?: string } };
+  transformers?: { DynamicCache?: new (entries: Record<string, T>) => unknown; env?: { version?: string } };
   /** How entries are stored: the model's own KV dtype ('auto', the default), or always 'f32' / 'f16'. */
   store?: 'auto' | 'f32' | 'f16';
   /** Keep the entry a run extended (by default it is replaced by the longer one, unless pinned). */
@@ -58,11 +80,12 @@ export interface CachedGenerateOptions {
  * model.generate with the prompt's longest cached prefix restored (never the whole prompt; partial
  * reuse included) and the run's KV inserted back. generateOptions.input_ids must be [1, n] of ids in [0, 2^32); the
  * cache must have layout layoutOf(model.config). Resolves to generate's result with
- * return_dict_in_generate ({ sequences, past_key_values, ... }) plus `reused` and `prefilled`.
+ * return_dict_in_generate ({ sequences, past_key_values, ... }) plus `reused` and `prefilled`;
+ * `sequences` typed as input_ids is (generate makes it with the same transformers.js).
  */
-export function cachedGenerate<R extends object>(
+export function cachedGenerate<R extends object, T extends TensorLike = TensorLike>(
   model: { generate(options: object): Promise<R>; config?: object },
   cache: Cache,
-  generateOptions: { input_ids: TensorLike } & Record<string, unknown>,
-  opts?: CachedGenerateOptions,
-): Promise<R & { sequences: TensorLike; reused: number; prefilled: number }>;
+  generateOptions: { input_ids: T } & Record<string, unknown>,
+  opts?: CachedGenerateOptions<T>,
+): Promise<R & { sequences: T; reused: number; prefilled: number }>;
