@@ -280,7 +280,7 @@ let blob;
       let t0 = now();
       const c = await rlx.openCache({ capBytes: CAP, fingerprint: FP, storage: 'fs', path, preload: true });
       load.push((now() - t0) / 1000);
-      if (c.restoreReport.loaded !== 1 || c.restoreReport.bytes !== kvBytes) throw new Error('fs restore');
+      if (c.restoreReport.indexed !== 1 || c.restoreReport.bytes !== kvBytes) throw new Error('fs restore');
       await c.close({ flush: false });
       gc();
       t0 = now();

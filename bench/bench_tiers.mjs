@@ -89,7 +89,7 @@ const workloads = {
     const ms = now() - t0;
     gc();
     const rss1 = process.memoryUsage().rss;
-    const r = { ms, rss_before: rss0, rss_after: rss1, loaded: cache.restoreReport.loaded, wasm_bytes: rlx.memoryBytes };
+    const r = { ms, rss_before: rss0, rss_after: rss1, loaded: cache.restoreReport.indexed, wasm_bytes: rlx.memoryBytes };
     await cache.close({ flush: false });
     return r;
   },

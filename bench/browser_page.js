@@ -148,6 +148,6 @@ export async function restorePhase({ count, order, entry: moduleUrl }) {
   };
   const steps = [doRestore, doGet, doGetAll, doGetKnown];
   for (let i = 0; i < steps.length; i++) await steps[(i + order) % steps.length]();
-  if (report.loaded !== count) throw new Error(`restored ${report.loaded} of ${count}`);
+  if (report.indexed !== count) throw new Error(`restored ${report.indexed} of ${count}`);
   return { init: initMs, restore, get, getAll, getKnown, raw_bytes: rawBytes, restored_bytes: report.bytes };
 }

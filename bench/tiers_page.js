@@ -61,7 +61,7 @@ export async function open({ entry }) {
   const t0 = performance.now();
   const cache = await rlx.openCache(opts);
   const ms = performance.now() - t0;
-  const r = { ms, loaded: cache.restoreReport.loaded, stored: cache.stats.storedEntries, resident: cache.stats.entries };
+  const r = { ms, loaded: cache.restoreReport.indexed, stored: cache.stats.storedEntries, resident: cache.stats.entries };
   await cache.close({ flush: false });
   return r;
 }

@@ -192,7 +192,7 @@ function renderStartup(s) {
   const r = s.restore;
   const parts = [];
   if (s.storage === 'none') parts.push(`IndexedDB unavailable (${s.openError || 'memory only'})`);
-  else parts.push(`restored ${r.loaded} ${r.loaded === 1 ? 'entry' : 'entries'} (${fmtBytes(r.bytes)}) in ${fmtMs(s.openMs)}`);
+  else parts.push(`indexed ${r.indexed} stored ${r.indexed === 1 ? 'entry' : 'entries'} (${fmtBytes(r.bytes)} of KV, read at its first hit) in ${fmtMs(s.openMs)}`);
   if (r && r.stale) parts.push(`${r.stale} stale removed`);
   if (r && r.corrupt) parts.push(`${r.corrupt} corrupt skipped`);
   if (s.asset.status === 'imported') parts.push(`shipped asset imported in ${fmtMs(s.asset.ms)}`);

@@ -80,7 +80,7 @@ export function openedInfo({ wasmMs, modelMs, openMs, restore, cache }) {
     modelMs: round(modelMs),
     openMs: round(openMs),
     restore,
-    restoredEntries: restore ? restore.loaded : 0,
+    restoredEntries: restore ? restore.indexed : 0,
     storage: cache.storage,
     openError: cache.openError || null,
   };

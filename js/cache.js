@@ -24,12 +24,15 @@ export class Cache {
   /** Runs fn after the cache's earlier storage work settled. */
   #serialize = serialQueue();
   #token = {};
+  /** The app's onEvent, or null (then no event is made). */
+  #onEvent;
 
   /** @internal use rlx.createCache / rlx.openCache */
-  constructor(core, { capBytes, fingerprint, layout, f16As }) {
+  constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null }) {
     this.#core = core;
     this.#fp = fingerprint;
     this.#layout = layout;
+    this.#onEvent = onEvent;
     this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As });
     /** What opening storage found (RestoreReport in js/index.d.ts), or null without storage. */
     this.restoreReport = null;
@@ -38,15 +41,43 @@ export class Cache {
 
   /** @internal */
   async attach(kind, path, storageCapBytes, { preload, watch }) {
+    const t0 = now();
     this.#native.setStoredIndex(true);
-    this.#storage = await TieredStore.open(this.#native, kind, path, { fingerprint: this.#fp, layout: this.#layout, watch });
+    const onEvent = this.#onEvent && ((event) => this.#emit(event));
+    this.#storage = await TieredStore.open(this.#native, kind, path, { fingerprint: this.#fp, layout: this.#layout, watch, onEvent });
     this.#storageCap = storageCapBytes;
     leaks.unregister(this.#token);
     leaks.register(this, { native: this.#native.leakRecord, storage: this.#storage }, this.#token);
     this.restoreReport = { ...this.#storage.report, resident: 0, readOnly: this.#storage.readOnly };
+    // 0.1's name for `indexed` (it counted entries found, not loaded): kept, deprecated, not listed.
+    Object.defineProperty(this.restoreReport, 'loaded', { get() { return this.indexed; }, enumerable: false });
     // A read-only store opens all the same: its budget is kept by others.
     if (this.#storageCap !== Infinity && !this.#storage.readOnly) await this.#pruneToCap();
     if (preload) this.restoreReport.resident = await this.#preload();
+    this.#emit({ type: 'open', storage: kind, path, indexed: this.restoreReport.indexed, resident: this.restoreReport.resident, ms: now() - t0 });
+  }
+
+  /**
+   * Tells the app's onEvent what happened (see CacheEvent in index.d.ts).
+   * An observer cannot break the cache: what it throws is dropped.
+   */
+  #emit(event) {
+    if (!this.#onEvent) return;
+    try {
+      this.#onEvent(event);
+    } catch {
+      // the app's own bug; the cache goes on
+    }
+  }
+
+  /** Calls fn(); then, if entries were evicted meanwhile, tells onEvent how many. */
+  #evicting(fn) {
+    if (!this.#onEvent) return fn();
+    const before = this.#native.stats().evictions;
+    const out = fn();
+    const evicted = this.#native.stats().evictions - before;
+    if (evicted > 0) this.#emit({ type: 'evict', entries: evicted });
+    return out;
   }
 
   /**
@@ -99,7 +130,7 @@ export class Cache {
     if (!t.length) throw new RangeError('tokens must not be empty: an entry is the KV of at least one token');
     const checked = toKv(kv);
     checkShape(t.length, checked, this.#layout);
-    const st = native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]);
+    const st = this.#evicting(() => native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]));
     if (st < 0) throw this.#core.fail(st, 'inserting');
   }
 
@@ -114,7 +145,26 @@ export class Cache {
   lookup(tokens, opts = {}) {
     const native = this.#live();
     const t = toTokens(tokens);
-    return native.lookup(t, lookupOptions(opts, t));
+    const t0 = this.#onEvent && now();
+    const hit = native.lookup(t, lookupOptions(opts, t));
+    if (this.#onEvent) {
+      if (hit) this.#emit(hitEvent(hit, 'memory', t0));
+      else this.#emit({ type: 'miss', tokens: t.length, stored: this.#storedPrefix(t) });
+    }
+    return hit;
+  }
+
+  /**
+   * For onEvent's miss of a lookup: the tokens of the longest entry that is
+   * stored, not resident, and a prefix of t (0 if none), which match()
+   * would have read. A walk of every stored-only entry: only when observed.
+   */
+  #storedPrefix(t) {
+    let best = 0;
+    for (const e of this.#native.tokensOf('stored')) {
+      if (e.length > best && e.length <= t.length && e.every((x, i) => x === t[i])) best = e.length;
+    }
+    return best;
   }
 
   /** Marks the entry with exactly these tokens as never evicted. */
@@ -139,24 +189,47 @@ export class Cache {
     const native = this.#live();
     const t = toTokens(tokens);
     const how = lookupOptions(opts, t);
+    const signal = toSignal(opts.signal);
+    const t0 = now();
+    let source = 'memory';
     // Each round either returns or makes one stored-only entry resident
     // (or drops it, if its blob is gone or bad): it ends.
     for (;;) {
+      signal?.throwIfAborted();
       const hit = this.#live().match(t, how);
-      if (!hit || !hit.stored) return hit;
-      if (!this.#storage) return null;
+      if (!hit || !hit.stored) return this.#matched(hit, t, source, t0);
+      if (!this.#storage) return this.#matched(null, t, source, t0);
       try {
-        await this.#storage.load(hit.entryTokens, hit.name);
+        await this.#evictingAsync(() => this.#storage.load(hit.entryTokens, hit.name));
       } catch (err) {
         // Closed while the blob was read: whatever the read met after.
         if (native.closed) throw new TypeError('cache is closed');
         // The stored entry cannot fit in memory beside the pinned ones
         // (capBytes): the longest hit memory holds, rather than none.
         if (!(err instanceof RlxkvError && err.code === 'NOSPACE')) throw err;
-        return this.#live().lookup(t, how);
+        this.#emit({ type: 'nospace', entryTokens: hit.entryTokens.length });
+        return this.#matched(this.#live().lookup(t, how), t, source, t0);
       }
       if (native.closed) throw new TypeError('cache is closed');
+      source = 'storage';
     }
+  }
+
+  /** match()'s answer, told to onEvent. */
+  #matched(hit, t, source, t0) {
+    if (this.#onEvent) this.#emit(hit ? hitEvent(hit, source, t0) : { type: 'miss', tokens: t.length, stored: 0 });
+    return hit;
+  }
+
+  async #evictingAsync(fn) {
+    if (!this.#onEvent) return fn();
+    const before = this.#native.stats().evictions;
+    const out = await fn();
+    if (!this.#native.closed) {
+      const evicted = this.#native.stats().evictions - before;
+      if (evicted > 0) this.#emit({ type: 'evict', entries: evicted });
+    }
+    return out;
   }
 
   /**
@@ -254,9 +327,14 @@ export class Cache {
    * layout with 'SHAPE'. `cached` is false when the cache is off (capBytes 0).
    * @returns {Promise<{tokens: number, bytes: number, cached: boolean}>}
    */
-  async importBlob(source, { pin = false } = {}) {
+  async importBlob(source, opts = {}) {
     this.#live();
-    const bytes = await readSource(source);
+    const { pin = false, onProgress } = toOptions(opts);
+    const signal = toSignal(opts.signal);
+    if (onProgress !== undefined && typeof onProgress !== 'function') throw new TypeError('opts.onProgress must be a function');
+    signal?.throwIfAborted();
+    const bytes = await readSource(source, { signal, onProgress });
+    signal?.throwIfAborted();
     const native = this.#live();
     // K/V as views of the bytes where they are aligned (never of wasm
     // memory, which inserting reuses): insert's copy into wasm is the only one.
@@ -333,30 +411,86 @@ export class Cache {
   }
 }
 
-async function readSource(source) {
+const now = () => performance.now();
+
+/** onEvent's record of a hit from `source` ('memory' or 'storage'). */
+function hitEvent(hit, source, t0) {
+  return {
+    type: 'hit', source, tokens: hit.matched, entryTokens: hit.entryTokens ? hit.entryTokens.length : hit.matched,
+    bytes: [...hit.k, ...hit.v].reduce((n, b) => n + b.byteLength, 0), ms: now() - t0,
+  };
+}
+
+/** An AbortSignal option, checked (undefined: none). */
+function toSignal(signal) {
+  if (signal === undefined) return undefined;
+  if (!signal || typeof signal.throwIfAborted !== 'function') throw new TypeError('opts.signal must be an AbortSignal');
+  return signal;
+}
+
+/**
+ * The bytes of importBlob's source: bytes as they are, a Response's body,
+ * a URL fetched (in Node, a path or file: URL read). signal aborts the
+ * read (AbortError); onProgress({ loaded, total }) hears a body as it
+ * arrives (total: its Content-Length, or null when unknown or encoded).
+ */
+async function readSource(source, { signal, onProgress } = {}) {
   if (typeof source === 'string' || source instanceof URL) {
     const url = String(source);
     if (isNode && !/^https?:/i.test(url)) {
       const { readFile } = await import('node:fs/promises');
+      let bytes;
       try {
-        return new Uint8Array(await readFile(url.startsWith('file:') ? new URL(url) : url));
+        bytes = new Uint8Array(await readFile(url.startsWith('file:') ? new URL(url) : url, { signal }));
       } catch (err) {
+        if (err.name === 'AbortError') throw err;
         throw new RlxkvError('IO', `cannot read ${url}: ${err.message}`, { cause: err });
       }
+      onProgress?.({ loaded: bytes.length, total: bytes.length });
+      return bytes;
     }
     let res;
     try {
-      res = await fetch(url);
+      res = await fetch(url, { signal });
     } catch (err) {
+      if (err.name === 'AbortError') throw err;
       throw new RlxkvError('IO', `cannot fetch ${url}: ${err.message}`, { cause: err });
     }
-    return readSource(res);
+    return readSource(res, { signal, onProgress });
   }
   if (typeof Response !== 'undefined' && source instanceof Response) {
     if (!source.ok) throw new RlxkvError('IO', `fetching ${source.url || 'blob'}: HTTP ${source.status}`);
-    return new Uint8Array(await source.arrayBuffer());
+    if (!onProgress || !source.body) return new Uint8Array(await source.arrayBuffer());
+    return readBody(source, signal, onProgress);
   }
   return toBytes(source, 'source');
+}
+
+/** A Response's body read chunk by chunk, told to onProgress: into one buffer when its length is known. */
+async function readBody(res, signal, onProgress) {
+  const declared = Number(res.headers.get('content-length'));
+  const total = !res.headers.get('content-encoding') && Number.isSafeInteger(declared) && declared >= 0 ? declared : null;
+  const reader = res.body.getReader();
+  const chunks = [];
+  let loaded = 0;
+  onProgress({ loaded, total });
+  try {
+    for (;;) {
+      signal?.throwIfAborted();
+      const { done, value } = await reader.read();
+      if (done) break;
+      chunks.push(value);
+      loaded += value.length;
+      onProgress({ loaded, total });
+    }
+  } finally {
+    reader.releaseLock();
+  }
+  if (chunks.length === 1) return chunks[0];
+  const out = new Uint8Array(loaded);
+  let at = 0;
+  for (const c of chunks) { out.set(c, at); at += c.length; }
+  return out;
 }
 
 /** lookup()'s and match()'s options, checked: { partial, maxMatched, view } for tokens t. */

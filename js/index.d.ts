@@ -93,6 +93,11 @@ export interface LookupOptions {
   maxMatched?: number;
 }
 
+export interface MatchOptions extends LookupOptions {
+  /** Stops the match (AbortError) before a stored entry is read, or after (then it stays read, in memory). A read is one operation: there is no progress to report. */
+  signal?: AbortSignal;
+}
+
 export interface CacheStats {
   /** Entries in memory (resident) and their KV bytes: what capBytes bounds. */
   entries: number;
@@ -114,8 +119,10 @@ export interface CacheStats {
 }
 
 export interface RestoreReport {
-  /** Entries of this fingerprint found in storage: known to the cache, read on their first hit (match). */
-  loaded: number;
+  /** Entries of this fingerprint found in storage's index: known to the cache, not read; each is read on its first hit (match). */
+  indexed: number;
+  /** @deprecated 0.1's name for `indexed` (it counted entries found, not loaded); not listed by a spread or JSON. */
+  readonly loaded: number;
   /** Blobs of other fingerprints, left untouched. */
   stale: number;
   /** Invalid blobs, skipped (a hit never reads them; prune removes them). */
@@ -181,13 +188,38 @@ export type Fingerprint = bigint | number;
 export interface CacheOptions {
   /** Budget of KV bytes (4 per f32 value, 2 per f16 value). 0 disables the cache. */
   capBytes: number;
-  /** The model/config the KV belongs to (u64). Default 0n. */
+  /**
+   * The model/config the KV belongs to (u64), e.g. rlx.fingerprintOf('org/model q4 f16'). openCache with
+   * storage requires it (a TypeError without: stored KV outlives the page, and would serve another model);
+   * a memory-only cache defaults to 0n.
+   */
   fingerprint?: Fingerprint;
   /** The model's KV layout; omitted: any block lengths, token-major partial hits. */
   layout?: Layout;
   /** The array type of f16 hits: 'Float16Array' (the default where the engine has it) or 'Uint16Array' (bits; the default elsewhere). */
   f16As?: 'Float16Array' | 'Uint16Array';
+  /** Told what the cache does (for a debug panel or the console); what it throws is ignored. */
+  onEvent?: (event: CacheEvent) => void;
 }
+
+/** What onEvent hears. ms: milliseconds it took; error: null unless it failed. */
+export type CacheEvent =
+  /** Opening read storage's index: entries indexed (not read), read at open (preload). */
+  | { type: 'open'; storage: 'idb' | 'opfs' | 'fs'; path: string; indexed: number; resident: number; ms: number }
+  /** A hit: from memory, or read from storage first (match). tokens matched, of an entry of entryTokens. */
+  | { type: 'hit'; source: 'memory' | 'storage'; tokens: number; entryTokens: number; bytes: number; ms: number }
+  /** A miss; stored: tokens of a stored, not resident entry that match() would have read (lookup() is memory-only). */
+  | { type: 'miss'; tokens: number; stored: number }
+  /** Entries evicted from memory to make room (stored ones stay stored). */
+  | { type: 'evict'; entries: number }
+  /** A stored entry that cannot fit in memory beside the pinned ones: match() served a shorter hit. */
+  | { type: 'nospace'; entryTokens: number }
+  /** A flush: blobs saved and their bytes; removals still pending. */
+  | { type: 'flush'; saved: number; bytes: number; pendingRemovals: number; ms: number; error: Error | null }
+  /** A prune: prune() or the storageCapBytes budget. */
+  | ({ type: 'prune'; reason: 'prune' | 'storageCapBytes'; error: Error | null } & PruneReport)
+  /** Another cache on the store (another tab, worker, thread) saved or deleted blobs (watch: true). */
+  | { type: 'heard'; saved: number; removed: number };
 
 export interface OpenCacheOptions extends CacheOptions {
   /**
@@ -254,7 +286,7 @@ export interface Cache {
    * an entry that is only stored reads its one blob into memory first (least recently used entries
    * are evicted, and stay stored once flushed). Use this after a reload: opening reads only the index.
    */
-  match(tokens: Tokens, opts?: LookupOptions): Promise<Hit | null>;
+  match(tokens: Tokens, opts?: MatchOptions): Promise<Hit | null>;
   /** The entry with exactly these tokens is never evicted (a stored-only one: once read). Throws NOTFOUND if absent. */
   pin(tokens: Tokens): void;
   unpin(tokens: Tokens): void;
@@ -264,8 +296,14 @@ export interface Cache {
   isPinned(tokens: Tokens): boolean;
   /** Drops the entry from memory and the index at once; its blob is deleted by the next flush (which reports any error). */
   remove(tokens: Tokens): boolean;
-  /** Drops every entry from memory; stored ones stay known, stored-only. */
-  clear(): void;
+  /**
+   * Drops every entry from memory; stored ones stay known, stored-only (pinned ones still pinned).
+   * With stored: true, forgets everything of this cache: every entry, pinned and stored-only ones
+   * too, and every blob of its fingerprint in storage, deleted now (watching caches hear of it;
+   * other fingerprints' blobs stay). Resolves once they are deleted; rejects with IO if one cannot
+   * be (tried again at each flush: stats.pendingRemovals).
+   */
+  clear(opts?: { stored?: boolean }): Promise<void>;
   /** Resident entries (pinned first, then most recent first), then stored-only ones (most recent first). */
   entries(): { tokens: Uint32Array; bytes: number; pinned: boolean; dtype: 'f32' | 'f16'; resident: boolean }[];
 
@@ -279,7 +317,16 @@ export interface Cache {
    * Inserts an entry from a blob (bytes, a Response, or a URL / file path). STALE if of another
    * fingerprint, SHAPE if it does not fit the layout. `cached` is false when the cache is off (capBytes 0).
    */
-  importBlob(source: Uint8Array | ArrayBuffer | ArrayBufferView | Response | URL | string, opts?: { pin?: boolean }): Promise<{ tokens: number; bytes: number; cached: boolean }>;
+  importBlob(
+    source: Uint8Array | ArrayBuffer | ArrayBufferView | Response | URL | string,
+    opts?: {
+      pin?: boolean;
+      /** Stops the fetch or read (AbortError). */
+      signal?: AbortSignal;
+      /** Hears a Response's body as it arrives (total: its Content-Length, null if unknown or encoded). */
+      onProgress?: (progress: { loaded: number; total: number | null }) => void;
+    },
+  ): Promise<{ tokens: number; bytes: number; cached: boolean }>;
 
   /**
    * Makes every inserted entry durable. Rejects with QUOTA / IO; nothing stored before is lost,
@@ -359,7 +406,16 @@ export interface Rlxkv {
   readonly memoryBytes: number;
   createCache(opts: CacheOptions): Cache;
   openCache(opts: OpenCacheOptions): Promise<Cache>;
+  /** A store without a cache, named as openCache names it. */
+  openStore(place: StorePlace): Promise<Store>;
+  /** @deprecated the form of 0.1: openStore({ storage, path }). */
   openStore(path: string, opts?: { storage?: 'auto' | 'fs' | 'idb' | 'opfs' }): Promise<Store>;
+  /**
+   * Deletes a whole store: every blob of every fingerprint, and the IndexedDB database, the OPFS
+   * directory or (if nothing else is in it) the Node directory. Caches that watch it forget its
+   * blobs; a cache open on it keeps its memory and saves into a new, empty store.
+   */
+  deleteStore(place: StorePlace): Promise<{ removed: number }>;
   /**
    * Copies every blob of one store into another, bytes unchanged (every
    * fingerprint, any status; a blob of the same name is replaced), one blob

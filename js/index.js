@@ -35,11 +35,13 @@ function cacheOptions(opts) {
   const f16As = opts.f16As === undefined ? (HAS_F16 ? 'Float16Array' : 'Uint16Array') : opts.f16As;
   if (!F16_TYPES.includes(f16As)) throw new RangeError(`f16As must be 'Float16Array' or 'Uint16Array', got ${String(f16As)}`);
   if (f16As === 'Float16Array' && !HAS_F16) throw new RangeError("f16As: this engine has no Float16Array; use 'Uint16Array'");
+  if (opts.onEvent !== undefined && typeof opts.onEvent !== 'function') throw new TypeError('onEvent must be a function');
   return {
     capBytes: toByteCount(opts.capBytes, 'capBytes'),
     fingerprint: toFingerprint(opts.fingerprint),
     layout: toLayout(opts.layout),
     f16As,
+    onEvent: opts.onEvent ?? null,
   };
 }
 

@@ -123,12 +123,15 @@ export class TieredStore {
   #removalFailed = new Set();
   /** What this store heard from others, taken in one message at a time (#heard). */
   #hearing = Promise.resolve();
+  /** The cache's onEvent (Cache #emit), or null. */
+  #onEvent;
 
-  constructor(native, blobs, { fingerprint, layout }) {
+  constructor(native, blobs, { fingerprint, layout, onEvent = null }) {
     this.#native = native;
     this.#blobs = blobs;
     this.#fp = fingerprint;
     this.#layout = layout;
+    this.#onEvent = onEvent;
     this.kind = blobs.kind;
     /** What opening found: a RestoreReport (js/index.d.ts) but `resident` and `readOnly`. */
     this.report = null;
@@ -142,10 +145,10 @@ export class TieredStore {
     else this.#admit(await this.#scanDir());
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
-    const report = { loaded: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
+    const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
     for (const r of this.#known.values()) {
       if (r.admitted) {
-        report.loaded++;
+        report.indexed++;
         report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
       } else report[ADMIT_COUNT[r.status] ?? 'skipped']++;
     }
@@ -503,12 +506,24 @@ export class TieredStore {
 
   /** Writes every dirty entry; see the header. Rejects with QUOTA / IO, nothing flushed before lost. */
   async flush() {
+    const t0 = performance.now();
+    let failure = null;
     try {
       await this.#flush();
+    } catch (err) {
+      failure = err;
+      throw err;
     } finally {
       // What was saved before a failure is saved all the same.
-      if (this.#savedRecords.length) this.#tell({ saved: this.#savedRecords });
+      const saved = this.#savedRecords;
+      if (saved.length) this.#tell({ saved });
       this.#savedRecords = [];
+      if (this.#onEvent && (saved.length || failure)) {
+        this.#onEvent({
+          type: 'flush', saved: saved.length, bytes: saved.reduce((n, r) => n + r.bytes, 0),
+          pendingRemovals: this.#toRemove.size, ms: performance.now() - t0, error: failure,
+        });
+      }
     }
   }
 
@@ -712,6 +727,7 @@ export class TieredStore {
     for (const { r, tokens } of drop) {
       if (budget || isGone.has(r.name)) native.blobGone(tokens);
     }
+    this.#onEvent?.({ type: 'prune', reason: budget ? 'storageCapBytes' : 'prune', ...report, error: failure });
     if (failure) {
       // A budget's prune (at open, after a flush) goes on: what it could not
       // delete is given up all the same and tried again at each flush.
@@ -930,8 +946,11 @@ export class TieredStore {
     this.#hearing = this.#hearing.then(async () => {
       const found = await this.#storeRecords([...said]);
       if (!this.#channel || this.#native.closed) return;
-      for (const [name, r] of found) if (!r && this.#known.has(name)) this.#drop(name);
-      this.#learn([...found.values()].filter(Boolean));
+      const forgotten = [...found].filter(([name, r]) => !r && this.#known.has(name)).map(([name]) => name);
+      for (const name of forgotten) this.#drop(name);
+      const learnt = [...found.values()].filter((r) => r && this.#known.get(r.name) !== r);
+      this.#learn(learnt);
+      if (forgotten.length || learnt.length) this.#onEvent?.({ type: 'heard', saved: learnt.length, removed: forgotten.length });
     }).catch(() => {}); // unreadable now: the next open reads the store
   }
 

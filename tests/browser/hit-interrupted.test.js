@@ -33,7 +33,7 @@ browserTest('a browser killed while a hit reads its blob leaves the store as it 
   page = await session.open();
   const again = await call(page, 'open', { path: PATH, capBytes: CAP });
   assert.equal(again.restoreReport.corrupt, 0);
-  assert.equal(again.restoreReport.loaded, IDS.length);
+  assert.equal(again.restoreReport.indexed, IDS.length);
   const found = await call(page, 'verify', IDS, ['A'], SHAPE);
   assert.deepEqual(IDS.map((id) => found[id].version), IDS.map(() => 'A'));
   await call(page, 'close', { flush: false });

@@ -19,7 +19,7 @@ async function checkRestored(t, page, path, label) {
   const opened = await call(page, 'open', { path, capBytes: CAP });
   const r = opened.restoreReport;
   assert.equal(r.corrupt, 0, `${label}: no corrupt blob`);
-  assert.equal(r.loaded, IDS.length, `${label}: every entry restored`);
+  assert.equal(r.indexed, IDS.length, `${label}: every entry restored`);
   const found = await call(page, 'verify', IDS, ['A', 'B'], SHAPE);
   const versions = IDS.map((id) => found[id].version);
   versions.forEach((version, i) => {

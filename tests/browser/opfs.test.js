@@ -51,7 +51,7 @@ browserTest('opfs: a worker and a window each restore, after a restart, what the
   await session.restart();
   page = await session.open();
   const main = await call(page, 'open', { path: PATH, storage: 'opfs' });
-  assert.deepEqual(main.restoreReport, { loaded: 3, stale: 0, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(main.restoreReport, { indexed: 3, stale: 0, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   assert.equal(main.size, 0, 'opening reads the index only');
   const onMain = await call(page, 'verify', [0, 1, 2], ['W'], SHAPE);
   for (const id of [0, 1, 2]) assert.equal(onMain[id].digest, digests[id], `window: entry ${id} byte-exact`);
@@ -60,7 +60,7 @@ browserTest('opfs: a worker and a window each restore, after a restart, what the
 
   const w2 = await spawn(page);
   const again = await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs' });
-  assert.equal(again.restoreReport.loaded, 4, 'the worker finds the window\'s entry too');
+  assert.equal(again.restoreReport.indexed, 4, 'the worker finds the window\'s entry too');
   const found = await inWorker(page, w2, 'verify', [0, 1, 2, 3], ['W', 'M'], SHAPE);
   assert.deepEqual([0, 1, 2, 3].map((id) => found[id].version), ['W', 'W', 'W', 'M']);
   for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `worker: entry ${id} byte-exact`);
@@ -89,7 +89,7 @@ browserTest('opfs: a worker with a layout reads each blob in one go, byte-exact,
     await call(page, 'opfsFlip', PATH, names[i], at);
   }
   const w2 = await spawn(page);
-  assert.equal((await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs', layout })).restoreReport.loaded, 3, 'from the index');
+  assert.equal((await inWorker(page, w2, 'open', { path: PATH, storage: 'opfs', layout })).restoreReport.indexed, 3, 'from the index');
   const found = await inWorker(page, w2, 'verify', [0, 1, 2], ['L'], SHAPE);
   const good = [0, 1, 2].filter((id) => found[id].version === 'L');
   assert.equal(good.length, 1, `two blobs changed, one intact: ${JSON.stringify(found)}`);
@@ -480,7 +480,7 @@ async function checkInterrupted(t, session, label, shape = MID) {
   const w = await spawn(page);
   const opened = await inWorker(page, w, 'open', { path: '/opfs-interrupt', storage: 'opfs', capBytes: 64 << 20 });
   assert.equal(opened.restoreReport.corrupt, 0, `${label}: no corrupt blob`);
-  assert.equal(opened.restoreReport.loaded, IDS.length, `${label}: every entry`);
+  assert.equal(opened.restoreReport.indexed, IDS.length, `${label}: every entry`);
   const found = await inWorker(page, w, 'verify', IDS, ['A', 'B'], shape);
   assertVersions(found, IDS, ['A', 'B'], label);
   t.diagnostic(`${label}: restored ${IDS.map((id) => found[id].version).join('')}`);
@@ -557,7 +557,7 @@ browserTest('opfs: two tabs flush the same entries while a third reads them; not
   const d = await session.open();
   const opened = await call(d, 'open', { path: PATH, storage: 'opfs' });
   assert.equal(opened.restoreReport.corrupt, 0);
-  assert.equal(opened.restoreReport.loaded, SHARED.length + 2);
+  assert.equal(opened.restoreReport.indexed, SHARED.length + 2);
   const all = await call(d, 'verify', [...SHARED, 10, 20], versions, SHAPE);
   assertVersions(all, SHARED, ['P3', 'Q3'], 'after the last round');
   assert.equal(all[10].version, 'P3');
@@ -581,7 +581,7 @@ browserTest('opfs: a quota error rejects flush() with QUOTA in a worker and in a
   const w = await spawn(page);
   for (const [where, run] of [['worker', (fn, ...a) => inWorker(page, w, fn, ...a)], ['window', (fn, ...a) => call(page, fn, ...a)]]) {
     const opened = await run('open', { path: PATH, storage: 'opfs' });
-    assert.equal(opened.restoreReport.loaded, 2, `${where}: the earlier entries`);
+    assert.equal(opened.restoreReport.indexed, 2, `${where}: the earlier entries`);
     await run('insert', [50], 'A', BIG);
     const failed = await run('flush', 20000);
     assert.equal(failed.ok, false, `${where}: flush() rejects`);
@@ -598,7 +598,7 @@ browserTest('opfs: a quota error rejects flush() with QUOTA in a worker and in a
   assert.deepEqual(await inWorker(page, w, 'flush', 20000), { ok: true }, 'flush() succeeds once space is back');
   await inWorker(page, w, 'close');
   const again = await call(page, 'open', { path: PATH, storage: 'opfs' });
-  assert.equal(again.restoreReport.loaded, 3);
+  assert.equal(again.restoreReport.indexed, 3);
   assert.equal((await call(page, 'verify', [50], ['A'], BIG))[50].version, 'A');
   await call(page, 'close');
 });
@@ -635,7 +635,7 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time, thro
     for (let round = 0; round < rounds; round++) {
       const label = `${how}, round ${round}`;
       const opened = await call(p, 'open', { path: PATH, storage: 'opfs' });
-      assert.equal(opened.restoreReport.loaded, EARLIER.length, `${label}: the earlier entries`);
+      assert.equal(opened.restoreReport.indexed, EARLIER.length, `${label}: the earlier entries`);
       await p.evaluate(() => window.T.countFileReads());
       await call(p, 'insert', [50 + round], 'A', BIG);
       const failed = await call(p, 'flush', 20000);
@@ -658,7 +658,7 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time, thro
 
   await session.reload(page);
   const again = await call(page, 'open', { path: PATH, storage: 'opfs' });
-  assert.equal(again.restoreReport.loaded, EARLIER.length, 'after a reload: the earlier entries, and none of the failed ones');
+  assert.equal(again.restoreReport.indexed, EARLIER.length, 'after a reload: the earlier entries, and none of the failed ones');
   assert.equal(again.restoreReport.corrupt, 0);
   const found = await call(page, 'verify', EARLIER, ['A'], SHAPE);
   for (const id of EARLIER) assert.equal(found[id].digest, digests[id], `after a reload: entry ${id} byte-exact`);
@@ -688,7 +688,7 @@ browserTest('opfs: a store copied from IndexedDB to OPFS and back keeps every bl
   await call(page, 'close');
   const w = await spawn(page);
   const inOpfs = await inWorker(page, w, 'open', { path: '/moved', storage: 'opfs' });
-  assert.deepEqual(inOpfs.restoreReport, { loaded: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(inOpfs.restoreReport, { indexed: 3, stale: 1, corrupt: 0, skipped: 0, bytes: 3 * 128 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   const found = await inWorker(page, w, 'verify', [0, 1, 2], ['A'], SHAPE);
   for (const id of [0, 1, 2]) assert.equal(found[id].digest, digests[id], `in OPFS: entry ${id} byte-exact`);
   await inWorker(page, w, 'close');

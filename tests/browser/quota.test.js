@@ -36,7 +36,7 @@ browserTest('a quota error rejects flush() with QUOTA; memory and earlier blobs 
 
   page = await session.open();
   const opened = await call(page, 'open', { path: PATH });
-  assert.equal(opened.restoreReport.loaded, EARLY.length);
+  assert.equal(opened.restoreReport.indexed, EARLY.length);
   await call(page, 'insert', [LARGE], 'A', BIG);
   const failed = await call(page, 'flush', 20000);
   assert.equal(failed.ok, false, 'flush() rejects when the quota is exceeded');
@@ -52,7 +52,7 @@ browserTest('a quota error rejects flush() with QUOTA; memory and earlier blobs 
   // Another tab, quota still small: everything flushed before is there.
   const other = await session.open();
   const seen = await call(other, 'open', { path: PATH });
-  assert.deepEqual(seen.restoreReport, { loaded: EARLY.length, stale: 0, corrupt: 0, skipped: 0, bytes: EARLY.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+  assert.deepEqual(seen.restoreReport, { indexed: EARLY.length, stale: 0, corrupt: 0, skipped: 0, bytes: EARLY.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
   const found = await call(other, 'verify', EARLY, ['A'], SMALL);
   for (const id of EARLY) assert.equal(found[id].version, 'A', `earlier entry ${id} intact`);
   assert.equal(await call(other, 'lookup', LARGE, 0, BIG), null, 'the large entry was not stored');
@@ -64,7 +64,7 @@ browserTest('a quota error rejects flush() with QUOTA; memory and earlier blobs 
   assert.deepEqual(await call(page, 'flush', 20000), { ok: true }, 'flush() succeeds once space is back');
   await session.reload(page);
   const again = await call(page, 'open', { path: PATH });
-  assert.equal(again.restoreReport.loaded, EARLY.length + 1);
+  assert.equal(again.restoreReport.indexed, EARLY.length + 1);
   assert.equal(again.restoreReport.corrupt, 0);
   const all = await call(page, 'verify', EARLY, ['A'], SMALL);
   for (const id of EARLY) assert.equal(all[id].version, 'A');

@@ -1,6 +1,6 @@
 // Browser test 1: entries flushed to IndexedDB survive quitting the browser.
 // Insert → flush → quit Chromium (context.close()) → start it again on the
-// same profile → the cache restores the entries (restoreReport.loaded),
+// same profile → the cache restores the entries (restoreReport.indexed),
 // their KV is byte-exact (bits compared in the page, SHA-256 compared here)
 // and a lookup of a longer prompt hits the cached prefix. Run with the
 // package's ESM entry (js/index.js) and with its minified browser bundle.
@@ -21,7 +21,7 @@ for (const [lib, page0, module] of LIBS) {
     assert.equal(await page.evaluate(() => window.T.lib), module);
     const opened = await call(page, 'open', { path: '/restart' });
     assert.equal(opened.storage, 'idb');
-    assert.equal(opened.restoreReport.loaded, 0);
+    assert.equal(opened.restoreReport.indexed, 0);
     const digests = await call(page, 'insert', IDS, 1, SHAPE);
     assert.deepEqual(await call(page, 'flush'), { ok: true });
 
@@ -29,7 +29,7 @@ for (const [lib, page0, module] of LIBS) {
     page = await session.open(page0);
     const reopened = await call(page, 'open', { path: '/restart' });
     assert.equal(reopened.storage, 'idb');
-    assert.deepEqual(reopened.restoreReport, { loaded: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
+    assert.deepEqual(reopened.restoreReport, { indexed: IDS.length, stale: 0, corrupt: 0, skipped: 0, bytes: IDS.length * 64 * 1024, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0 });
     assert.equal(reopened.known, IDS.length);
 
     const found = await call(page, 'verify', IDS, [1], SHAPE);

@@ -66,7 +66,7 @@ browserTest('storageCapBytes keeps the newest blobs within budget; prune({ stale
 
   const { report, kept } = await survivors(session, page, PATH);
   assert.deepEqual(kept, ids.slice(N - KEEP), 'the newest blobs survive the budget');
-  assert.equal(report.loaded, KEEP);
+  assert.equal(report.indexed, KEEP);
   assert.equal(report.stale, 2);
 
   // Asked to, prune removes the other fingerprint's blobs, durably.
@@ -77,7 +77,7 @@ browserTest('storageCapBytes keeps the newest blobs within budget; prune({ stale
   await call(page, 'close');
   await session.reload(page);
   const other = await call(page, 'open', { path: PATH, fingerprint: OTHER_FP });
-  assert.equal(other.restoreReport.loaded, 0, 'the pruned fingerprint has nothing left');
+  assert.equal(other.restoreReport.indexed, 0, 'the pruned fingerprint has nothing left');
   assert.equal(other.restoreReport.stale, KEEP, 'and this fingerprint\'s blobs are still there');
   await call(page, 'close', { flush: false });
 });

@@ -32,7 +32,7 @@ browserTest('two tabs flushing at once keep both sets, none torn', async (t, ses
   const opened = await call(a, 'open', { path: PATH });
   const all = [...TAB_A, 6, ...TAB_B, SHARED];
   assert.equal(opened.restoreReport.corrupt, 0);
-  assert.equal(opened.restoreReport.loaded, all.length, 'both tabs\' entries restored');
+  assert.equal(opened.restoreReport.indexed, all.length, 'both tabs\' entries restored');
   const found = await call(a, 'verify', all, ['A', 'B', 'B2'], SHAPE);
   for (const id of [...TAB_A, 6]) assert.equal(found[id].version, 'A', `tab A's entry ${id}`);
   for (const id of TAB_B.slice(1)) assert.equal(found[id].version, 'B', `tab B's entry ${id}`);

@@ -28,7 +28,7 @@ browserTest('a module worker flushes; another worker and the page restore it', a
 
   const w2 = await page.evaluate(() => window.T.spawnWorker());
   const second = await inWorker(page, w2, 'open', { path: PATH });
-  assert.equal(second.restoreReport.loaded, IDS.length);
+  assert.equal(second.restoreReport.indexed, IDS.length);
   assert.equal(second.restoreReport.corrupt, 0);
   const found = await inWorker(page, w2, 'verify', IDS, ['W'], SHAPE);
   for (const id of IDS) {
@@ -40,13 +40,13 @@ browserTest('a module worker flushes; another worker and the page restore it', a
 
   await session.reload(page);
   const main = await call(page, 'open', { path: PATH });
-  assert.equal(main.restoreReport.loaded, IDS.length, 'the page restores what the worker flushed');
+  assert.equal(main.restoreReport.indexed, IDS.length, 'the page restores what the worker flushed');
   const onMain = await call(page, 'verify', IDS, ['W'], SHAPE);
   for (const id of IDS) assert.equal(onMain[id].digest, digests[id], `entry ${id} byte-exact on the main thread`);
   await call(page, 'close', { flush: false });
 
   const w3 = await page.evaluate(() => window.T.spawnWorker());
   const third = await inWorker(page, w3, 'open', { path: PATH });
-  assert.equal(third.restoreReport.loaded, IDS.length, 'a worker after the reload restores it too');
+  assert.equal(third.restoreReport.indexed, IDS.length, 'a worker after the reload restores it too');
   await inWorker(page, w3, 'close');
 });

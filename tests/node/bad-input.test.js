@@ -180,7 +180,7 @@ test('a small valid blob of ten million empty layers is refused with LIMIT every
   const file = join(dir, blobName(5n, [0]));
   writeFileSync(file, bytes);
   const restored = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 5n, storage: 'fs', path: dir });
-  assert.deepEqual([restored.restoreReport.loaded, restored.restoreReport.tooLarge], [0, 1]);
+  assert.deepEqual([restored.restoreReport.indexed, restored.restoreReport.tooLarge], [0, 1]);
   assert.equal(await restored.match([0, 1]), null);
   assert.equal(restored.listBlobs()[0].status, 'too-large');
   await restored.close();
@@ -230,13 +230,13 @@ test('blobs that do not fit in memory are skipped and counted, not a failed open
   // reads the index only: all four are known, none is read.
   let cache = await rlx.openCache({ capBytes: 3.5e9, fingerprint: 0x88n, storage: 'fs', path: dir, newInstance: true });
   let r = cache.restoreReport;
-  assert.deepEqual([r.loaded, r.resident, r.tooLarge, r.corrupt], [4, 0, 0, 0], full(r));
+  assert.deepEqual([r.indexed, r.resident, r.tooLarge, r.corrupt], [4, 0, 0, 0], full(r));
   assert.equal(cache.stats.storedEntries, 4);
   await cache.close({ flush: false });
   // preload reads what capBytes admits, most recent first, and stops there.
   cache = await rlx.openCache({ capBytes: 2.5 * GiB, fingerprint: 0x88n, storage: 'fs', path: dir, newInstance: true, preload: true });
   r = cache.restoreReport;
-  assert.deepEqual([r.loaded, r.resident], [4, 2], full(r));
+  assert.deepEqual([r.indexed, r.resident], [4, 2], full(r));
   assert.equal(cache.stats.storedEntries, 2);
   await cache.close({ flush: false });
 });

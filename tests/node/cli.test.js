@@ -243,6 +243,6 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   const rlx = await init();
   const e = rlx.decodeEntry(readFileSync(small));
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
-  assert.equal(cache.restoreReport.loaded, 1);
+  assert.equal(cache.restoreReport.indexed, 1);
   await cache.close();
 });

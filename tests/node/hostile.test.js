@@ -75,7 +75,7 @@ for (const kind of ['fs', 'idb']) {
     assert.equal(reopened.has(first), false, 'not resurrected by the save under way');
     assert.equal(reopened.has(again), false, 'not resurrected by the save under way');
     assert.equal(await reopened.match(first), null);
-    assert.equal(reopened.restoreReport.loaded, 0);
+    assert.equal(reopened.restoreReport.indexed, 0);
     await reopened.close();
   });
 }
@@ -145,7 +145,7 @@ for (const kind of ['fs', 'idb']) {
     assert.deepEqual([report.removed, report.kept], [0, 5]);
     await Promise.all([writer.close(), watcher.close()]);
     const reopened = await openOn(kind, path);
-    assert.equal(reopened.restoreReport.loaded, 5, 'every blob still stored');
+    assert.equal(reopened.restoreReport.indexed, 5, 'every blob still stored');
     for (const i of [0, 1, 2]) assert.deepEqual((await reopened.match(range(1000 * i, 8))).k, kv(i).k);
     await reopened.close();
   });
@@ -260,7 +260,7 @@ test('fs: a blob deleted by another process while the open reads the directory i
   } finally {
     undo();
   }
-  assert.equal(reopened.restoreReport.loaded, 3);
+  assert.equal(reopened.restoreReport.indexed, 3);
   assert.equal(reopened.listBlobs().length, 3);
   await reopened.close();
 });
@@ -275,7 +275,7 @@ test('fs: a store of more blobs than the process may open files opens (ulimit -n
     const rlx = await init();
     const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: ${FP}n, storage: 'fs', path: ${JSON.stringify(dir)} });
     const hit = await cache.match(Array.from({ length: 8 }, (_, i) => 299000 + i));
-    console.log(JSON.stringify({ loaded: cache.restoreReport.loaded, hit: hit && hit.matched }));
+    console.log(JSON.stringify({ loaded: cache.restoreReport.indexed, hit: hit && hit.matched }));
     await cache.close();`;
   const out = execFileSync('bash', ['-c', 'ulimit -n 64 && exec node --input-type=module -e "$0"', script], { cwd: process.cwd(), encoding: 'utf8' });
   assert.deepEqual(JSON.parse(out), { loaded: 300, hit: 8 });
@@ -295,7 +295,7 @@ test('fs: one unreadable blob is skipped and reported, never pruned; the rest op
   try {
     const reopened = await openOn('fs', dir, { storageCapBytes: 1 });
     assert.equal(reopened.restoreReport.unreadable, 1);
-    assert.equal(reopened.restoreReport.loaded, 2);
+    assert.equal(reopened.restoreReport.indexed, 2);
     const info = reopened.listBlobs().find((b) => b.name === locked);
     assert.equal(info.status, 'unreadable');
     assert.ok(blobFiles(dir).includes(locked), 'the budget\'s prune left it');
@@ -393,7 +393,7 @@ test('idb: index records with sizes no blob has (NaN, negative, fractional) are 
     await writeIndex(path, b);
     // A budget that holds both blobs: a size the index made up must not make it prune.
     const reopened = await openOn('idb', path, { storageCapBytes: sizes[0] + sizes[1] });
-    assert.equal(reopened.restoreReport.loaded, 2, `bytes ${bad}`);
+    assert.equal(reopened.restoreReport.indexed, 2, `bytes ${bad}`);
     assert.deepEqual(reopened.listBlobs().map((x) => x.bytes).sort(), sizes, `bytes ${bad}: read from the blobs`);
     await reopened.close();
   }

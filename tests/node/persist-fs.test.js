@@ -36,7 +36,7 @@ test('entries flushed by one process are restored by another', () => {
     await cache.close();
   `);
   const got = JSON.parse(out);
-  assert.equal(got.report.loaded, 2);
+  assert.equal(got.report.indexed, 2);
   assert.equal(got.before, null);
   assert.equal(got.resident, 1);
   assert.equal(got.matched, 5);
@@ -70,7 +70,7 @@ test('stale and corrupt blobs: counted, skipped, and the stale ones left untouch
 
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 2n, storage: 'fs', path: dir });
   assert.deepEqual(
-    { loaded: cache.restoreReport.loaded, stale: cache.restoreReport.stale, corrupt: cache.restoreReport.corrupt },
+    { loaded: cache.restoreReport.indexed, stale: cache.restoreReport.stale, corrupt: cache.restoreReport.corrupt },
     { loaded: 0, stale: 1, corrupt: 1 },
   );
   cache.insert([4, 5], kvFor(2));

@@ -29,7 +29,7 @@ test('a reload restores flushed entries byte-exact', async () => {
   await first.close();
 
   const second = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'auto', path, preload: true });
-  assert.equal(second.restoreReport.loaded, 1);
+  assert.equal(second.restoreReport.indexed, 1);
   const hit = second.lookup(range(0, 60));
   assert.equal(hit.matched, 50);
   assert.deepEqual(hit.k, kv.k);
@@ -138,7 +138,7 @@ test('blobs of another fingerprint stay; corrupt records are skipped and reporte
 
   const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, preload: true });
   const r = again.restoreReport;
-  assert.deepEqual([r.loaded, r.stale, r.corrupt], [1, 1, 1]);
+  assert.deepEqual([r.indexed, r.stale, r.corrupt], [1, 1, 1]);
   await again.close();
   const first = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'idb', path, preload: true });
   assert.ok(first.lookup([5, 5, 1]), 'the other fingerprint was left alone');

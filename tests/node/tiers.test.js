@@ -33,7 +33,7 @@ for (const kind of ['fs', 'idb']) {
     const rlx = await page();
     const cache = await rlx.openCache({ capBytes: 3 * ENTRY_BYTES, fingerprint: FP, storage: kind, path });
     assert.deepEqual(cache.restoreReport, {
-      loaded: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
+      indexed: 12, stale: 0, corrupt: 0, skipped: 0, bytes: 12 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
     });
     let s = cache.stats;
     assert.deepEqual([s.entries, s.bytes, s.storedEntries, s.storedBytes], [0, 0, 12, 12 * ENTRY_BYTES]);
@@ -88,7 +88,7 @@ for (const kind of ['fs', 'idb']) {
     assert.equal(cache.remove(range(1000, 8)), false);
     await cache.close();
     const again = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path });
-    assert.deepEqual([again.restoreReport.loaded, again.has(range(0, 8)), again.has(range(1000, 8))], [2, true, false]);
+    assert.deepEqual([again.restoreReport.indexed, again.has(range(0, 8)), again.has(range(1000, 8))], [2, true, false]);
     await again.close();
   });
 }
@@ -114,7 +114,7 @@ test('fs: fifos and directories named like blobs are skipped, never opened', asy
   execFileSync('mkfifo', [join(dir, '00000000000000ff.rlxkv')]);
   execFileSync('mkdir', [join(dir, '00000000000000fe.rlxkv')]);
   const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
-  assert.equal(cache.restoreReport.loaded, 1);
+  assert.equal(cache.restoreReport.indexed, 1);
   assert.equal((await cache.match(range(0, 8))).matched, 8);
   await cache.close();
 });
@@ -144,7 +144,7 @@ test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and 
     for (const b of blobs) store.put({ timestamp: new Date(), mode: 0o100644, contents: b.bytes }, `${path}/${b.name}`);
   });
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-  assert.equal(cache.restoreReport.loaded, 3);
+  assert.equal(cache.restoreReport.indexed, 3);
   assert.deepEqual((await cache.match(range(2000, 9))).k, kv(2).k);
   await cache.close();
   // Behind the index's back: one blob deleted, one added by someone else
@@ -157,7 +157,7 @@ test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and 
     store.put({ timestamp: new Date(), mode: 0o100644, contents: extra.bytes }, `${path}/${extraName}`);
   });
   const again = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-  assert.equal(again.restoreReport.loaded, 3);
+  assert.equal(again.restoreReport.indexed, 3);
   assert.equal(again.has(blobs[0].tokens), false);
   assert.deepEqual((await again.match(range(9000, 8))).v, kv(9).v);
   await again.close();
@@ -172,7 +172,7 @@ test('idb: an index that agrees with the store opens without listing its keys; o
     const rlx = await page();
     const open = () => rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
     let cache = await open();
-    assert.equal(cache.restoreReport.loaded, 4);
+    assert.equal(cache.restoreReport.indexed, 4);
     assert.equal(listings.length, 0, 'what the index says is what the store holds');
     await cache.close();
     // A blob deleted behind the index's back: fewer records than it says.
@@ -180,13 +180,13 @@ test('idb: an index that agrees with the store opens without listing its keys; o
     await rawIdb(path, (store) => store.delete(`${path}/${gone}`));
     cache = await open();
     assert.equal(listings.length, 1);
-    assert.equal(cache.restoreReport.loaded, 3);
+    assert.equal(cache.restoreReport.indexed, 3);
     assert.equal(cache.has(range(3000, 8)), false);
     await cache.close();
     // Repaired: the next open trusts it again.
     cache = await open();
     assert.equal(listings.length, 1);
-    assert.equal(cache.restoreReport.loaded, 3);
+    assert.equal(cache.restoreReport.indexed, 3);
     await cache.close();
   } finally {
     IDBObjectStore.prototype.getAllKeys = getAllKeys;
@@ -207,7 +207,7 @@ test('idb: the index keeps tokens of any size; an index of the unreleased first 
   try {
     const expectAll = async (what) => {
       const c = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-      assert.equal(c.restoreReport.loaded, 3, what);
+      assert.equal(c.restoreReport.indexed, 3, what);
       for (const [i, t] of sets.entries()) assert.deepEqual((await c.match(t)).k, kv(i).k, `${what}: entry ${i}, found by its tokens`);
       const blobs = c.listBlobs();
       await c.close({ flush: false });
@@ -266,7 +266,7 @@ test('idb: a damaged index is rebuilt from the blobs; one read back at any offse
       await indexRecord(path, bytes);
       const before = listings.length;
       const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-      assert.equal(cache.restoreReport.loaded, 3, `${what}: every blob found`);
+      assert.equal(cache.restoreReport.indexed, 3, `${what}: every blob found`);
       assert.equal(listings.length, before + 1, `${what}: found by listing the keys`);
       for (const i of [0, 1, 2]) assert.deepEqual((await cache.match(range(1000 * i, 8))).k, kv(i).k, `${what}: entry ${i}`);
       await cache.close();
@@ -280,7 +280,7 @@ test('idb: a damaged index is rebuilt from the blobs; one read back at any offse
     const before = listings.length;
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
     assert.equal(listings.length, before, 'trusted');
-    assert.equal(cache.restoreReport.loaded, 3);
+    assert.equal(cache.restoreReport.indexed, 3);
     for (const i of [0, 1, 2]) assert.deepEqual((await cache.match(range(1000 * i, 8))).v, kv(i).v);
     await cache.close();
   } finally {
@@ -295,7 +295,7 @@ test('idb: a blob under a name not its own stays foreign from open to open', asy
   await rawIdb(path, (store) => store.put({ timestamp: new Date(), mode: 0o100644, contents: bytes }, `${path}/copied-by-hand.rlxkv`));
   for (const round of [1, 2, 3]) {
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-    assert.equal(cache.restoreReport.loaded, 2 + round - 1, `open ${round}`);
+    assert.equal(cache.restoreReport.indexed, 2 + round - 1, `open ${round}`);
     assert.equal(cache.restoreReport.foreign, 1, `open ${round}: foreign`);
     assert.equal(cache.listBlobs().find((b) => b.name === 'copied-by-hand.rlxkv').status, 'foreign');
     assert.equal(cache.has(range(7000, 8)), false);
@@ -331,7 +331,7 @@ for (const kind of ['fs', 'idb']) {
     assert.equal(watcher.listBlobs().filter((b) => b.status === 'ok').length, 0);
     await watcher.flush(); // the deletion holds: not saved again
     const reopened = await open();
-    assert.equal(reopened.restoreReport.loaded, 0);
+    assert.equal(reopened.restoreReport.indexed, 0);
     await Promise.all([writer.close(), watcher.close(), other.close(), reopened.close()]);
     // Not watching: nothing changes until the next open.
     const quiet = await open();
@@ -405,7 +405,7 @@ test("fs: a killed save's temporary file is swept at open when its writer is gon
   writeFileSync(join(dir, `${blob}.${process.pid.toString(16)}-2-0.tmp`), new Uint8Array(bytes));
   const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
   const r = cache.restoreReport;
-  assert.deepEqual([r.swept, r.temporaries, r.temporaryBytes, r.loaded], [1, 1, bytes, 1]);
+  assert.deepEqual([r.swept, r.temporaries, r.temporaryBytes, r.indexed], [1, 1, bytes, 1]);
   assert.equal(readdirSync(dir).filter((f) => f.endsWith('.tmp')).length, 1);
   await cache.close();
 });
@@ -461,7 +461,7 @@ test('copyStore moves a store from a directory to IndexedDB (one index write) an
   assert.equal(indexWrites, 1);
   const inIdb = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'idb', path: idb });
   assert.deepEqual(inIdb.restoreReport, {
-    loaded: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
+    indexed: 5, stale: 1, corrupt: 0, skipped: 0, bytes: 5 * ENTRY_BYTES, resident: 0, foreign: 0, tooLarge: 0, unreadable: 0, readOnly: false, temporaries: 0, temporaryBytes: 0, swept: 0,
   });
   for (let i = 0; i < 5; i++) {
     const hit = await inIdb.match(range(1000 * i, 9));
@@ -661,7 +661,7 @@ test('idb: openStore lists and prunes an IndexedDB store without a cache, judged
   assert.deepEqual([report.removed, report.kept], [2, 2]); // the stale blob and the least recently used
   await store.close();
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
-  assert.deepEqual([cache.restoreReport.loaded, cache.restoreReport.stale], [2, 0]);
+  assert.deepEqual([cache.restoreReport.indexed, cache.restoreReport.stale], [2, 0]);
   assert.equal(cache.has(range(0, 8)), false, 'the least recently used went');
   await cache.close();
 });

@@ -43,14 +43,14 @@ const first = encode(`${SYSTEM}User: What is a radix tree?\nAssistant:`);
 const result = { version: T.env.version, phase };
 if (phase === 'cold') {
   const cache = await open();
-  result.restored = cache.restoreReport.loaded;
+  result.restored = cache.restoreReport.indexed;
   result.turn = await turn(cache, first);
   result.expected = await coldTokens(first);
   result.entries = cache.entries().map((e) => ({ tokens: e.tokens.length, dtype: e.dtype }));
   await cache.close();
 } else {
   const cache = await open();
-  result.restored = cache.restoreReport.loaded;
+  result.restored = cache.restoreReport.indexed;
   result.entriesAtOpen = cache.entries().map((e) => ({ tokens: e.tokens.length, dtype: e.dtype }));
   result.again = await turn(cache, first);
   result.againExpected = await coldTokens(first);

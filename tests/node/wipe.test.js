@@ -52,7 +52,7 @@ for (const kind of ['fs', 'idb']) {
     await cache.flush();
     await Promise.all([cache.close(), watcher.close()]);
     const reopened = await open(path);
-    assert.equal(reopened.restoreReport.loaded, 0);
+    assert.equal(reopened.restoreReport.indexed, 0);
     assert.equal(reopened.restoreReport.stale, 1);
     await reopened.close();
   });
@@ -76,7 +76,7 @@ for (const kind of ['fs', 'idb']) {
     await cache.flush();
     await Promise.all([cache.close(), watcher.close()]);
     const reopened = await open(path);
-    assert.equal(reopened.restoreReport.loaded, 1, 'only what was saved after');
+    assert.equal(reopened.restoreReport.indexed, 1, 'only what was saved after');
     assert.deepEqual((await reopened.match(range(7000, 8))).k, kv(7).k);
     await reopened.close();
   });

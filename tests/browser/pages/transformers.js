@@ -62,7 +62,7 @@ T.cold = async (id) => {
   const m = await load(id);
   const cache = await open(id, m);
   const first = encode(m, SYSTEM + QUESTION);
-  const result = { storage: cache.storage, restored: cache.restoreReport.loaded };
+  const result = { storage: cache.storage, restored: cache.restoreReport.indexed };
   result.turn = await turn(m, cache, first);
   result.expected = await coldTokens(m, first);
   result.entries = entriesOf(cache);
@@ -75,7 +75,7 @@ T.warm = async (id) => {
   const m = await load(id);
   const cache = await open(id, m);
   const first = encode(m, SYSTEM + QUESTION);
-  const result = { storage: cache.storage, restored: cache.restoreReport.loaded, entriesAtOpen: entriesOf(cache) };
+  const result = { storage: cache.storage, restored: cache.restoreReport.indexed, entriesAtOpen: entriesOf(cache) };
   result.again = await turn(m, cache, first);
   result.againExpected = await coldTokens(m, first);
   const second = [...result.again.sequences, ...encode(m, NEXT).slice(1)];
