@@ -244,6 +244,10 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   if (!layout || layout.order !== 'head-major') throw new RangeError("cachedGenerate: open the cache with layout: layoutOf(model.config)");
   const store = opts.store ?? 'auto';
   if (!['auto', 'f32', 'f16'].includes(store)) throw new RangeError(`cachedGenerate: opts.store must be 'auto', 'f32' or 'f16', got ${store}`);
+  // At the first call, cold or warm: not only once a hit needs the class.
+  if (!opts.transformers?.DynamicCache && isV4(opts.transformers, model)) {
+    throw new TypeError('cachedGenerate: transformers.js 4.x takes a DynamicCache; pass { transformers } (your imported module) as the 4th argument');
+  }
 
   const Tensor = ids.constructor;
   // A copy of the app's array: match reads it again after each await.
@@ -256,12 +260,7 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const run = { ...generateOptions, return_dict_in_generate: true };
   if (hit) {
     const past = tensorsFromHit(hit, layout, Tensor, { dtype: modelDtype });
-    let restored = past;
-    if (opts.transformers?.DynamicCache) restored = new opts.transformers.DynamicCache(past);
-    else if (isV4(opts.transformers, model)) {
-      throw new TypeError('cachedGenerate: transformers.js 4.x takes a DynamicCache; pass { transformers } (your imported module) as the 4th argument');
-    }
-    run.past_key_values = restored;
+    run.past_key_values = opts.transformers?.DynamicCache ? new opts.transformers.DynamicCache(past) : past;
     // The whole sequence with a full-length mask: generate slices off what
     // the cache covers.
     run.attention_mask = new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);

@@ -134,6 +134,21 @@ test('cachedGenerate refuses input ids that are no token ids, naming the positio
   cache.close();
 });
 
+test('cachedGenerate on transformers.js 4.x without { transformers } is refused at its first call, cold, before anything runs', async () => {
+  const rlx = await init();
+  const config = { num_hidden_layers: 1, num_attention_heads: 1, head_dim: 4 };
+  const cache = rlx.createCache({ capBytes: 1 << 20, layout: layoutOf(config) });
+  let runs = 0;
+  // A 4.x model: its session keeps input metadata (what isV4 reads when no version is given).
+  const model = { config, sessions: { model: { inputMetadata: [] } }, generate: async () => { runs++; return {}; } };
+  const input_ids = new Tensor('int64', BigInt64Array.from([1n, 2n, 3n]), [1, 3]);
+  await assert.rejects(cachedGenerate(model, cache, { input_ids }),
+    (err) => err instanceof TypeError && /pass \{ transformers \}/.test(err.message));
+  assert.equal(runs, 0, 'generate never ran');
+  assert.equal(cache.stats.misses, 0, 'nothing was looked up');
+  cache.close();
+});
+
 for (const version of ['v4', 'v3']) {
   for (const [id, dtype] of [['rlxkv-demo', 'f32'], ['rlxkv-demo-f16kv', 'f16']]) {
     test(`${version}, ${dtype} KV: a restarted chat app reuses its cached KV and generates exactly the cold tokens`, (t) => {
