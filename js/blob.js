@@ -1,4 +1,4 @@
-// The blob formats in JS: RLXKV001 (../shared/FORMAT.md, f32 values) and
+// The blob formats in JS: RLXKV001 (FORMATS.md, f32 values) and
 // its f16 variant RLXKVF16 (FORMATS.md), for encodeEntry, decodeEntry and
 // Cache.exportBlob: one copy per K/V block, straight between the caller's
 // typed arrays and the blob. It knows the formats, not the C ABI. It

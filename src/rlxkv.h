@@ -300,7 +300,7 @@ void rlxkv_cache_mark_clean(rlxkv_cache *c, const rlxkv_entry *e);
 void rlxkv_cache_mark_unstored(rlxkv_cache *c, const rlxkv_entry *e);
 
 /* ------------------------------------------------------------------------
- * Codec: RLXKV001 (f32 values, ../shared/FORMAT.md) and its f16 variant
+ * Codec: RLXKV001 (f32 values, FORMATS.md) and its f16 variant
  * RLXKVF16 (FORMATS.md): little-endian u64 fields, then the values. An
  * entry is written in the format of its dtype; rlxkv_encode_f32 writes an
  * f16 entry as RLXKV001, widened exactly.
