@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm), the
-# demo's KV asset and the demo model as ONNX (build/models/).
+# demo's KV asset and the demo model as ONNX (build/models/): each step only
+# if what it makes is missing or older than what it is made from (cmake
+# judges the wasm itself), so a second `npm start` starts at once.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+# stale OUT IN...: whether OUT is missing or older than any IN (files or directories, searched).
+stale() {
+  local out=$1
+  shift
+  [ -e "$out" ] || return 0
+  [ -n "$(find "$@" -newer "$out" -type f -print -quit 2>/dev/null)" ]
+}
 # emcc -O1 and above runs Node scripts that need acorn from Debian's nodejs dir.
 export NODE_PATH=/usr/share/nodejs${NODE_PATH:+:$NODE_PATH}
 jobs=$(nproc 2>/dev/null || echo 2)
@@ -10,13 +20,19 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # tree walk, which -Os keeps fast.
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=MinSizeRel >/dev/null
 cmake --build build/wasm -j"$jobs"
-node web/bundle.mjs
+if stale web/dist/rlxkv.browser.js js web web/dist/rlxkv_core_web.mjs web/dist/rlxkv_core.wasm; then
+  node web/bundle.mjs
+fi
 echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js for browsers, loading the same rlxkv_core.wasm)"
 
 # The demo's shipped asset: the default system prompt's KV, computed in Node
 # by the same model the page runs (needs the wasm just built).
-node scripts/precompute.mjs
+if stale demo/assets/system.rlxkv demo/model.js demo/system-prompt.js scripts/precompute.mjs js/blob.js web/dist/rlxkv_core.wasm; then
+  node scripts/precompute.mjs
+fi
 
 # The demo model as ONNX model folders for transformers.js (same weights):
 # build/models/rlxkv-demo/ (float32 KV) and rlxkv-demo-f16kv/ (float16 KV).
-node scripts/make-model.mjs
+if stale build/models/rlxkv-demo-f16kv demo/model.js demo/system-prompt.js scripts/make-model.mjs scripts/make_onnx_model.py; then
+  node scripts/make-model.mjs
+fi
