@@ -81,13 +81,14 @@ function parseFingerprint(s) {
   return BigInt(s.toLowerCase().startsWith('0x') ? s : `0x${s}`);
 }
 
+/** A byte count as a bigint: a number would round 2^64 - 1 up to 2^64. */
 function parseBytes(s) {
   const m = /^(\d+)([kmgt]i?b?)?$/i.exec(s || '');
   if (!m) throw new UsageError(`--max-bytes: not a byte count: ${s}`);
   const unit = (m[2] || '').toLowerCase()[0];
-  const scale = { k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit] || 1;
-  const n = Number(m[1]) * scale;
-  if (n >= 2 ** 64) throw new UsageError(`--max-bytes: more than 2^64 - 1: ${s}`);
+  const scale = { k: 1n << 10n, m: 1n << 20n, g: 1n << 30n, t: 1n << 40n }[unit] || 1n;
+  const n = BigInt(m[1]) * scale;
+  if (n >= 1n << 64n) throw new UsageError(`--max-bytes: more than 2^64 - 1: ${s}`);
   return n;
 }
 

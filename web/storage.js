@@ -17,8 +17,8 @@ function u64s(core, p, n) {
   return Array.from(new BigUint64Array(core.u8.buffer, p, n), Number);
 }
 
-/** A byte budget for C: a uint64_t, passed as a BigInt (WASM_BIGINT). */
-const toBudget = (n) => (n === Infinity || n >= 2 ** 64 ? NO_BUDGET : BigInt(Math.trunc(n)));
+/** A byte budget for C: a uint64_t, passed as a BigInt (WASM_BIGINT); a bigint one (below 2^64, js/store.js checks) as it is. */
+const toBudget = (n) => (typeof n === 'bigint' ? n : n === Infinity || n >= 2 ** 64 ? NO_BUDGET : BigInt(Math.trunc(n)));
 
 /**
  * Reads a C rlxkv_blob_info array (web/boundary.c pins the layout): name

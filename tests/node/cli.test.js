@@ -8,6 +8,8 @@ import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
 import { encodeBlob, widenF16 } from '../../js/blob.js';
+import { main } from '../../js/cli.js';
+import { loadCore } from '../../web/core.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const small = join(vectorsDir, 'seed_small.rlxkv');
@@ -245,4 +247,28 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
   assert.equal(cache.restoreReport.loaded, 1);
   await cache.close();
+});
+
+test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refused', async () => {
+  const dir = tempDir();
+  const { M } = await loadCore(); // the module the CLI runs on, in this process
+  // The glue binds an export at its first call, replacing what is set here:
+  // a call that fails at once (no store) binds it first.
+  M._rlxkv_store_prune(0, 0n, 0n, 0, 0, 0);
+  const prune = M._rlxkv_store_prune, budgets = [];
+  M._rlxkv_store_prune = (store, fp, budget, ...rest) => { budgets.push(budget); return prune(store, fp, budget, ...rest); };
+  const out = { log() {}, error(s) { throw new Error(s); } };
+  try {
+    for (const n of ['18446744073709551615', '9007199254740993', '16777215t', '0']) {
+      assert.equal(await main(['prune', dir, '--max-bytes', n, '--dry-run'], out), 0, n);
+    }
+  } finally {
+    M._rlxkv_store_prune = prune;
+  }
+  assert.deepEqual(budgets, [2n ** 64n - 1n, 2n ** 53n + 1n, 16777215n << 40n, 0n]);
+  for (const n of ['18446744073709551616', '16777216t']) {
+    const r = rlxkv('prune', dir, '--max-bytes', n);
+    assert.equal(r.code, 2, n);
+    assert.match(r.err, /--max-bytes: more than 2\^64 - 1/, n);
+  }
 });
