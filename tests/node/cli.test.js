@@ -2,12 +2,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync } from 'node:fs';
+import { readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
-import { encodeBlob, widenF16 } from '../../js/blob.js';
+import { encodeBlob, widenF16, u64Bytes } from '../../js/blob.js';
 import { main } from '../../js/cli.js';
 import { loadCore } from '../../web/core.js';
 
@@ -247,6 +247,32 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
   assert.equal(cache.restoreReport.loaded, 1);
   await cache.close();
+});
+
+test('verify and inspect call a valid blob of more than 2 GiB too large, as ls does', () => {
+  const dir = tempDir();
+  // One layer whose K block claims 2^29 floats: a blob of 2 GiB and 56
+  // bytes, all but its head a hole of a sparse file. The V block's length,
+  // 0, is the hole's last 8 bytes.
+  const n = 2 ** 29;
+  const blob = encodeBlob(Uint32Array.of(), [new Float32Array(0), new Float32Array(0)], 0x42n);
+  blob.set(u64Bytes(n), 40);
+  const big = join(dir, 'big.rlxkv'), junk = join(dir, 'junk.rlxkv');
+  writeFileSync(big, blob.subarray(0, 48));
+  truncateSync(big, blob.length + 4 * n);
+  writeFileSync(junk, 'junk');
+  truncateSync(junk, blob.length + 4 * n);
+
+  assert.equal(JSON.parse(rlxkv('ls', '--json', dir).out).blobs.find((b) => b.name === 'big.rlxkv').status, 'too-large');
+  for (const cmd of ['verify', 'inspect', 'tokens']) {
+    const r = rlxkv(cmd, big);
+    assert.equal(r.code, 1, cmd);
+    assert.match(r.err, /big\.rlxkv: too large: a valid RLXKV001 blob of 2147483704 bytes/, cmd);
+    assert.doesNotMatch(r.err, /out of range|\n\s+at /, cmd);
+  }
+  const r = rlxkv('verify', junk);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /junk\.rlxkv: decoding blob: bad magic/, 'a huge file of junk is not a blob, too large or not');
 });
 
 test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refused', async () => {
