@@ -352,8 +352,10 @@ async function withStore(rlx, dir, fn) {
   let st;
   try {
     st = statSync(dir);
-  } catch {
-    throw new Error(`${dir}: no such directory`);
+  } catch (err) {
+    if (err.code === 'ENOENT') throw new Error(`${dir}: no such directory`);
+    // ENOTDIR (a file on the way), EACCES (a directory on the way we may not search)...
+    throw new Error(`${dir}: cannot open the directory: ${err.code}`);
   }
   if (!st.isDirectory()) throw new Error(`${dir}: not a directory`);
   const store = await rlx.openStore(dir);

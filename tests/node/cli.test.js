@@ -2,7 +2,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync } from 'node:fs';
+import {
+  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmdirSync, mkdirSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
@@ -273,6 +275,41 @@ test('verify and inspect call a valid blob of more than 2 GiB too large, as ls d
   const r = rlxkv('verify', junk);
   assert.equal(r.code, 1);
   assert.match(r.err, /junk\.rlxkv: decoding blob: bad magic/, 'a huge file of junk is not a blob, too large or not');
+});
+
+test('ls and prune name the directory they cannot read and the errno', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'notes.txt');
+  writeFileSync(file, 'x');
+  for (const cmd of ['ls', 'prune']) {
+    const r = rlxkv(cmd, join(file, 'store'));
+    assert.equal(r.code, 1, cmd);
+    assert.ok(r.err.includes(`${join(file, 'store')}: cannot open the directory: ENOTDIR`), r.err);
+  }
+  // A store whose directory became a file since it was opened: ENOTDIR from
+  // the C store, for root too.
+  const gone = join(dir, 'store');
+  const rlx = await init();
+  const store = await rlx.openStore(gone);
+  rmdirSync(gone);
+  writeFileSync(gone, 'x');
+  assert.throws(() => store.list(), { code: 'IO', message: `listing the store ${gone}: I/O error: ENOTDIR` });
+  await assert.rejects(store.prune(), { code: 'IO', message: `pruning the store ${gone}: I/O error: ENOTDIR` });
+  await store.close();
+});
+
+test('ls and prune name the errno of a directory this user may not read', { skip: process.getuid() === 0 && 'root may read any directory' }, () => {
+  const locked = join(tempDir(), 'locked');
+  mkdirSync(locked, 0o000);
+  try {
+    for (const cmd of ['ls', 'prune']) {
+      const r = rlxkv(cmd, locked);
+      assert.equal(r.code, 1, cmd);
+      assert.ok(r.err.includes(`${locked}: I/O error: EACCES`), r.err);
+    }
+  } finally {
+    chmodSync(locked, 0o700);
+  }
 });
 
 test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refused', async () => {
