@@ -422,9 +422,10 @@ test("fs: a killed save's temporary file is swept at open when its writer is gon
   const dir = await storeOf('fs', 1);
   const [blob] = readdirSync(dir);
   const bytes = 5000;
-  // A process that is surely gone, and this one (alive).
-  const dead = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-  writeFileSync(join(dir, `${blob}.${Number(dead).toString(16)}-1-0.tmp`), new Uint8Array(bytes));
+  // A pid above any pid_max (no process has it: an exited child's pid may
+  // be given again, on a busy machine with a small pid_max), and this one.
+  const dead = 0x7ffffffe;
+  writeFileSync(join(dir, `${blob}.${dead.toString(16)}-1-0.tmp`), new Uint8Array(bytes));
   writeFileSync(join(dir, `${blob}.${process.pid.toString(16)}-2-0.tmp`), new Uint8Array(bytes));
   const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
   const r = cache.restoreReport;
