@@ -116,9 +116,17 @@ export function toFingerprint(fp, name = 'fingerprint') {
   return fp;
 }
 
-/** A byte count: a non-negative integer (Infinity allowed when `infinite`). */
-export function toByteCount(n, name, { infinite = false } = {}) {
-  if (typeof n !== 'number') throw new TypeError(`${name} must be a number`);
+/**
+ * A byte count: a non-negative integer (Infinity allowed when `infinite`;
+ * with `u64`, a bigint below 2^64 too, for a budget that must reach a C
+ * uint64_t exactly).
+ */
+export function toByteCount(n, name, { infinite = false, u64 = false } = {}) {
+  if (u64 && typeof n === 'bigint') {
+    if (n < 0n || n >= U64_LIMIT) throw new RangeError(`${name} must be in [0, 2^64), got ${n}`);
+    return n;
+  }
+  if (typeof n !== 'number') throw new TypeError(`${name} must be a number${u64 ? ' or a bigint' : ''}`);
   if (infinite && n === Infinity) return n;
   if (!Number.isInteger(n) || n < 0) throw new RangeError(`${name} must be a non-negative integer, got ${n}`);
   return n;

@@ -7,7 +7,8 @@ import {
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import init from './index.js';
-import { decodeBlob, encodeBlob } from './blob.js';
+import { decodeBlob, encodeBlob, blobSpans } from './blob.js';
+import { RlxkvError } from '../web/errors.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -81,22 +82,31 @@ function parseFingerprint(s) {
   return BigInt(s.toLowerCase().startsWith('0x') ? s : `0x${s}`);
 }
 
+/** A byte count as a bigint: a number would round 2^64 - 1 up to 2^64. */
 function parseBytes(s) {
   const m = /^(\d+)([kmgt]i?b?)?$/i.exec(s || '');
   if (!m) throw new UsageError(`--max-bytes: not a byte count: ${s}`);
   const unit = (m[2] || '').toLowerCase()[0];
-  const scale = { k: 1024, m: 1024 ** 2, g: 1024 ** 3, t: 1024 ** 4 }[unit] || 1;
-  const n = Number(m[1]) * scale;
-  if (n >= 2 ** 64) throw new UsageError(`--max-bytes: more than 2^64 - 1: ${s}`);
+  const scale = { k: 1n << 10n, m: 1n << 20n, g: 1n << 30n, t: 1n << 40n }[unit] || 1n;
+  const n = BigInt(m[1]) * scale;
+  if (n >= 1n << 64n) throw new UsageError(`--max-bytes: more than 2^64 - 1: ${s}`);
   return n;
 }
 
 const hex = (fp) => `0x${fp.toString(16).padStart(16, '0')}`;
 
 /**
+ * The largest file read whole. `ls` calls a valid blob of 2^31 - 1 bytes or
+ * more too-large (the C store judges it in wasm32, which could not hold
+ * it: src/store.c), so the commands that read one say the same.
+ */
+const MAX_FILE_BYTES = 2 ** 31 - 2;
+
+/**
  * The bytes of a regular file. Opened without blocking and checked on the
  * descriptor, so a fifo, socket or device (/dev/zero) is refused, never
- * read; at most the size it had when opened is read.
+ * read; at most the size it had when opened is read. Larger than
+ * MAX_FILE_BYTES: see tooLarge.
  */
 function readBlobFile(file) {
   let fd;
@@ -111,6 +121,7 @@ function readBlobFile(file) {
     const st = fstatSync(fd);
     if (st.isDirectory()) throw new Error(`${file}: is a directory, not a blob file`);
     if (!st.isFile()) throw new Error(`${file}: not a regular file`);
+    if (st.size > MAX_FILE_BYTES) throw tooLarge(file, fd, st.size);
     const bytes = new Uint8Array(st.size);
     for (let at = 0; at < bytes.length;) {
       const n = readSync(fd, bytes, at, bytes.length - at, at);
@@ -121,6 +132,25 @@ function readBlobFile(file) {
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * The error for a file of more than MAX_FILE_BYTES: LIMIT, "too large",
+ * when its lengths make a valid blob, as `ls` judges it; else the error
+ * they make (a huge file of junk is corrupt, not too large). Reads the
+ * lengths and tokens, never the values.
+ */
+function tooLarge(file, fd, size) {
+  const limit = (what) => new RlxkvError('LIMIT', `${file}: too large: ${what}${size} bytes, more than the ${MAX_FILE_BYTES} rlxkv reads`);
+  const readAt = (at, n) => {
+    const want = Math.max(0, Math.min(n, size - at));
+    if (want > MAX_FILE_BYTES) throw limit(''); // its tokens alone are more
+    const b = new Uint8Array(want);
+    let got = 0;
+    for (let r; got < want && (r = readSync(fd, b, got, want - got, at + got)) > 0;) got += r;
+    return b.subarray(0, got);
+  };
+  return limit(`a valid ${blobSpans(readAt, size).format} blob of `);
 }
 
 /** bytes / 2 or 4 per value, by the blob's format. */
@@ -322,8 +352,10 @@ async function withStore(rlx, dir, fn) {
   let st;
   try {
     st = statSync(dir);
-  } catch {
-    throw new Error(`${dir}: no such directory`);
+  } catch (err) {
+    if (err.code === 'ENOENT') throw new Error(`${dir}: no such directory`);
+    // ENOTDIR (a file on the way), EACCES (a directory on the way we may not search)...
+    throw new Error(`${dir}: cannot open the directory: ${err.code}`);
   }
   if (!st.isDirectory()) throw new Error(`${dir}: not a directory`);
   const store = await rlx.openStore(dir);

@@ -394,7 +394,7 @@ export interface Store {
    * used until maxBytes. In a Node directory also the temporary files of saves no live writer owns.
    * Durable when it resolves.
    */
-  prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;
+  prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number | bigint; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;
   /** Kept for 0.1.0's callers of sync(): prune() is durable by itself. */
   flush(): Promise<void>;
   close(): Promise<void>;

@@ -30,12 +30,13 @@ export class Store {
   /**
    * Removes corrupt blobs, blobs of other fingerprints (with a fingerprint
    * and stale: true), then the least recently used (of that fingerprint,
-   * or of all) until they total at most maxBytes. Durable when it resolves.
+   * or of all) until they total at most maxBytes (a number, or a bigint
+   * for a budget past 2^53 that must arrive exact). Durable when it resolves.
    * @returns {Promise<import('./index.js').PruneReport>}
    */
   async prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
     const storage = this.#live();
-    toByteCount(maxBytes, 'maxBytes', { infinite: true });
+    toByteCount(maxBytes, 'maxBytes', { infinite: true, u64: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
     return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });

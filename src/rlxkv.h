@@ -463,6 +463,12 @@ typedef struct rlxkv_prune_report {
  * rlxkv_store_close. */
 rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status);
 void rlxkv_store_close(rlxkv_store *s);   /* NULL: a harmless no-op */
+/* The errno behind the last RLXKV_ERR_IO or RLXKV_ERR_QUOTA the store met
+ * (a call's result, or a blob's error in a list), as sqlite3_system_errno
+ * keeps it: EACCES, ENOTDIR, ENOSPC... 0 before any failure, or when the
+ * last had no errno (a write that wrote nothing). A later failure replaces
+ * it; a success leaves it. NULL: 0. */
+int rlxkv_store_errno(const rlxkv_store *s);
 
 /* The file name of (fingerprint, tokens) into name (at least 32 bytes). */
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);

@@ -63,6 +63,7 @@ struct rlxkv_store {
     char *dir;       /* the directory, NUL-terminated */
     char *path;      /* scratch: dir + '/' + a name */
     char *tmp;       /* scratch: the temporary path during a save */
+    int sys_errno;   /* behind the last IO or QUOTA met (rlxkv_store_errno) */
 };
 
 /* A directory entry that is a regular file named as a blob or as a save's
@@ -121,12 +122,21 @@ static const rlxkv_io kPosixIo = {NULL,     px_open,  px_read,   px_write, px_sy
 const rlxkv_io *rlxkv_io_posix(void) { return &kPosixIo; }
 
 /* A full disk and an exhausted quota are the one failure a caller can act
- * on (prune, then retry); every other errno is plain I/O. */
-static int io_status(int err) {
+ * on (prune, then retry); every other errno is plain I/O. s (NULL while
+ * opening) keeps err, so that a caller can tell EACCES from ENOTDIR. */
+static int io_status(rlxkv_store *s, int err) {
+    if (s) s->sys_errno = err;
     if (err == ENOSPC) return RLXKV_ERR_QUOTA;
 #ifdef EDQUOT
     if (err == EDQUOT) return RLXKV_ERR_QUOTA;
 #endif
+    return RLXKV_ERR_IO;
+}
+
+/* An I/O failure that set no errno (a count no system call returns, a seek
+ * past what a u64 holds): nothing to tell beyond it. */
+static int io_odd(rlxkv_store *s) {
+    s->sys_errno = 0;
     return RLXKV_ERR_IO;
 }
 
@@ -232,7 +242,7 @@ rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status) 
 
     /* One level only: the parent must exist. An existing file is refused. */
     if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
-        rc = io_status(errno);
+        rc = io_status(NULL, errno);
         goto out;
     }
     if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -250,6 +260,7 @@ rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status) 
     s->dir = (char *)(s + 1);
     s->path = s->dir + each;
     s->tmp = s->path + each;
+    s->sys_errno = 0;
     memcpy(s->dir, dir, n);
     s->dir[n] = '\0';
     rc = RLXKV_OK;
@@ -259,6 +270,8 @@ out:
 }
 
 void rlxkv_store_close(rlxkv_store *s) { free(s); }
+
+int rlxkv_store_errno(const rlxkv_store *s) { return s ? s->sys_errno : 0; }
 
 /* ---------------------------------------------------------------------- *
  * The directory
@@ -285,13 +298,13 @@ static int scan(rlxkv_store *s, int temps, cand **out, size_t *n_out) {
     *out = NULL;
     *n_out = 0;
     dir = opendir(s->dir);
-    if (!dir) return io_status(errno);
+    if (!dir) return io_status(s, errno);
     for (;;) {
         struct stat st;
         int temp;
         errno = 0;
         if (!(d = readdir(dir))) {
-            if (errno) rc = io_status(errno);
+            if (errno) rc = io_status(s, errno);
             break;
         }
         temp = temps && is_temp_name(d->d_name, NULL);
@@ -373,10 +386,10 @@ static int bf_read(void *ctx, uint8_t *dst, size_t n) {
         long got = f->s->io.read(f->s->io.ctx, f->fd, dst, want);
         if (got < 0) {
             if (errno == EINTR) continue;
-            return io_status(errno);
+            return io_status(f->s, errno);
         }
         if (got == 0) return RLXKV_ERR_CHANGED; /* shorter than judged */
-        if ((size_t)got > want) return RLXKV_ERR_IO;
+        if ((size_t)got > want) return io_odd(f->s);
         dst += got;
         n -= (size_t)got;
         f->at += (uint64_t)got;
@@ -385,15 +398,16 @@ static int bf_read(void *ctx, uint8_t *dst, size_t n) {
 }
 
 static int bf_seek(blob_file *f, uint64_t to) {
-    if (to > INT64_MAX || f->s->io.seek(f->s->io.ctx, f->fd, (int64_t)to, SEEK_SET) != (int64_t)to)
-        return RLXKV_ERR_IO;
+    int64_t at = to > INT64_MAX ? -2 : f->s->io.seek(f->s->io.ctx, f->fd, (int64_t)to, SEEK_SET);
+    if (at == -1) return io_status(f->s, errno);
+    if (at != (int64_t)to) return io_odd(f->s);
     f->at = to;
     return RLXKV_OK;
 }
 
 static int bf_skip(void *ctx, uint64_t n) {
     blob_file *f = ctx;
-    return n > UINT64_MAX - f->at ? RLXKV_ERR_IO : bf_seek(f, f->at + n);
+    return n > UINT64_MAX - f->at ? io_odd(f->s) : bf_seek(f, f->at + n);
 }
 
 static void bf_tokens(void *ctx, uint64_t fp, const uint32_t *t, size_t n) {
@@ -405,7 +419,7 @@ static void bf_tokens(void *ctx, uint64_t fp, const uint32_t *t, size_t n) {
 /* The file's size now, from its descriptor: what a changed file is told by. */
 static int bf_unchanged(blob_file *f) {
     int64_t end = f->s->io.seek(f->s->io.ctx, f->fd, 0, SEEK_END);
-    if (end < 0) return RLXKV_ERR_IO;
+    if (end < 0) return io_status(f->s, errno);
     return (uint64_t)end == f->size ? RLXKV_OK : RLXKV_ERR_CHANGED;
 }
 
@@ -418,7 +432,7 @@ static int blob_open(rlxkv_store *s, uint64_t size, blob_file *f) {
     f->s = s;
     f->size = size;
     f->fd = s->io.open(s->io.ctx, s->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC, 0);
-    if (f->fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    if (f->fd < 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(s, errno);
     if ((rc = bf_unchanged(f)) || (rc = bf_seek(f, 0))) {
         s->io.close(s->io.ctx, f->fd); /* read-only: nothing to lose */
         f->fd = -1;
@@ -544,7 +558,7 @@ int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp
     *out = NULL;
     if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
     join(s, s->path, name);
-    if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    if (stat(s->path, &st) != 0) return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(s, errno);
     if (!S_ISREG(st.st_mode)) return RLXKV_ERR_NOTFOUND;
     blob_read(s, name, st.st_size > 0 ? (uint64_t)st.st_size : 0, expect_fp, 1, UINT64_MAX, out,
               &v);
@@ -661,10 +675,10 @@ static int write_all(rlxkv_store *s, int fd, const uint8_t *buf, size_t len) {
         long n = s->io.write(s->io.ctx, fd, buf, want);
         if (n < 0) {
             if (errno == EINTR) continue;
-            return io_status(errno);
+            return io_status(s, errno);
         }
         /* No progress (or a nonsense count) would spin forever. */
-        if (n == 0 || (size_t)n > want) return RLXKV_ERR_IO;
+        if (n == 0 || (size_t)n > want) return io_odd(s);
         buf += n;
         len -= (size_t)n;
     }
@@ -714,7 +728,7 @@ static int open_temp(rlxkv_store *s, const char *name, int *fd) {
         join(s, s->tmp, tmp_name);
         *fd = s->io.open(s->io.ctx, s->tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
         if (*fd >= 0) return RLXKV_OK;
-        if (errno != EEXIST || tries == TMP_TRIES - 1) return io_status(errno);
+        if (errno != EEXIST || tries == TMP_TRIES - 1) return io_status(s, errno);
     }
 }
 
@@ -732,10 +746,10 @@ int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint)
     sink.s = s;
     sink.fd = fd;
     rc = rlxkv_encode_to(e, fingerprint, 0, to_file, &sink);
-    if (!rc && s->io.sync(s->io.ctx, fd) != 0) rc = io_status(errno);
+    if (!rc && s->io.sync(s->io.ctx, fd) != 0) rc = io_status(s, errno);
     /* close can report a deferred write error (NFS, quotas): it counts. */
-    if (s->io.close(s->io.ctx, fd) != 0 && !rc) rc = io_status(errno);
-    if (!rc && s->io.rename(s->io.ctx, s->tmp, s->path) != 0) rc = io_status(errno);
+    if (s->io.close(s->io.ctx, fd) != 0 && !rc) rc = io_status(s, errno);
+    if (!rc && s->io.rename(s->io.ctx, s->tmp, s->path) != 0) rc = io_status(s, errno);
     if (rc) s->io.unlink(s->io.ctx, s->tmp);
     else sync_dir(s);
     return rc;
@@ -853,7 +867,7 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, unsigned flags,
 int rlxkv_store_remove(rlxkv_store *s, const char *name) {
     if (!s || !valid_name(name)) return RLXKV_ERR_INVALID;
     if (s->io.unlink(s->io.ctx, join(s, s->path, name)) == 0) return RLXKV_OK;
-    return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(errno);
+    return errno == ENOENT ? RLXKV_ERR_NOTFOUND : io_status(s, errno);
 }
 
 static int cmp_name32(const void *a, const void *b) { return strcmp(a, b); }

@@ -4,6 +4,7 @@
  * is one copy of the tokens in, one call, and reads of one flat record of
  * u32s out. Everything else is called straight from the library (see
  * exports.txt). wasm32 only: pointers and size_t are 32 bits here. */
+#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -260,6 +261,22 @@ _Static_assert(offsetof(rlxkv_blob_info, status) == 124, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, error) == 128, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, dtype) == 132, "blob_info layout");
 size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
+
+/* The name of an errno (rlxkv_store_errno), "EACCES": JS cannot name one
+ * itself, since Emscripten's numbers are WASI's, not the host's. Names
+ * only, of those a file operation meets: libc's strerror would bring its
+ * whole table of texts into the wasm (1.5 KB gzipped). NULL for others. */
+const char *rlxkv_web_errno_name(int err) {
+    switch (err) {
+#define NAME(e) case e: return #e;
+        NAME(EACCES) NAME(EPERM) NAME(ENOENT) NAME(ENOTDIR) NAME(EISDIR) NAME(ELOOP)
+        NAME(ENAMETOOLONG) NAME(EROFS) NAME(ENOSPC) NAME(EDQUOT) NAME(EFBIG) NAME(EIO)
+        NAME(EBUSY) NAME(EEXIST) NAME(ENOTEMPTY) NAME(EXDEV) NAME(EMFILE) NAME(ENFILE)
+        NAME(ENOMEM) NAME(EINVAL) NAME(EBADF) NAME(ESTALE) NAME(EAGAIN)
+#undef NAME
+    default: return NULL;
+    }
+}
 
 /* The load and prune reports are all uint64_t: storage.js reads them as
  * BigUint64 fields. */

@@ -77,6 +77,11 @@ export class Core {
     return this.cstringAt(this.M._rlxkv_strerror(status) >>> 0);
   }
   fail(status, what) { return statusError(status, what, this.strerror(status)); }
+  /** An errno from C (rlxkv_store_errno) by its name, 'EACCES'. */
+  errnoName(err) {
+    const name = this.M._rlxkv_web_errno_name(err) >>> 0;
+    return name ? this.cstringAt(name) : `errno ${err} (as Emscripten numbers them)`;
+  }
 
   cstringAt(p) {
     const u8 = this.u8;

@@ -3,6 +3,7 @@
 // in Node. Node only: the browser glue has no file system (caches reach
 // their stores from JS: js/tiers.js).
 import { storeDirectory } from './fs-blobs.js';
+import { STATUS, statusError } from './errors.js';
 
 /** rlxkv_store_prune's and rlxkv_store_list's flags (src/rlxkv.h). */
 export const PRUNE = { DRY_RUN: 1, KEEP_STALE: 2, ANY_FINGERPRINT: 4, KEEP_PINNED: 8 };
@@ -17,8 +18,8 @@ function u64s(core, p, n) {
   return Array.from(new BigUint64Array(core.u8.buffer, p, n), Number);
 }
 
-/** A byte budget for C: a uint64_t, passed as a BigInt (WASM_BIGINT). */
-const toBudget = (n) => (n === Infinity || n >= 2 ** 64 ? NO_BUDGET : BigInt(Math.trunc(n)));
+/** A byte budget for C: a uint64_t, passed as a BigInt (WASM_BIGINT); a bigint one (below 2^64, js/store.js checks) as it is. */
+const toBudget = (n) => (typeof n === 'bigint' ? n : n === Infinity || n >= 2 ** 64 ? NO_BUDGET : BigInt(Math.trunc(n)));
 
 /**
  * Reads a C rlxkv_blob_info array (web/boundary.c pins the layout): name
@@ -96,14 +97,22 @@ export class BlobStore {
       await unmount(core, mnt);
       throw core.fail(st, `opening store ${path}`);
     }
-    return new BlobStore(core, mnt, store);
+    return new BlobStore(core, mnt, store, path);
   }
 
-  constructor(core, mnt, store) {
+  constructor(core, mnt, store, path) {
     this.core = core;
     this.kind = 'fs'; // a Node directory, the only kind the C store serves
     this.mnt = mnt;
     this.ptr = store;
+    this.path = path; // as the caller named it, for messages
+  }
+
+  /** The error for a failed call: what was being done, on which directory, and the errno behind an IO or QUOTA. */
+  #fail(status, what) {
+    const { core } = this;
+    const errno = status === STATUS.IO || status === STATUS.QUOTA ? core.M._rlxkv_store_errno(this.ptr) : 0;
+    return statusError(status, `${what} ${this.path}`, core.strerror(status) + (errno ? `: ${core.errnoName(errno)}` : ''));
   }
 
   /** The blobs and temporary files, judged against fingerprint (any: every valid blob is ok). */
@@ -111,7 +120,7 @@ export class BlobStore {
     const { core } = this;
     const outCell = core.cell + 32, nCell = core.cell + 40;
     const st = core.M._rlxkv_store_list(this.ptr, fingerprint, any ? PRUNE.ANY_FINGERPRINT : 0, outCell, nCell);
-    if (st < 0) throw core.fail(st, 'listing the store');
+    if (st < 0) throw this.#fail(st, 'listing the store');
     const p = core.u32[outCell >>> 2], n = core.u32[nCell >>> 2];
     try {
       return blobInfos(core, p, n, core.M._rlxkv_web_blob_info_size());
@@ -131,7 +140,7 @@ export class BlobStore {
     const rep = core.alloc(8 * 8);
     try {
       const st = core.M._rlxkv_store_prune(this.ptr, fingerprint, toBudget(maxBytes), flags, 0, rep);
-      if (st < 0) throw core.fail(st, 'pruning the store');
+      if (st < 0) throw this.#fail(st, 'pruning the store');
       const [removed, removedBytes, kept, keptBytes, tempsRemoved, tempsRemovedBytes, tempsKept, tempsKeptBytes] = u64s(core, rep, 8);
       return { removed, removedBytes, kept, keptBytes, tempsRemoved, tempsRemovedBytes, tempsKept, tempsKeptBytes };
     } finally {

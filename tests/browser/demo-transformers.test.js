@@ -1,7 +1,7 @@
 // The demo page's transformers.js engine as a visitor meets it: the engine
 // switch (kept in localStorage across reloads), a cold first reply of the
 // project's test model, a reload, and a warm reply whose prefix comes back
-// from IndexedDB with a smaller time to first token and the same tokens.
+// from IndexedDB, with fewer tokens prefilled and the same tokens.
 // Then a model folder of one's own (MODEL_DIR, served at /model-dir/).
 // Nothing may come from other origins (workers' requests included).
 import assert from 'node:assert/strict';
@@ -22,6 +22,7 @@ async function reply(page) {
     ttft: Number(await page.getAttribute('[data-testid="ttft"]', 'data-ms')),
     source: await page.getAttribute('[data-testid="source"]', 'data-source'),
     matched: Number((await page.textContent('[data-testid="matched"]')).replace(/\D/g, '')),
+    prefilled: Number((await page.textContent('[data-testid="prefilled"]')).replace(/\D/g, '')),
     output: await page.textContent('[data-testid="output"]'),
     status: await page.textContent('[data-testid="status"]'),
   };
@@ -60,7 +61,9 @@ browserTest('demo, transformers.js engine: switched to, cold, reload, warm from 
   assert.equal(await page.inputValue('[data-testid="engine"]'), 'transformers.js', 'the engine kept across the reload');
   assert.equal(warm.source, 'IndexedDB', JSON.stringify(warm));
   assert.ok(warm.matched > 1000, `restored prefix of ${warm.matched} tokens`);
-  assert.ok(warm.ttft < cold.ttft, `warm ${warm.ttft} ms < cold ${cold.ttft} ms`);
+  // Fewer tokens prefilled is what makes the time to first token smaller;
+  // the times, which a busy machine can reorder, are only reported (below).
+  assert.ok(warm.prefilled < cold.prefilled, `warm prefilled ${warm.prefilled} tokens, cold ${cold.prefilled}`);
   assert.equal(warm.output, cold.output, 'greedy: the same reply warm and cold');
   assert.equal(Number(await page.getAttribute('[data-testid="chart"]', 'data-runs')), 2, "this engine's chart kept across the reload");
   t.diagnostic(`TTFT cold ${cold.ttft} ms, warm ${warm.ttft} ms`);

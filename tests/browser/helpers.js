@@ -75,7 +75,7 @@ export class Session {
     if (!pid) throw new Error(`no browser process found for profile ${this.profile}`);
     const ctx = this.context;
     this.context = null;
-    const family = [pid, ...descendants(pid)];
+    const family = [pid, ...descendants(pid)].map(procOf).filter(Boolean);
     const gone = new Promise((resolve) => ctx.once('close', resolve));
     process.kill(pid, 'SIGKILL');
     await gone;
@@ -83,7 +83,7 @@ export class Session {
     // Its children (zygotes, renderers) exit when it dies; make sure.
     for (let i = 0; i < 50 && family.some(alive); i++) await new Promise((r) => setTimeout(r, 100));
     for (const p of family.filter(alive)) {
-      try { process.kill(p, 'SIGKILL'); } catch { /* exited meanwhile */ }
+      try { process.kill(p.pid, 'SIGKILL'); } catch { /* exited meanwhile */ }
     }
   }
 
@@ -181,13 +181,25 @@ function descendants(pid) {
   return out;
 }
 
-function alive(pid) {
+/**
+ * Process pid as /proc shows it now: { pid, state, start }, or null. Its
+ * start time tells it from a later process given the same pid (pid_max may
+ * be 32768: on a machine busy with builds, pids come round).
+ */
+function procOf(pid) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // from field 3, the state
+    return { pid, state: fields[0], start: fields[19] }; // field 22: starttime
   } catch {
-    return false;
+    return null;
   }
+}
+
+/** Whether that process (procOf) still runs: the same pid and start time, not a zombie. */
+function alive({ pid, start }) {
+  const now = procOf(pid);
+  return !!now && now.start === start && now.state !== 'Z';
 }
 
 /** Starts the static server (the repo root; serveOpts: serve()'s, e.g. modelDir) on a free port. */

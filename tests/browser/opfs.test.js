@@ -34,6 +34,18 @@ async function openWithoutHelper(session, url) {
   return page;
 }
 
+/**
+ * Asks probe() until it answers `want` or 10 s have passed, and returns its
+ * last answer: workers, locks and their events come late on a busy
+ * machine, and a count of tries bounds the wait by the machine's speed.
+ */
+async function soon(probe, want) {
+  const end = Date.now() + 10_000;
+  let got;
+  while ((got = await probe()) !== want && Date.now() < end) await new Promise((r) => setTimeout(r, 20));
+  return got;
+}
+
 function assertVersions(found, ids, versions, label) {
   for (const id of ids) assert.ok(versions.includes(found[id].version), `${label}: entry ${id} is ${found[id].version}`);
 }
@@ -158,8 +170,7 @@ browserTest(`opfs: a window reads and writes blobs through a helper worker (${li
   assert.deepEqual(await useAll(page, 3), { reads: 0, streams: 0 }, 'no File read, no stream in the window');
   assert.equal(helpers(page).length, 1, 'the open started one helper worker');
   await call(page, 'close');
-  for (let i = 0; i < 100 && helpers(page).length; i++) await new Promise((r) => setTimeout(r, 20)); // the event comes late
-  assert.equal(helpers(page).length, 0, 'close() ends the helper');
+  assert.equal(await soon(() => helpers(page).length, 0), 0, 'close() ends the helper'); // the event comes late
 
   const strict = await openWithoutHelper(session, HARNESS + query);
   assert.deepEqual(await useAll(strict, 4), { reads: 3, streams: 2 }, 'one File read per hit, a stream for the blob and the index');
@@ -211,10 +222,7 @@ browserTest('opfs: readers keep the handles of blobs they read open, let a write
   const page = await session.open();
   const probe = await spawn(page);
   const blobName = async () => (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
-  const lockedSoon = async (name, want) => {
-    for (let i = 0; i < 100 && await inWorker(page, probe, 'opfsLocked', PATH, name) !== want; i++) await new Promise((r) => setTimeout(r, 20));
-    return inWorker(page, probe, 'opfsLocked', PATH, name);
-  };
+  const lockedSoon = (name, want) => soon(() => inWorker(page, probe, 'opfsLocked', PATH, name), want);
   await call(page, 'open', { path: PATH, storage: 'opfs' });
   await call(page, 'insert', [0], 'A', SHAPE);
   assert.deepEqual(await call(page, 'flush'), { ok: true });
@@ -426,7 +434,11 @@ browserTest('opfs: an index update that fails, or that races another writer of t
   await inWorker(page, reader, 'opfsHold', PATH, names[ids.indexOf(1)], 1500);
   await inWorker(page, w1, 'remove', [0, 1], SHAPE);
   await inWorker(page, w1, 'flushNoWait');
-  await new Promise((r) => setTimeout(r, 300));
+  // Writer 1 waits at entry 1 once entry 0's blob is gone (it removes one
+  // at a time, in that order). A fixed wait could end before that on a
+  // busy machine, and writer 1 would then remove what writer 2 saves.
+  const name0 = names[ids.indexOf(0)];
+  assert.equal(await soon(async () => (await call(page, 'opfsNames', PATH)).includes(name0), false), false, 'entry 0 removed first');
   await inWorker(page, w2, 'insert', [0], 'B', SHAPE);
   assert.deepEqual(await inWorker(page, w2, 'flush', 30000), { ok: true });
   for (let i = 0; i < 200 && await inWorker(page, w1, 'flushState') === 'running'; i++) await new Promise((r) => setTimeout(r, 50));
@@ -623,14 +635,7 @@ browserTest('opfs: a window flush over quota rejects with QUOTA every time, thro
   const streams = await openWithoutHelper(session, HARNESS); // it writes streams
   const probe = await spawn(page);
   const names = (await call(page, 'opfsNames', PATH)).filter((n) => n.endsWith('.rlxkv'));
-  const keptSoon = async () => {
-    for (let i = 0; i < 100; i++) {
-      const locked = await Promise.all(names.map((n) => inWorker(page, probe, 'opfsLocked', PATH, n)));
-      if (locked.every(Boolean)) return true;
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    return false;
-  };
+  const keptSoon = () => soon(async () => (await Promise.all(names.map((n) => inWorker(page, probe, 'opfsLocked', PATH, n)))).every(Boolean), true);
   for (const [p, how, rounds] of [[page, 'helper', 4], [streams, 'streams', 12]]) {
     for (let round = 0; round < rounds; round++) {
       const label = `${how}, round ${round}`;

@@ -1218,6 +1218,59 @@ static void test_prune_unlink_failure(void) {
     }
 }
 
+/* A failure keeps the errno behind it (rlxkv_store_errno), so that a tool
+ * can say EACCES or ENOTDIR, not just "I/O error"; a success after it
+ * leaves it. */
+static void test_an_io_failure_keeps_its_errno(void) {
+    char *dir = tmpdir_new();
+    char names[7][32];
+    size_t bb = make_prune_dir(dir, names);
+    rlxkv_blob_info *info = NULL;
+    size_t n = 0;
+    rlxkv_prune_report r;
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    CHECK_EQ(rlxkv_store_errno(s), 0);
+    CHECK_EQ(rlxkv_store_errno(NULL), 0);
+
+    /* An unlink refused in the middle of a prune. */
+    fault f = fault_none();
+    f.fail_kind = OP_UNLINK;
+    f.fail_nth = 1;
+    f.err = EACCES;
+    rlxkv_io io = fault_io(&f);
+    rlxkv_store *faulty = rlxkv_store_open(dir, &io, NULL);
+    CHECK_EQ(rlxkv_store_prune(faulty, FP_A, 2 * bb, 0, NULL, &r), RLXKV_ERR_IO);
+    CHECK_EQ(rlxkv_store_errno(faulty), EACCES);
+    CHECK_EQ(rlxkv_store_errno(s), 0); /* per store */
+    rlxkv_store_close(faulty);
+
+    /* The directory swapped for a file under an open store: ENOTDIR for
+     * every reader, root too (whom a mode of 000 would not stop). */
+    for (int i = 0; i < 7; i++) {
+        char *p = path_of(dir, names[i]);
+        unlink(p);
+        free(p);
+    }
+    CHECK_EQ(rmdir(dir), 0);
+    FILE *file = fopen(dir, "wb");
+    CHECK(file != NULL);
+    if (file) fclose(file);
+    CHECK_EQ(rlxkv_store_list(s, FP_A, 0, &info, &n), RLXKV_ERR_IO);
+    CHECK_EQ(rlxkv_store_errno(s), ENOTDIR);
+    CHECK_EQ(rlxkv_store_prune(s, FP_A, 0, 0, NULL, &r), RLXKV_ERR_IO);
+    CHECK_EQ(rlxkv_store_errno(s), ENOTDIR);
+
+    /* A directory again: the list succeeds and the errno stays. */
+    CHECK_EQ(unlink(dir), 0);
+    CHECK_EQ(mkdir(dir, 0755), 0);
+    CHECK_EQ(rlxkv_store_list(s, FP_A, 0, &info, &n), RLXKV_OK);
+    CHECK_EQ(n, 0);
+    free(info);
+    CHECK_EQ(rlxkv_store_errno(s), ENOTDIR);
+    rlxkv_store_close(s);
+    rm_rf(dir);
+}
+
 static void test_cap_limited_load(void) {
     char *dir = tmpdir_new();
     char names[5][32];
@@ -1874,6 +1927,7 @@ int main(void) {
     RUN(test_fault_flush);
     RUN(test_prune);
     RUN(test_prune_unlink_failure);
+    RUN(test_an_io_failure_keeps_its_errno);
     RUN(test_same_second);
     RUN(test_prune_sweeps_abandoned_temps);
     RUN(test_cap_limited_load);

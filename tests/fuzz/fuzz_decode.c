@@ -17,10 +17,15 @@
  *   - a blob of more than RLXKV_MAX_LAYERS layers is refused with LIMIT
  *     exactly when every length check before its block lengths passes;
  *   - no single allocation made by inspect or decode is larger than the
- *     input implies (a malloc hook measures them), and nothing leaks (ASan's
- *     leak checker at exit, libFuzzer's -detect_leaks per input).
+ *     input implies (a malloc hook measures them, on this thread only), and
+ *     nothing leaks (ASan's leak checker at exit, libFuzzer's -detect_leaks
+ *     per input);
+ *   - a decode costs at most a bound linear in the input's size, in the
+ *     thread's CPU time, the fastest of four tries when the first is over.
  *
  * Build: see CMakeLists.txt (RLXKV_FUZZ) or scripts/fuzz.sh. */
+#include <pthread.h>
+#include <semaphore.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,8 +41,15 @@ static void fuzz_where(FILE *out) { fputs("fuzz_decode: ", out); }
 
 /* ---- allocation tracking ---------------------------------------------- */
 
-static volatile int g_tracking;
-static volatile size_t g_max_alloc, g_total_alloc;
+/* The hook runs on whichever thread allocates, and the process's other
+ * threads (libFuzzer's own) allocate when they like: counted globally, one
+ * such allocation inside a window once failed an input with "inspect
+ * allocated 184 bytes" that replayed clean. So the flag and the counts are
+ * the thread's own: only the thread that measures is measured. */
+static _Thread_local int g_tracking;
+static _Thread_local size_t g_max_alloc, g_total_alloc;
+/* Whether the runtime took our hook (else nothing is measured). */
+static int g_hooked;
 
 static void on_malloc(const volatile void *p, size_t size) {
     (void)p;
@@ -54,6 +66,47 @@ static void track_begin(void) {
 }
 static void track_end(void) { g_tracking = 0; }
 
+/* Another thread that mallocs exactly while this one measures. */
+typedef struct {
+    sem_t go, done;
+} elsewhere;
+
+static void *malloc_elsewhere(void *arg) {
+    elsewhere *w = arg;
+    void *volatile p;
+    sem_wait(&w->go);
+    p = malloc(184);
+    free(p);
+    sem_post(&w->done);
+    return NULL;
+}
+
+/* The measuring itself, checked once at start: this thread's malloc in a
+ * window counts, another thread's in the same window does not. */
+static void check_tracking(void) {
+    elsewhere w;
+    pthread_t t;
+    void *volatile p;
+
+    if (!g_hooked) return;
+    track_begin();
+    p = malloc(100);
+    track_end();
+    free(p);
+    if (g_total_alloc != 100) FAIL("self-check: a malloc of 100 bytes was measured as %zu", g_total_alloc);
+
+    REQUIRE(sem_init(&w.go, 0, 0) == 0 && sem_init(&w.done, 0, 0) == 0);
+    REQUIRE(pthread_create(&t, NULL, malloc_elsewhere, &w) == 0);
+    track_begin();
+    sem_post(&w.go);
+    while (sem_wait(&w.done) != 0) continue; /* EINTR: libFuzzer's timer */
+    track_end();
+    REQUIRE(pthread_join(t, NULL) == 0);
+    sem_destroy(&w.go);
+    sem_destroy(&w.done);
+    if (g_total_alloc) FAIL("self-check: another thread's malloc was measured here (%zu bytes)", g_total_alloc);
+}
+
 /* The most a decode may allocate for an input of `len` bytes: the entry is
  * a header (< 128 bytes), 8 bytes per block offset (a block takes 8 bytes
  * of the blob), 4 per float (4 in the blob) and 4 per token (8 in the
@@ -66,7 +119,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
     /* Up to 5 hooks may be installed; libFuzzer takes one for its own
      * -malloc_limit_mb. Zero means the runtime refused: then the bound
      * below is simply not checked. */
-    __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free);
+    g_hooked = __sanitizer_install_malloc_and_free_hooks(on_malloc, on_free) != 0;
+    check_tracking();
     return 0;
 }
 
@@ -118,6 +172,16 @@ static int decode_tracked(const uint8_t *data, size_t size, const uint64_t *expe
     if (g_total_alloc > 2 * alloc_bound(size))
         FAIL("decode of %zu bytes allocated %zu bytes in all", size, (size_t)g_total_alloc);
     return rc;
+}
+
+/* decode_tracked, and the thread's CPU time it took, in ns. */
+static double decode_cpu_ns(const uint8_t *data, size_t size, rlxkv_entry **out, uint64_t *fp,
+                            int *rc) {
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    *rc = decode_tracked(data, size, NULL, out, fp);
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    return (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
 }
 
 static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, uint64_t fp,
@@ -227,13 +291,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
      * at most 2 us per input byte and 20 ms besides (generous under ASan;
      * the decoder is linear, so only a blow-up like the 10M-layer blob's
      * ever comes near). The thread's CPU time, not the wall clock: on a
-     * loaded machine a decode of 150 bytes was once preempted for 57 ms. */
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
-    rc_d = decode_tracked(data, size, NULL, &e, &fp);
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
-    double ns = (double)(t1.tv_sec - t0.tv_sec) * 1e9 + (double)(t1.tv_nsec - t0.tv_nsec);
-    if (ns > 2000.0 * (double)size + 20e6) FAIL("decoding %zu bytes took %.0f ns", size, ns);
+     * loaded machine a decode of 150 bytes was once preempted for 57 ms.
+     * Even CPU time grows on a busy machine (page reclaim charged to this
+     * thread, a sibling hyperthread), but not on every try, while a
+     * blow-up costs as much each time: over the bound, the fastest of
+     * three more tries is judged. */
+    double bound = 2000.0 * (double)size + 20e6;
+    double ns = decode_cpu_ns(data, size, &e, &fp, &rc_d);
+    for (int i = 0; i < 3 && ns > bound; i++) {
+        rlxkv_entry *again = NULL;
+        int rc_again;
+        double t = decode_cpu_ns(data, size, &again, NULL, &rc_again);
+        rlxkv_entry_free(again);
+        if (t < ns) ns = t;
+    }
+    if (ns > bound) FAIL("decoding %zu bytes took %.0f ns (the fastest of 4 tries)", size, ns);
     if (rc_i != rc_d) FAIL("inspect says %d, decode says %d", rc_i, rc_d);
     if (rc_d == RLXKV_OK) {
         check_entry_matches(e, &meta, fp, data, size);

@@ -2,12 +2,16 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync } from 'node:fs';
+import {
+  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmdirSync, mkdirSync,
+} from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
-import { encodeBlob, widenF16 } from '../../js/blob.js';
+import { encodeBlob, widenF16, u64Bytes } from '../../js/blob.js';
+import { main } from '../../js/cli.js';
+import { loadCore } from '../../web/core.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const small = join(vectorsDir, 'seed_small.rlxkv');
@@ -245,4 +249,89 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
   assert.equal(cache.restoreReport.indexed, 1);
   await cache.close();
+});
+
+test('verify and inspect call a valid blob of more than 2 GiB too large, as ls does', () => {
+  const dir = tempDir();
+  // One layer whose K block claims 2^29 floats: a blob of 2 GiB and 56
+  // bytes, all but its head a hole of a sparse file. The V block's length,
+  // 0, is the hole's last 8 bytes.
+  const n = 2 ** 29;
+  const blob = encodeBlob(Uint32Array.of(), [new Float32Array(0), new Float32Array(0)], 0x42n);
+  blob.set(u64Bytes(n), 40);
+  const big = join(dir, 'big.rlxkv'), junk = join(dir, 'junk.rlxkv');
+  writeFileSync(big, blob.subarray(0, 48));
+  truncateSync(big, blob.length + 4 * n);
+  writeFileSync(junk, 'junk');
+  truncateSync(junk, blob.length + 4 * n);
+
+  assert.equal(JSON.parse(rlxkv('ls', '--json', dir).out).blobs.find((b) => b.name === 'big.rlxkv').status, 'too-large');
+  for (const cmd of ['verify', 'inspect', 'tokens']) {
+    const r = rlxkv(cmd, big);
+    assert.equal(r.code, 1, cmd);
+    assert.match(r.err, /big\.rlxkv: too large: a valid RLXKV001 blob of 2147483704 bytes/, cmd);
+    assert.doesNotMatch(r.err, /out of range|\n\s+at /, cmd);
+  }
+  const r = rlxkv('verify', junk);
+  assert.equal(r.code, 1);
+  assert.match(r.err, /junk\.rlxkv: decoding blob: bad magic/, 'a huge file of junk is not a blob, too large or not');
+});
+
+test('ls and prune name the directory they cannot read and the errno', async () => {
+  const dir = tempDir();
+  const file = join(dir, 'notes.txt');
+  writeFileSync(file, 'x');
+  for (const cmd of ['ls', 'prune']) {
+    const r = rlxkv(cmd, join(file, 'store'));
+    assert.equal(r.code, 1, cmd);
+    assert.ok(r.err.includes(`${join(file, 'store')}: cannot open the directory: ENOTDIR`), r.err);
+  }
+  // A store whose directory became a file since it was opened: ENOTDIR from
+  // the C store, for root too.
+  const gone = join(dir, 'store');
+  const rlx = await init();
+  const store = await rlx.openStore(gone);
+  rmdirSync(gone);
+  writeFileSync(gone, 'x');
+  assert.throws(() => store.list(), { code: 'IO', message: `listing the store ${gone}: I/O error: ENOTDIR` });
+  await assert.rejects(store.prune(), { code: 'IO', message: `pruning the store ${gone}: I/O error: ENOTDIR` });
+  await store.close();
+});
+
+test('ls and prune name the errno of a directory this user may not read', { skip: process.getuid() === 0 && 'root may read any directory' }, () => {
+  const locked = join(tempDir(), 'locked');
+  mkdirSync(locked, 0o000);
+  try {
+    for (const cmd of ['ls', 'prune']) {
+      const r = rlxkv(cmd, locked);
+      assert.equal(r.code, 1, cmd);
+      assert.ok(r.err.includes(`${locked}: I/O error: EACCES`), r.err);
+    }
+  } finally {
+    chmodSync(locked, 0o700);
+  }
+});
+
+test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refused', async () => {
+  const dir = tempDir();
+  const { M } = await loadCore(); // the module the CLI runs on, in this process
+  // The glue binds an export at its first call, replacing what is set here:
+  // a call that fails at once (no store) binds it first.
+  M._rlxkv_store_prune(0, 0n, 0n, 0, 0, 0);
+  const prune = M._rlxkv_store_prune, budgets = [];
+  M._rlxkv_store_prune = (store, fp, budget, ...rest) => { budgets.push(budget); return prune(store, fp, budget, ...rest); };
+  const out = { log() {}, error(s) { throw new Error(s); } };
+  try {
+    for (const n of ['18446744073709551615', '9007199254740993', '16777215t', '0']) {
+      assert.equal(await main(['prune', dir, '--max-bytes', n, '--dry-run'], out), 0, n);
+    }
+  } finally {
+    M._rlxkv_store_prune = prune;
+  }
+  assert.deepEqual(budgets, [2n ** 64n - 1n, 2n ** 53n + 1n, 16777215n << 40n, 0n]);
+  for (const n of ['18446744073709551616', '16777216t']) {
+    const r = rlxkv('prune', dir, '--max-bytes', n);
+    assert.equal(r.code, 2, n);
+    assert.match(r.err, /--max-bytes: more than 2\^64 - 1/, n);
+  }
 });

@@ -19,6 +19,29 @@ const FP = 0x7135n;
 const kv = (seed) => kvFor(8, { layers: 1, width: 64, seed });
 const ENTRY_BYTES = 2 * 8 * 64 * 4;
 
+/**
+ * Resolves once the clock has passed the millisecond it was called in, so
+ * that a record written next has a later IDBFS timestamp than any written
+ * before. A fixed setTimeout cannot promise that: a timer counts from the
+ * event loop's cached clock, which a busy machine leaves behind.
+ */
+async function laterMillisecond() {
+  const now = Date.now();
+  while (Date.now() <= now) await new Promise((resolve) => setTimeout(resolve, 1));
+}
+
+/**
+ * Resolves once cond() holds: what a watching cache hears comes by
+ * BroadcastChannel whenever the event loop gets to it, which a fixed wait
+ * can outrun on a busy machine. Fails after 10 s.
+ */
+async function until(cond, what) {
+  for (const end = Date.now() + 10_000; !cond();) {
+    if (Date.now() > end) assert.fail(`not within 10 s: ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 async function storeOf(kind, n) {
   const path = kind === 'fs' ? tempDir() : freshPath();
   const cache = await (await page()).openCache({ capBytes: 1 << 24, fingerprint: FP, storage: kind, path });
@@ -151,7 +174,7 @@ test('idb: a 0.1.0 store (IDBFS records, no index) opens with nothing lost, and 
   // (IDBFS timestamps are milliseconds: a later one).
   const extra = { tokens: range(9000, 8), bytes: rlx.encodeEntry({ tokens: range(9000, 8), ...kv(9) }, FP) };
   const extraName = await blobName(rlx, extra.tokens);
-  await new Promise((resolve) => setTimeout(resolve, 5));
+  await laterMillisecond();
   await rawIdb(path, (store) => {
     store.delete(`${path}/${blobs[0].name}`);
     store.put({ timestamp: new Date(), mode: 0o100644, contents: extra.bytes }, `${path}/${extraName}`);
@@ -219,7 +242,7 @@ test('idb: the index keeps tokens of any size; an index of the unreleased first 
     // (RLXKVIX1) is of an unknown magic: rebuilt from the blobs, as they were.
     const v1 = new Uint8Array(64);
     v1.set([...'RLXKVIX1'].map((c) => c.charCodeAt(0)));
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    await laterMillisecond();
     await rawIdb(path, (store) => store.put({ timestamp: new Date(), mode: 0o100644, contents: v1 }, `${path}/.rlxkv-index`));
     assert.deepEqual((await expectAll('an RLXKVIX1 index')).map((b) => b.name).sort(), blobs.map((b) => b.name).sort());
     assert.ok(listings.length > 0, 'rebuilt from the keys');
@@ -262,7 +285,7 @@ test('idb: a damaged index is rebuilt from the blobs; one read back at any offse
   };
   try {
     for (const [what, bytes] of Object.entries(damaged)) {
-      await new Promise((resolve) => setTimeout(resolve, 2));
+      await laterMillisecond();
       await indexRecord(path, bytes);
       const before = listings.length;
       const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path });
@@ -274,7 +297,7 @@ test('idb: a damaged index is rebuilt from the blobs; one read back at any offse
     // The good index as a view 4 bytes into a larger buffer (structured clone keeps the offset).
     const shifted = new Uint8Array(good.length + 8);
     shifted.set(good, 4);
-    await new Promise((resolve) => setTimeout(resolve, 2));
+    await laterMillisecond();
     await indexRecord(path, shifted.subarray(4, 4 + good.length));
     assert.equal((await indexRecord(path)).byteOffset, 4, 'read back at offset 4');
     const before = listings.length;
@@ -310,12 +333,11 @@ for (const kind of ['fs', 'idb']) {
     const open = async (opts) => (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: kind, path, ...opts });
     // Two pages of one app (BroadcastChannel reaches other instances, tabs, workers, threads).
     const writer = await open(), watcher = await open({ watch: true }), other = await open({ fingerprint: FP + 1n });
-    const heard = () => new Promise((resolve) => setTimeout(resolve, 20));
     writer.insert(range(0, 8), kv(0));
     writer.insert(range(1000, 8), kv(1));
     other.insert(range(2000, 8), kv(2));
     await Promise.all([writer.flush(), other.flush()]);
-    await heard();
+    await until(() => watcher.stats.storedEntries === 2 && watcher.listBlobs().length === 3, 'both saves heard');
     assert.equal(watcher.stats.storedEntries, 2, 'its fingerprint\'s entries, stored-only');
     assert.deepEqual((await watcher.match(range(1000, 9))).v, kv(1).v, 'read from the blob on the hit');
     assert.equal(watcher.has(range(2000, 8)), false, 'another fingerprint\'s blob is known, not an entry');
@@ -324,7 +346,7 @@ for (const kind of ['fs', 'idb']) {
     writer.remove(range(0, 8));
     writer.remove(range(1000, 8));
     await writer.flush();
-    await heard();
+    await until(() => watcher.listBlobs().filter((b) => b.status === 'ok').length === 0, 'the removals heard');
     assert.equal(watcher.has(range(0, 8)), false);
     assert.deepEqual(watcher.lookup(range(1000, 8)).k, kv(1).k);
     assert.equal(watcher.stats.storedEntries, 0);
@@ -338,7 +360,9 @@ for (const kind of ['fs', 'idb']) {
     const again = await open();
     again.insert(range(5000, 8), kv(5));
     await again.flush();
-    await heard();
+    // Nothing to wait for: time for a message, were one sent (a slow one
+    // can only let this pass, never fail it).
+    await new Promise((resolve) => setTimeout(resolve, 20));
     assert.equal(quiet.has(range(5000, 8)), false);
     await Promise.all([quiet.close(), again.close()]);
   });
@@ -348,10 +372,9 @@ test('idb: a watching cache keeps what it changed since it was saved when anothe
   const path = freshPath();
   const open = async (opts) => (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'idb', path, ...opts });
   const writer = await open(), watcher = await open({ watch: true });
-  const heard = () => new Promise((resolve) => setTimeout(resolve, 20));
   writer.insert(range(0, 8), kv(0));
   await writer.flush();
-  await heard();
+  await until(() => watcher.has(range(0, 8)), 'the save heard');
   await watcher.match(range(0, 8)); // resident, clean
   watcher.insert(range(0, 8), kv(7)); // changed here, not yet saved
   // What is not news from a store of this version is dropped, not fatal.
@@ -360,7 +383,7 @@ test('idb: a watching cache keeps what it changed since it was saved when anothe
   channel.close();
   writer.remove(range(0, 8));
   await writer.flush();
-  await heard();
+  await until(() => watcher.listBlobs().length === 0, 'the removal heard');
   assert.deepEqual(watcher.lookup(range(0, 8)).k, kv(7).k);
   await watcher.flush(); // saved again: it was dirty
   const reopened = await open();
@@ -399,9 +422,10 @@ test("fs: a killed save's temporary file is swept at open when its writer is gon
   const dir = await storeOf('fs', 1);
   const [blob] = readdirSync(dir);
   const bytes = 5000;
-  // A process that is surely gone, and this one (alive).
-  const dead = execFileSync(process.execPath, ['-e', 'process.stdout.write(String(process.pid))'], { encoding: 'utf8' });
-  writeFileSync(join(dir, `${blob}.${Number(dead).toString(16)}-1-0.tmp`), new Uint8Array(bytes));
+  // A pid above any pid_max (no process has it: an exited child's pid may
+  // be given again, on a busy machine with a small pid_max), and this one.
+  const dead = 0x7ffffffe;
+  writeFileSync(join(dir, `${blob}.${dead.toString(16)}-1-0.tmp`), new Uint8Array(bytes));
   writeFileSync(join(dir, `${blob}.${process.pid.toString(16)}-2-0.tmp`), new Uint8Array(bytes));
   const cache = await (await page()).openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
   const r = cache.restoreReport;

@@ -109,7 +109,7 @@ export function makeApi(rlx) {
     },
 
     /** Resolves once the cache knows an entry of every id (or after ms): which it knows. */
-    async knows(ids, shape = DEFAULT_SHAPE, ms = 5000) {
+    async knows(ids, shape = DEFAULT_SHAPE, ms = 10000) {
       const until = performance.now() + ms;
       const known = () => ids.filter((id) => cache.has(tokensOf(id, shape)));
       while (known().length < ids.length && performance.now() < until) await new Promise((r) => setTimeout(r, 10));
