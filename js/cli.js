@@ -21,6 +21,7 @@ commands:
                                    drop corrupt and stale blobs, then the oldest
   tokens FILE                      the token ids, as JSON
   rewrite [--as RLXKV001] IN OUT   decode and encode again (validates; OUT may be a store DIR)
+  fingerprint TEXT                 the fingerprint of a model id (rlx.fingerprintOf), as --fingerprint takes it
 
 'rlxkv <command> --help' for more.`,
   inspect: `usage: rlxkv inspect [--json] FILE...
@@ -50,6 +51,10 @@ removed. Prints what it removed (or would, with --dry-run, which removes
 nothing).`,
   tokens: `usage: rlxkv tokens FILE
 Prints the blob's token ids as a JSON array.`,
+  fingerprint: `usage: rlxkv fingerprint TEXT
+Prints the fingerprint rlx.fingerprintOf(TEXT) gives (a 64-bit hash of its
+UTF-8), in the hex that --fingerprint takes: for a cache opened with
+fingerprint: rlx.fingerprintOf('org/model q4 f16'), pass the same text.`,
   rewrite: `usage: rlxkv rewrite [--as RLXKV001] IN OUT
 Decodes IN and encodes it again to OUT (atomically): a valid blob comes out
 byte-identical; an invalid one is refused. --as RLXKV001 writes an RLXKVF16
@@ -114,12 +119,12 @@ function readBlobFile(file) {
     fd = openSync(file, constants.O_RDONLY | (constants.O_NONBLOCK || 0));
   } catch (err) {
     if (err.code === 'ENOENT') throw new Error(`${file}: no such file`);
-    if (err.code === 'EISDIR') throw new Error(`${file}: is a directory, not a blob file`);
+    if (err.code === 'EISDIR') throw new Error(`${file}: is a directory, not a blob file (for a store directory: rlxkv ls ${file})`);
     throw new Error(`${file}: ${err.message}`);
   }
   try {
     const st = fstatSync(fd);
-    if (st.isDirectory()) throw new Error(`${file}: is a directory, not a blob file`);
+    if (st.isDirectory()) throw new Error(`${file}: is a directory, not a blob file (for a store directory: rlxkv ls ${file})`);
     if (!st.isFile()) throw new Error(`${file}: not a regular file`);
     if (st.size > MAX_FILE_BYTES) throw tooLarge(file, fd, st.size);
     const bytes = new Uint8Array(st.size);
@@ -258,8 +263,8 @@ const commands = {
       out.log(`${r.name.padEnd(22)} ${(r.format || '-').padEnd(8)} ${String(r.tokens).padStart(8)} ${String(r.bytes).padStart(14)}  ${r.mtime.padEnd(24)} ${r.status}`);
     }
     const others = ['foreign', 'tooLarge', 'unreadable'].filter((k) => totals[k]).map((k) => `, ${totals[k]} ${k === 'tooLarge' ? 'too large' : k}`).join('');
-    out.log(`${totals.blobs} blobs, ${totals.bytes} bytes: ${totals.ok} ok, ${totals.stale} stale, ${totals.corrupt} corrupt${others}` +
-      (temps.length ? `; ${temps.length} save temporaries, ${totals.tempBytes} bytes` : ''));
+    out.log(`${counted(totals.blobs, 'blob')}, ${counted(totals.bytes, 'byte')}: ${totals.ok} ok, ${totals.stale} stale, ${totals.corrupt} corrupt${others}` +
+      (temps.length ? `; ${counted(temps.length, 'save temporary', 'save temporaries')}, ${counted(totals.tempBytes, 'byte')}` : ''));
     return 0;
   },
 
@@ -280,10 +285,18 @@ const commands = {
     if (!dryRun) {
       for (const b of before.filter((x) => !gone.has(x.name))) out.log(`${verb} ${b.name} (${b.status}, ${b.bytes} bytes)`);
     }
-    out.log(`${verb} ${report.removed} blobs (${report.removedBytes} bytes); kept ${report.kept} (${report.keptBytes} bytes)` +
+    out.log(`${verb} ${counted(report.removed, 'blob')} (${counted(report.removedBytes, 'byte')}); kept ${report.kept} (${counted(report.keptBytes, 'byte')})` +
       (report.tempsRemoved || report.tempsKept
-        ? `; ${verb} ${report.tempsRemoved} abandoned temporaries (${report.tempsRemovedBytes} bytes), ${report.tempsKept} live kept (${report.tempsKeptBytes} bytes)`
+        ? `; ${verb} ${counted(report.tempsRemoved, 'abandoned temporary', 'abandoned temporaries')} (${counted(report.tempsRemovedBytes, 'byte')}), ${report.tempsKept} live kept (${counted(report.tempsKeptBytes, 'byte')})`
         : ''));
+    return 0;
+  },
+
+  async fingerprint(rlx, args, out) {
+    const { flags, rest } = parse(args, {});
+    if (flags.help) return out.log(HELP.fingerprint);
+    if (rest.length !== 1) throw new UsageError('fingerprint needs one TEXT (quote it)');
+    out.log(`0x${rlx.fingerprintOf(rest[0]).toString(16).padStart(16, '0')}`);
     return 0;
   },
 
@@ -322,6 +335,9 @@ const commands = {
     return 0;
   },
 };
+
+/** n and its noun, singular for one: '1 blob', '2 blobs'. */
+const counted = (n, one, many = `${one}s`) => `${n} ${n === 1 || n === 1n ? one : many}`;
 
 function isDirectory(path) {
   try {

@@ -225,10 +225,10 @@ test('ls shows the temporaries of saves and prune counts them', async () => {
   assert.equal(ls.totals.tempBytes, 4000);
   assert.match(rlxkv('ls', dir).out, /2 save temporaries, 4000 bytes/);
   const dry = rlxkv('prune', dir, '--dry-run');
-  assert.match(dry.out, /would remove 1 abandoned temporaries \(3000 bytes\), 1 live kept \(1000 bytes\)/);
+  assert.match(dry.out, /would remove 1 abandoned temporary \(3000 bytes\), 1 live kept \(1000 bytes\)/);
   // the live temporary counts against the budget: a budget of the blob alone drops the blob
   const each = ls.blobs[0].bytes;
-  assert.match(rlxkv('prune', dir, '--max-bytes', String(each), '--dry-run').out, /would remove 1 blobs/);
+  assert.match(rlxkv('prune', dir, '--max-bytes', String(each), '--dry-run').out, /would remove 1 blob \(/);
   assert.match(rlxkv('prune', dir, '--max-bytes', String(each + 1000)).out, /removed 0 blobs/);
   assert.deepEqual(readdirSync(dir).sort(), [blob, live].sort());
 });
@@ -334,4 +334,22 @@ test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refus
     assert.equal(r.code, 2, n);
     assert.match(r.err, /--max-bytes: more than 2\^64 - 1/, n);
   }
+});
+
+test('a new user\'s slips: verify on a directory points to ls; counts of one are singular', () => {
+  const dir = tempDir();
+  copyFileSync(small, join(dir, 'only.rlxkv'));
+  const v = rlxkv('verify', dir);
+  assert.equal(v.code, 1);
+  assert.match(v.err + v.out, /is a directory, not a blob file \(for a store directory: rlxkv ls /);
+  assert.match(rlxkv('ls', dir).out, /^1 blob, \d+ bytes: /m);
+});
+
+test('fingerprint prints what rlx.fingerprintOf gives, as --fingerprint takes it', async () => {
+  const rlx = await init();
+  const r = rlxkv('fingerprint', 'org/model-id q4 f16');
+  assert.equal(r.code, 0, r.err);
+  assert.equal(r.out.trim(), `0x${rlx.fingerprintOf('org/model-id q4 f16').toString(16).padStart(16, '0')}`);
+  assert.equal(BigInt(r.out.trim()), rlx.fingerprintOf('org/model-id q4 f16'));
+  assert.equal(rlxkv('fingerprint').code, 2);
 });
