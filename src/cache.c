@@ -488,6 +488,26 @@ static node *trim_pick(node *x, int t) {
 
 /* ---- tree shape ------------------------------------------------------- */
 
+/* The tree is a radix tree over token ids: each edge carries a label (a run
+ * of tokens), a node's path is the labels from the root down to it, and a
+ * node holds the entry whose tokens are its path, if any. No node but the
+ * root is empty of both entry and choice: an entry-less node has at least
+ * two children. Labels are not copied: each points into the tokens of an
+ * entry at or below its node (see rebase). Entries "abc", "abd" and "ax":
+ *
+ *          (root)
+ *            | "a"
+ *           [ ]            an entry-less node: two children
+ *     "b" /     \ "x"
+ *       [ ]     [ax]
+ *  "c" /   \ "d"
+ *   [abc]  [abd]
+ *
+ * Putting and dropping entries keeps that shape with three operations:
+ * split (cut an edge, adding a node in the middle), make_node (a new leaf,
+ * below a split or an existing node) and merge (fold an entry-less node with
+ * one child into that child). Each is drawn below, before and after. */
+
 /* Where a walk down q[0..n) stops: `at` is the deepest node whose whole
  * path is a prefix of q; if the walk went on partway into an edge, `edge`
  * is that child and `off` the label tokens matched in it. `depth` is the
@@ -513,7 +533,13 @@ static size_t common_len(const uint32_t *a, const uint32_t *b, size_t n) {
     return k;
 }
 
-/* The walk is software-pipelined: while it compares one edge's label, it
+/* Walks down q from the root:
+ *   1. at node x, find the child y whose label starts with the next query
+ *      token (none: stop at x);
+ *   2. compare y's label with the query; if it matches whole, y is the new
+ *      x and go to 1;
+ *   3. else stop inside y's edge: `edge` = y, `off` = the tokens matched.
+ * The walk is software-pipelined: while it compares one edge's label, it
  * fetches what the next step will read if the edge matches whole (the
  * child, then that child's label and recency slot), so that in a big
  * cache, where those are cold, the misses overlap the comparison instead
@@ -564,7 +590,19 @@ static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n
 
 /* Cuts y's edge after k tokens, putting a new node above y with room for
  * `room` children. The new node borrows y's tokens. Returns it, or NULL
- * (nothing changed) when out of memory. */
+ * (nothing changed) when out of memory. Splitting "abcd" after k = 2:
+ *
+ *     [p]                 [p]
+ *      | "abcd"            | "ab"
+ *     [y]        =>       [m]        (new, entry-less until the caller fills it)
+ *                          | "cd"
+ *                         [y]
+ *
+ *   1. make m with label "ab" and room for its children: out of memory
+ *      here leaves the tree untouched;
+ *   2. put m in y's place among p's children, m's trimmable counts taken
+ *      from y (its one source below);
+ *   3. shorten y's label to "cd" and make y m's child. */
 static node *split(node *y, size_t k, size_t room) {
     node *p = y->parent, *m = node_new(y->label, k);
     if (!m || !kids_reserve(m, room)) {
@@ -585,7 +623,25 @@ static node *split(node *y, size_t k, size_t room) {
 
 /* The node for e's tokens, where the walk down them stopped at p short of
  * a node of their own: made, a new leaf borrowing e's tokens, or an edge
- * split. NULL when out of memory, with the tree as it was. */
+ * split. NULL when out of memory, with the tree as it was. Three cases,
+ * putting e at the node marked *:
+ *
+ *   e = "ab", the walk stopped 2 tokens into edge "abcd": split, no leaf
+ *     [p]--"abcd"--[y]   =>   [p]--"ab"--[*]--"cd"--[y]
+ *
+ *   e = "abx", stopped 2 tokens into "abcd": split, and a leaf below
+ *     [p]--"abcd"--[y]   =>   [p]--"ab"--[ ]--"cd"--[y]
+ *                                          \--"x"--[*]
+ *
+ *   e = "abx", stopped at node x = [ab] (no child starts with "x"): a leaf
+ *     [ab]               =>   [ab]--"x"--[*]
+ *
+ *   1. if e ends inside the edge, split it there: that node is e's;
+ *   2. else make the leaf (its label: e's tokens past the stop);
+ *   3. find its parent: the split of the edge (room for two children), or
+ *      the node the walk stopped at (room for one more); failing either,
+ *      free the leaf: the tree is as it was;
+ *   4. add the leaf under it. */
 static node *make_node(const struct pos *p, const rlxkv_entry *e) {
     node *leaf, *at;
     if (p->depth == e->n_tokens) return split(p->edge, p->off, 1);
@@ -601,7 +657,18 @@ static node *make_node(const struct pos *p, const rlxkv_entry *e) {
 }
 
 /* n holds no entry and has one child: folds n's edge into the child, whose
- * base holds n's tokens too. */
+ * base holds n's tokens too (the child's label points into an entry whose
+ * tokens run through n's path, so it grows backwards in place):
+ *
+ *     [p]                  [p]
+ *      | "ab"               | "abcd"
+ *     [n]        =>       [ch]
+ *      | "cd"
+ *     [ch]
+ *
+ *   1. put ch in n's place among p's children;
+ *   2. move ch's label start back over n's label;
+ *   3. move n's trimmable counts' links to ch, and free n. */
 static void merge(node *n) {
     node *p = n->parent, *ch = n->kids[0];
     kid_swap(p, n->label[0], ch);
@@ -612,7 +679,11 @@ static void merge(node *n) {
 }
 
 /* n has just lost its entry or a child: frees or merges what no longer
- * earns its place, up the path. Returns the lowest node left on the path. */
+ * earns its place, up the path. Returns the lowest node left on the path.
+ *   1. a node with an entry, the root, or two children or more: done;
+ *   2. one child: merge n into it; done (its parent lost nothing);
+ *   3. no child: delete n from its parent, free it, and go on from the
+ *      parent, which has just lost a child. */
 static node *tidy(rlxkv_cache *c, node *n) {
     while (n != c->root && !n->entry) {
         node *p = n->parent;
@@ -628,7 +699,11 @@ static node *tidy(rlxkv_cache *c, node *n) {
     return n;
 }
 
-/* Takes e out of the cache and frees it. */
+/* Takes e out of the cache and frees it:
+ *   1. take its node off the recency lists and the node's entry off it;
+ *   2. tidy the path (free or merge what no longer earns its place);
+ *   3. the labels that borrowed e's tokens move to another entry below;
+ *   4. a resident entry's values go: the generation moves (views stale). */
 static void drop(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
     unlist(c, n);
@@ -808,7 +883,19 @@ static int trimmable(const rlxkv_cache *c, const rlxkv_entry *e) {
 }
 
 /* Files e with its state flags `state` (DIRTY for a new entry, STORED for
- * one read from its blob): rlxkv_cache_put and _put_loaded. */
+ * one read from its blob): rlxkv_cache_put and _put_loaded.
+ *   1. refuse what cannot go in (no cache, another layout), freeing e; a
+ *      cache of cap 0 takes nothing;
+ *   2. walk down e's tokens: the node of exactly those tokens, if there
+ *      is one, holds the entry e replaces;
+ *   3. check e fits beside the pinned bytes (the replaced entry's own
+ *      excepted): else NOSPACE, nothing changed;
+ *   4. reserve its recency slot and its node (make_node): out of memory,
+ *      NOMEM with the tree as it was;
+ *   5. only now change anything: set e's flags and serial, and swap it in
+ *      for the old entry, or hang it on the new node (whose label run now
+ *      borrows e's tokens) and list it;
+ *   6. evict least recently used entries to fit the cap. */
 static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
     if (!e) return RLXKV_ERR_INVALID;
     if (e->node) return RLXKV_ERR_INVALID; /* held by a cache: not ours to free */
