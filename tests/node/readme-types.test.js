@@ -30,6 +30,12 @@ declare const kv: import('rlxkv').KV;
 declare const systemTokens: number[];
 declare const promptTokens: number[];
 declare function writeFileSync(file: string, data: string | ArrayBufferView): void; // node:fs's, without @types/node`,
+  'Forget, wipe': `
+declare const rlx: import('rlxkv').Rlxkv;
+declare const cache: import('rlxkv').Cache;`,
+  'See what it does': `
+declare const rlx: import('rlxkv').Rlxkv;
+declare const fingerprint: bigint;`,
   'With transformers.js': `
 declare const id: string;
 declare const prompt: string;`,
