@@ -27,8 +27,60 @@ export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBy
 
 const HAS_F16 = typeof globalThis.Float16Array === 'function';
 
+/**
+ * Every C function this file calls (web/exports.txt), bound once per
+ * module instance, as sql.js binds its own: names as in C. Everything
+ * below calls these, never the module's exports directly.
+ */
+const BOUND = new WeakMap();
+function bindings(core) {
+  let c = BOUND.get(core);
+  if (!c) {
+    const M = core.M;
+    c = Object.freeze({
+      rlxkv_blob_name: M._rlxkv_blob_name,
+      rlxkv_cache_clear: M._rlxkv_cache_clear,
+      rlxkv_cache_get: M._rlxkv_cache_get,
+      rlxkv_cache_is_dirty: M._rlxkv_cache_is_dirty,
+      rlxkv_cache_is_pinned: M._rlxkv_cache_is_pinned,
+      rlxkv_cache_next: M._rlxkv_cache_next,
+      rlxkv_cache_next_stored: M._rlxkv_cache_next_stored,
+      rlxkv_cache_pin: M._rlxkv_cache_pin,
+      rlxkv_cache_remove: M._rlxkv_cache_remove,
+      rlxkv_cache_set_cap: M._rlxkv_cache_set_cap,
+      rlxkv_cache_set_stored_index: M._rlxkv_cache_set_stored_index,
+      rlxkv_cache_unpin: M._rlxkv_cache_unpin,
+      rlxkv_entry_dtype: M._rlxkv_entry_dtype,
+      rlxkv_entry_free: M._rlxkv_entry_free,
+      rlxkv_entry_kv_bytes: M._rlxkv_entry_kv_bytes,
+      rlxkv_entry_n_tokens: M._rlxkv_entry_n_tokens,
+      rlxkv_entry_tokens: M._rlxkv_entry_tokens,
+      rlxkv_web_cache_free: M._rlxkv_web_cache_free,
+      rlxkv_web_cache_new: M._rlxkv_web_cache_new,
+      rlxkv_web_cache_of: M._rlxkv_web_cache_of,
+      rlxkv_web_decode_put: M._rlxkv_web_decode_put,
+      rlxkv_web_encode: M._rlxkv_web_encode,
+      rlxkv_web_entry: M._rlxkv_web_entry,
+      rlxkv_web_entry_new: M._rlxkv_web_entry_new,
+      rlxkv_web_generation: M._rlxkv_web_generation,
+      rlxkv_web_get: M._rlxkv_web_get,
+      rlxkv_web_lookup: M._rlxkv_web_lookup,
+      rlxkv_web_mark: M._rlxkv_web_mark,
+      rlxkv_web_match: M._rlxkv_web_match,
+      rlxkv_web_put: M._rlxkv_web_put,
+      rlxkv_web_put_stored: M._rlxkv_web_put_stored,
+      rlxkv_web_record: M._rlxkv_web_record,
+      rlxkv_web_scratch: M._rlxkv_web_scratch,
+      rlxkv_web_stats: M._rlxkv_web_stats,
+    });
+    BOUND.set(core, c);
+  }
+  return c;
+}
+
 export class NativeCache {
   #core;
+  #C;       // the C functions, bound once (bindings)
   #w;       // web_cache *
   #c;       // its rlxkv_cache *
   #stats;   // STATS_FIELDS (web/boundary.c) doubles
@@ -42,25 +94,26 @@ export class NativeCache {
   constructor(core, { capBytes, fingerprint, layout, f16As }) {
     this.#core = core;
     this.#fp = fingerprint;
-    const M = core.M;
+    const C = bindings(core);
+    this.#C = C;
     const l = layout || { order: 'any', heads: 0, headDim: 0, layers: 0 };
-    const w = M._rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, core.cell) >>> 0;
+    const w = C.rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, core.cell) >>> 0;
     if (!w) throw core.fail(core.i32(core.cell), 'creating a cache');
     this.#w = w;
     try {
       this.#stats = core.alloc(STATS.length * 8);
     } catch (err) {
-      M._rlxkv_web_cache_free(w);
+      C.rlxkv_web_cache_free(w);
       throw err;
     }
     this.#f16 = f16As === 'Float16Array' && HAS_F16 ? globalThis.Float16Array : Uint16Array;
-    this.#c = M._rlxkv_web_cache_of(w) >>> 0; // the rlxkv_cache * within
+    this.#c = C.rlxkv_web_cache_of(w) >>> 0; // the rlxkv_cache * within
   }
 
   /** Frees the C cache and everything it holds. */
   free() {
     if (!this.#w) return;
-    this.#core.M._rlxkv_web_cache_free(this.#w);
+    this.#C.rlxkv_web_cache_free(this.#w);
     this.#core.free(this.#stats);
     this.#w = 0;
   }
@@ -68,11 +121,11 @@ export class NativeCache {
   /** What a FinalizationRegistry needs to free this cache without it. */
   get leakRecord() { return { core: this.#core, w: this.#w, stats: this.#stats }; }
   static freeLeaked({ core, w, stats }) {
-    core.M._rlxkv_web_cache_free(w);
+    bindings(core).rlxkv_web_cache_free(w);
     core.free(stats);
   }
 
-  #rec() { return this.#core.M._rlxkv_web_record(this.#web) >>> 2; }
+  #rec() { return this.#C.rlxkv_web_record(this.#web) >>> 2; }
 
   get closed() { return !this.#w; }
 
@@ -93,16 +146,16 @@ export class NativeCache {
   /** Copies tokens (and room for `extra` u32s after them) into the scratch area; returns its address. */
   #scratch(tokens, extra = 0) {
     const core = this.#core;
-    const p = core.M._rlxkv_web_scratch(this.#web, tokens.length + extra) >>> 0;
+    const p = this.#C.rlxkv_web_scratch(this.#web, tokens.length + extra) >>> 0;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${tokens.length} tokens`);
     core.u32.set(tokens, p >>> 2);
     return p;
   }
 
-  /** Runs a C function of (cache, tokens, n) over the tokens: what it returns. */
+  /** Runs C function fn (one of this.#C) of (cache, tokens, n) over the tokens: what it returns. */
   #withTokens(fn, tokens) {
     const p = this.#scratch(tokens);
-    return this.#core.M[fn](this.#cache, p, tokens.length);
+    return fn(this.#cache, p, tokens.length);
   }
 
   /**
@@ -140,21 +193,21 @@ export class NativeCache {
    * entry is freed and the error goes on. stored: as put's.
    */
   putFilled(tokens, lengths, dtype, fill, stored = false) {
-    const core = this.#core, M = core.M;
+    const core = this.#core, C = this.#C;
     const layers = lengths.length / 2;
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
     const u32 = core.u32;
     for (let i = 0; i < lengths.length; i++) u32[at + i] = lengths[i];
-    const e = M._rlxkv_web_entry_new(this.#web, tokens.length, layers, dtype, core.cell) >>> 0;
+    const e = C.rlxkv_web_entry_new(this.#web, tokens.length, layers, dtype, core.cell) >>> 0;
     if (!e) return core.i32(core.cell);
     try {
       const to = core.u32[this.#rec() + REC.DATA];
-      fill(core.u8.subarray(to, to + (M._rlxkv_entry_kv_bytes(e) >>> 0)));
+      fill(core.u8.subarray(to, to + (C.rlxkv_entry_kv_bytes(e) >>> 0)));
     } catch (err) {
-      M._rlxkv_entry_free(e);
+      C.rlxkv_entry_free(e);
       throw err;
     }
-    return M._rlxkv_web_put(this.#web, e, stored ? 1 : 0); // takes e in every case
+    return C.rlxkv_web_put(this.#web, e, stored ? 1 : 0); // takes e in every case
   }
 
   /**
@@ -165,7 +218,7 @@ export class NativeCache {
   lookup(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_lookup(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
+    const st = this.#C.rlxkv_web_lookup(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
     if (st < 0) throw core.fail(st, 'looking up');
     return st === STATUS.HIT ? this.#readHit(view) : null;
   }
@@ -179,7 +232,7 @@ export class NativeCache {
   match(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_match(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
+    const st = this.#C.rlxkv_web_match(this.#web, tokens.length, partial ? 1 : 0, maxMatched);
     if (st < 0) throw core.fail(st, 'matching');
     if (st !== STATUS.HIT) return null;
     const u32 = core.u32, r = this.#rec();
@@ -196,7 +249,7 @@ export class NativeCache {
    * one piece.
    */
   putStored(records) {
-    const core = this.#core, M = core.M;
+    const core = this.#core, C = this.#C;
     const status = new Int32Array(records.length);
     for (let i = 0; i < records.length;) {
       // A batch: as many as fit STORED_BATCH words of scratch (at least
@@ -215,7 +268,7 @@ export class NativeCache {
         lo = lo2; hi = hi2; own = own2;
       }
       const span = hi > lo ? (hi - lo) >> 2 : 0;
-      const p = M._rlxkv_web_scratch(this.#web, STORED_HEAD * (end - i) + span + own) >>> 2;
+      const p = C.rlxkv_web_scratch(this.#web, STORED_HEAD * (end - i) + span + own) >>> 2;
       if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${end - i} stored entries`);
       const u32 = core.u32, spanAt = p + STORED_HEAD * (end - i);
       if (span) u32.set(new Uint32Array(buffer, lo, span), spanAt);
@@ -233,7 +286,7 @@ export class NativeCache {
           ownAt += t.length;
         }
       }
-      M._rlxkv_web_put_stored(this.#web, end - i);
+      C.rlxkv_web_put_stored(this.#web, end - i);
       const out = core.u32; // read after the call: the heap may have grown
       for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = out[head] | 0;
       i = end;
@@ -242,7 +295,7 @@ export class NativeCache {
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */
-  setStoredIndex(on) { this.#core.M._rlxkv_cache_set_stored_index(this.#cache, on ? 1 : 0); }
+  setStoredIndex(on) { this.#C.rlxkv_cache_set_stored_index(this.#cache, on ? 1 : 0); }
 
   /**
    * Calls fn({ tokens, serial, dtype, k, v }) for every resident entry that
@@ -250,10 +303,10 @@ export class NativeCache {
    * only during the call (fn must not change the cache).
    */
   forEachDirty(fn) {
-    const core = this.#core, M = core.M, c = this.#cache;
-    for (let e = M._rlxkv_cache_next(c, 0) >>> 0; e; e = M._rlxkv_cache_next(c, e) >>> 0) {
-      if (!M._rlxkv_cache_is_dirty(c, e)) continue;
-      M._rlxkv_web_entry(this.#web, e);
+    const core = this.#core, C = this.#C, c = this.#cache;
+    for (let e = C.rlxkv_cache_next(c, 0) >>> 0; e; e = C.rlxkv_cache_next(c, e) >>> 0) {
+      if (!C.rlxkv_cache_is_dirty(c, e)) continue;
+      C.rlxkv_web_entry(this.#web, e);
       const hit = this.#readHit(true);
       fn({ tokens: hit.tokens.slice(), serial: core.u32[this.#rec() + REC.SERIAL], dtype: hit.dtype, k: hit.k, v: hit.v });
     }
@@ -261,12 +314,12 @@ export class NativeCache {
 
   /** Tokens of every entry of one tier: 'resident' (pinned, then most recent first) or 'stored' (most recent first). */
   tokensOf(tier) {
-    const core = this.#core, M = core.M, c = this.#cache;
-    const next = tier === 'stored' ? M._rlxkv_cache_next_stored : M._rlxkv_cache_next;
+    const core = this.#core, C = this.#C, c = this.#cache;
+    const next = tier === 'stored' ? C.rlxkv_cache_next_stored : C.rlxkv_cache_next;
     const out = [];
     for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
-      const at = M._rlxkv_entry_tokens(e) >>> 2;
-      out.push(core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)));
+      const at = C.rlxkv_entry_tokens(e) >>> 2;
+      out.push(core.u32.slice(at, at + (C.rlxkv_entry_n_tokens(e) >>> 0)));
     }
     return out;
   }
@@ -277,7 +330,7 @@ export class NativeCache {
    */
   mark(tokens, serial, how) {
     this.#scratch(tokens);
-    return this.#core.M._rlxkv_web_mark(this.#web, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
+    return this.#C.rlxkv_web_mark(this.#web, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
   }
 
   /**
@@ -286,9 +339,9 @@ export class NativeCache {
    * decoded by C and put (its C status).
    */
   encodeWithC(tokens) {
-    const core = this.#core, M = core.M;
+    const core = this.#core, C = this.#C;
     this.#scratch(tokens);
-    const buf = M._rlxkv_web_encode(this.#web, tokens.length, this.#fp, core.cell) >>> 0;
+    const buf = C.rlxkv_web_encode(this.#web, tokens.length, this.#fp, core.cell) >>> 0;
     if (!buf) return null;
     const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
     core.free(buf);
@@ -299,7 +352,7 @@ export class NativeCache {
     const p = core.alloc(bytes.length);
     try {
       core.u8.set(bytes, p);
-      return core.M._rlxkv_web_decode_put(this.#web, p, bytes.length, this.#fp);
+      return this.#C.rlxkv_web_decode_put(this.#web, p, bytes.length, this.#fp);
     } finally {
       core.free(p);
     }
@@ -310,7 +363,7 @@ export class NativeCache {
     const core = this.#core;
     const p = this.#scratch(tokens, 8); // 32 bytes for the name after the tokens
     const name = p + 4 * tokens.length;
-    core.M._rlxkv_blob_name(fingerprint, p, tokens.length, name);
+    this.#C.rlxkv_blob_name(fingerprint, p, tokens.length, name);
     return core.cstringAt(name);
   }
 
@@ -322,7 +375,7 @@ export class NativeCache {
   get(tokens) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = core.M._rlxkv_web_get(this.#web, tokens.length);
+    const st = this.#C.rlxkv_web_get(this.#web, tokens.length);
     if (st < 0) throw core.fail(st, 'reading an entry');
     if (st !== STATUS.HIT) return null;
     const u32 = core.u32, r = this.#rec(), flags = u32[r + REC.FLAGS];
@@ -379,35 +432,35 @@ export class NativeCache {
   }
 
   /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
-  generation() { return this.#core.M._rlxkv_web_generation(this.#web) >>> 0; }
+  generation() { return this.#C.rlxkv_web_generation(this.#web) >>> 0; }
 
   /** C statuses: OK, NOTFOUND. */
-  remove(tokens) { return this.#withTokens('_rlxkv_cache_remove', tokens); }
-  pin(tokens) { return this.#withTokens('_rlxkv_cache_pin', tokens); }
-  unpin(tokens) { return this.#withTokens('_rlxkv_cache_unpin', tokens); }
-  has(tokens) { return this.#withTokens('_rlxkv_cache_get', tokens) !== 0; }
+  remove(tokens) { return this.#withTokens(this.#C.rlxkv_cache_remove, tokens); }
+  pin(tokens) { return this.#withTokens(this.#C.rlxkv_cache_pin, tokens); }
+  unpin(tokens) { return this.#withTokens(this.#C.rlxkv_cache_unpin, tokens); }
+  has(tokens) { return this.#withTokens(this.#C.rlxkv_cache_get, tokens) !== 0; }
   isPinned(tokens) {
-    const e = this.#withTokens('_rlxkv_cache_get', tokens) >>> 0;
-    return e !== 0 && this.#core.M._rlxkv_cache_is_pinned(this.#cache, e) === 1;
+    const e = this.#withTokens(this.#C.rlxkv_cache_get, tokens) >>> 0;
+    return e !== 0 && this.#C.rlxkv_cache_is_pinned(this.#cache, e) === 1;
   }
-  clear() { this.#core.M._rlxkv_cache_clear(this.#cache); }
-  setCap(bytes) { this.#core.M._rlxkv_cache_set_cap(this.#cache, toSize(bytes)); }
+  clear() { this.#C.rlxkv_cache_clear(this.#cache); }
+  setCap(bytes) { this.#C.rlxkv_cache_set_cap(this.#cache, toSize(bytes)); }
 
   /**
    * Entries: resident ones (pinned first, then most recent first), then
    * stored-only ones (most recent first): { tokens, bytes, pinned, dtype, resident }.
    */
   entries() {
-    const core = this.#core, M = core.M, c = this.#cache;
+    const core = this.#core, C = this.#C, c = this.#cache;
     const out = [];
-    for (const [next, resident] of [[M._rlxkv_cache_next, true], [M._rlxkv_cache_next_stored, false]]) {
+    for (const [next, resident] of [[C.rlxkv_cache_next, true], [C.rlxkv_cache_next_stored, false]]) {
       for (let e = next(c, 0) >>> 0; e; e = next(c, e) >>> 0) {
-        const at = M._rlxkv_entry_tokens(e) >>> 2;
+        const at = C.rlxkv_entry_tokens(e) >>> 2;
         out.push({
-          tokens: core.u32.slice(at, at + (M._rlxkv_entry_n_tokens(e) >>> 0)),
-          bytes: M._rlxkv_entry_kv_bytes(e) >>> 0,
-          pinned: M._rlxkv_cache_is_pinned(c, e) === 1,
-          dtype: M._rlxkv_entry_dtype(e) === DTYPE.f16 ? 'f16' : 'f32',
+          tokens: core.u32.slice(at, at + (C.rlxkv_entry_n_tokens(e) >>> 0)),
+          bytes: C.rlxkv_entry_kv_bytes(e) >>> 0,
+          pinned: C.rlxkv_cache_is_pinned(c, e) === 1,
+          dtype: C.rlxkv_entry_dtype(e) === DTYPE.f16 ? 'f16' : 'f32',
           resident,
         });
       }
@@ -417,7 +470,7 @@ export class NativeCache {
 
   stats() {
     const core = this.#core;
-    core.M._rlxkv_web_stats(this.#cache, this.#stats);
+    this.#C.rlxkv_web_stats(this.#cache, this.#stats);
     const d = new Float64Array(core.u8.buffer, this.#stats, STATS.length);
     return Object.fromEntries(STATS.map((name, i) => [name, d[i]]));
   }

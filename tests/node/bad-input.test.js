@@ -217,9 +217,9 @@ test('byte budgets and reports are 64-bit: 6 GiB of blobs against a 5 GiB budget
   assert.equal(ls.totals.ok, 4);
   const r = cliRun('prune', dir, '--fingerprint', '77', '--max-bytes', '5G', '--dry-run');
   assert.equal(r.status, 0, r.stderr);
-  assert.match(r.stdout, new RegExp(`would remove 1 blobs \\(${1.5 * GiB} bytes\\); kept 3 \\(${4.5 * GiB} bytes\\)`));
+  assert.match(r.stdout, new RegExp(`would remove 1 blob \\(${1.5 * GiB} bytes\\); kept 3 \\(${4.5 * GiB} bytes\\)`));
   const real = cliRun('prune', dir, '--fingerprint', '77', '--max-bytes', '5G');
-  assert.match(real.stdout, /removed 1 blobs/);
+  assert.match(real.stdout, /removed 1 blob /);
   assert.deepEqual(paths.map((p) => existsSync(p)), [false, true, true, true], 'the least recently used went');
 });
 
