@@ -3,7 +3,9 @@
 /** Stable failure codes of RlxkvError. */
 export type RlxkvErrorCode =
   | 'BAD_MAGIC' | 'TRUNCATED' | 'CORRUPT' | 'NOSPACE' | 'QUOTA' | 'IO' | 'NOMEM'
-  | 'INVALID' | 'NOTFOUND' | 'SHAPE' | 'CHANGED' | 'LIMIT' | 'STALE' | 'STALE_VIEW';
+  | 'INVALID' | 'NOTFOUND' | 'SHAPE' | 'CHANGED' | 'LIMIT' | 'STALE' | 'STALE_VIEW'
+  /** init() could not fetch, read or instantiate the .wasm; the message names the URL and what came instead. */
+  | 'WASM_LOAD';
 
 /** Every failure that is not a wrong argument (those are TypeError/RangeError). */
 export class RlxkvError extends Error {
@@ -435,12 +437,17 @@ export interface Rlxkv {
 }
 
 export interface InitOptions {
+  /** The wasm's bytes (rlxkv_core.wasm): nothing is fetched or read. */
   wasmBinary?: ArrayBuffer | Uint8Array;
+  /** Where rlxkv_core.wasm is (a URL, a path in Node), given its name and the glue's directory. */
   locateFile?: (name: string, prefix: string) => string;
   /** A separate module instance instead of the shared one. */
   newInstance?: boolean;
 }
 
-/** Instantiates the wasm module: once, shared by later calls, unless newInstance, wasmBinary or locateFile is given. */
+/**
+ * Instantiates the wasm module: once, shared by later calls, unless newInstance, wasmBinary or locateFile is given.
+ * Rejects with RlxkvError 'WASM_LOAD' when the wasm cannot be fetched, read or instantiated.
+ */
 export default function init(opts?: InitOptions): Promise<Rlxkv>;
 export { init };

@@ -1,6 +1,7 @@
 // Bundles the package for browsers into web/dist/rlxkv.browser.js: one
 // minified ES module (the API, the boundary and the browser-only glue),
-// with rlxkv_core.wasm found next to it through import.meta.url. The
+// with rlxkv_core.wasm found next to it through import.meta.url (or as
+// the package's rlxkv/rlxkv_core.wasm: web/patch-glue.mjs). The
 // bundle carries no node: import (bundlers warn of those in browser
 // builds): the Node-only paths get a module that says so if ever reached.
 import { build } from 'esbuild';
@@ -17,9 +18,10 @@ const browserGlue = {
   },
 };
 
-// What only Node runs (the C store on a Node directory, node:fs blobs): in
-// the bundle, a module that says so if reached.
-const NODE_ONLY = /\/web\/(storage|fs-blobs)\.js$/;
+// What only Node runs (the C store on a Node directory, node:fs blobs, the
+// wasm read from its file): in the bundle, a module that says so if reached.
+const NODE_ONLY = /\/web\/(storage|fs-blobs|node-wasm)\.js$/;
+const nodeOnly = (file) => (file === 'node-wasm.js' ? file : `${file} (storage 'fs')`);
 const noNode = {
   name: 'no-node',
   setup(b) {
@@ -28,8 +30,8 @@ const noNode = {
       contents: `throw new Error(${JSON.stringify(`rlxkv: ${args.path} is not available in the browser bundle`)});`,
     }));
     b.onLoad({ filter: NODE_ONLY }, (args) => ({
-      contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${args.path.split('/').pop()} (storage 'fs') is Node only`)}); };
-export const BlobStore = { open: no }, FsBlobs = { open: no };`,
+      contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${nodeOnly(args.path.split('/').pop())} is Node only`)}); };
+export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no;`,
     }));
   },
 };

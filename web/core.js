@@ -1,9 +1,11 @@
-// The wasm module: instantiates it and gives the rest of web/ its heap
+// The wasm module: fetches and checks its bytes (in Node, reads them:
+// node-wasm.js), instantiates it and gives the rest of web/ its heap
 // helpers (allocation, C strings, statuses). With native-cache.js and
 // storage.js, the only JS that knows the C ABI; js/ calls those, never the
 // module. Arguments arrive here already validated by js/.
-import createRlxkvCore from './dist/rlxkv_core.mjs';
+import createRlxkvCore, { wasmUrls } from './dist/rlxkv_core.mjs';
 import { RlxkvError, statusError } from './errors.js';
+import { readWasm } from './node-wasm.js';
 
 export const isNode =
   typeof process === 'object' && !!(process.versions && process.versions.node) &&
@@ -40,14 +42,49 @@ export function loadCore(opts = {}) {
 
 async function instantiate(opts) {
   const args = { print: () => {}, printErr: (s) => console.warn('[rlxkv]', s) };
-  if (opts.wasmBinary) args.wasmBinary = opts.wasmBinary;
-  if (opts.locateFile) args.locateFile = opts.locateFile;
-  if (!args.wasmBinary && !args.locateFile && isNode) {
-    // 3.1.6's glue would fetch() a file: URL under Node, which fails.
-    const { readFile } = await import('node:fs/promises');
-    args.wasmBinary = await readFile(new URL('./dist/rlxkv_core.wasm', import.meta.url));
+  let from = 'wasmBinary';
+  if (opts.wasmBinary) {
+    args.wasmBinary = opts.wasmBinary;
+  } else if (isNode) {
+    ({ bytes: args.wasmBinary, from } = await readWasm(wasmUrls()[0], opts.locateFile));
+  } else {
+    // wasmUrls(): beside the glue, then the package's export of the wasm
+    // (web/patch-glue.mjs says why). A locateFile gets what the glue would
+    // pass: the directory of its URL.
+    const urls = opts.locateFile ? [opts.locateFile('rlxkv_core.wasm', String(new URL('.', wasmUrls()[0])))] : wasmUrls();
+    ({ bytes: args.wasmBinary, from } = await fetchWasm(urls));
   }
-  return new Core(await createRlxkvCore(args));
+  let M;
+  try {
+    M = await createRlxkvCore(args);
+  } catch (err) {
+    throw new RlxkvError('WASM_LOAD', `cannot instantiate rlxkv's wasm from ${from}: ${err && err.message}`, { cause: err });
+  }
+  return new Core(M);
+}
+
+/**
+ * The bytes of the first of urls that serves wasm, and that URL (from).
+ * Each is checked before it is compiled, so that a miss says what came
+ * instead (Emscripten would report a bad magic word and no URL): typically
+ * a dev server's HTML page, its answer for a file it does not have.
+ */
+async function fetchWasm(urls) {
+  const misses = [];
+  for (const url of new Set(urls.map(String))) {
+    try {
+      const res = await fetch(url);
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const bytes = new Uint8Array(await res.arrayBuffer());
+      if (bytes[0] === 0 && bytes[1] === 0x61 && bytes[2] === 0x73 && bytes[3] === 0x6d) return { bytes, from: url }; // "\0asm"
+      misses.push(/html/.test(res.headers.get('content-type')) || bytes[0] === 0x3c
+        ? `got an HTML page instead of wasm from ${url}` : `${url} is not wasm`);
+    } catch (err) {
+      misses.push(`cannot fetch ${url}: ${err.message}`);
+    }
+  }
+  throw new RlxkvError('WASM_LOAD', `rlxkv: ${misses.join('; ')}. Serve rlxkv_core.wasm there or pass init({ locateFile }) or ` +
+    "init({ wasmBinary }); with Vite's dev server: optimizeDeps: { exclude: ['rlxkv'] } in vite.config");
 }
 
 /** One instantiated module and the helpers that use its heap. */

@@ -15,7 +15,7 @@ const CODES = Object.fromEntries(Object.entries(STATUS).filter(([, v]) => v < 0)
 
 export class RlxkvError extends Error {
   /**
-   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, SHAPE, CHANGED, LIMIT, STALE, STALE_VIEW
+   * @param {string} code one of BAD_MAGIC, TRUNCATED, CORRUPT, NOSPACE, QUOTA, IO, NOMEM, INVALID, NOTFOUND, SHAPE, CHANGED, LIMIT, STALE, STALE_VIEW, WASM_LOAD
    * @param {string} message
    * @param {{cause?: unknown}} [options]
    */

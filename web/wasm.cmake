@@ -3,8 +3,9 @@
 #                             glue patched to load as ESM under Node
 #   rlxkv_core_web.mjs        browsers and workers only (MEMFS), for the
 #                             minified browser bundle (web/bundle.mjs); it
-#                             loads rlxkv_core.wasm too: the two links make
-#                             the same wasm, checked here, shipped once
+#                             is given rlxkv_core.wasm's bytes too: the two
+#                             links make the same wasm, checked here, shipped
+#                             once
 # Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
 # reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
@@ -38,11 +39,12 @@ endforeach()
 # from JS (js/tiers.js), so the browser glue has none.
 target_link_options(rlxkv_core PRIVATE -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
-# It also reads only the Module options web/core.js passes, and decodes
-# strings with TextDecoder alone (every browser has it): a smaller glue.
+# It also reads only the Module options web/core.js passes (the wasm's
+# bytes: core.js fetches and checks them), and decodes strings with
+# TextDecoder alone (every browser has it): a smaller glue.
 target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
   -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
-  -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary,locateFile -sTEXTDECODER=2)
+  -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
@@ -56,7 +58,7 @@ add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
   COMMAND ${CMAKE_COMMAND} -E compare_files $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm
           $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --wasm rlxkv_core.wasm
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core.wasm
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E rm -f ${RLXKV_DIST}/rlxkv_core_web.wasm
   VERBATIM)
