@@ -31,6 +31,9 @@ add_executable(rlxkv_core web/boundary.c)
 add_executable(rlxkv_core_web web/boundary.c)
 foreach(t rlxkv_core rlxkv_core_web)
   target_link_libraries(${t} rlxkv)
+  # Relinked (and so patched again) when the exports or the glue patch change.
+  set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
