@@ -2,7 +2,7 @@
 // rlxkv_core.wasm and every JS file that js/index.js imports, transitively
 // (static imports; the node:* modules that Node-only paths import
 // dynamically are not fetched by browsers); (2) the minified browser bundle
-// (web/dist/rlxkv.browser.js + rlxkv_core.wasm), when the build makes it.
+// (web/dist/rlxkv.browser.js + rlxkv_core_web.wasm), when the build makes it.
 // Raw bytes and gzip (zlib level 9), each file compressed on its own as a
 // server would. Also: what weighs what inside the Emscripten glue and the
 // wasm.
@@ -51,7 +51,7 @@ const glueFile = js.find((f) => f.path.endsWith('rlxkv_core.mjs'));
 // The minified browser bundle, when the build makes one (web/bundle.mjs):
 // one ES module with the browser-only glue, and its own .wasm.
 const bundleJs = join(root, 'web/dist/rlxkv.browser.js');
-const bundleWasm = join(root, 'web/dist/rlxkv_core.wasm'); // the bundle loads the one wasm
+const bundleWasm = join(root, 'web/dist/rlxkv_core_web.wasm'); // the bundle's own: no C store or codec
 const webGlue = join(root, 'web/dist/rlxkv_core_web.mjs');
 const bundle = existsSync(bundleJs) && existsSync(bundleWasm)
   ? [bundleWasm, bundleJs].map((f) => {

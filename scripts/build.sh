@@ -23,7 +23,7 @@ cmake --build build/wasm -j"$jobs"
 if stale web/dist/rlxkv.browser.js js web web/dist/rlxkv_core_web.mjs web/dist/rlxkv_core.wasm; then
   node web/bundle.mjs
 fi
-echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js for browsers, loading the same rlxkv_core.wasm)"
+echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
 
 # The demo's shipped asset: the default system prompt's KV, computed in Node
 # by the same model the page runs (needs the wasm just built).

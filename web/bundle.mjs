@@ -1,7 +1,8 @@
 // Bundles the package for browsers into web/dist/rlxkv.browser.js: one
 // minified ES module (the API, the boundary and the browser-only glue),
-// with rlxkv_core.wasm found next to it through import.meta.url (or as
-// the package's rlxkv/rlxkv_core.wasm: web/patch-glue.mjs). The
+// with rlxkv_core_web.wasm (the browser build's: web/wasm.cmake) found next
+// to it through import.meta.url (or as the package's
+// rlxkv/rlxkv_core_web.wasm: web/patch-glue.mjs). The
 // bundle carries no node: import (bundlers warn of those in browser
 // builds): the Node-only paths get a module that says so if ever reached.
 import { build } from 'esbuild';

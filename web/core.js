@@ -51,8 +51,9 @@ async function instantiate(opts) {
     // wasmUrls(): beside the glue, then the package's export of the wasm
     // (web/patch-glue.mjs says why). A locateFile gets what the glue would
     // pass: the directory of its URL.
-    const urls = opts.locateFile ? [opts.locateFile('rlxkv_core.wasm', String(new URL('.', wasmUrls()[0])))] : wasmUrls();
-    ({ bytes: args.wasmBinary, from } = await fetchWasm(urls));
+    const beside = wasmUrls()[0], name = beside.pathname.split('/').pop(); // the glue's own wasm
+    const urls = opts.locateFile ? [opts.locateFile(name, String(new URL('.', beside)))] : wasmUrls();
+    ({ bytes: args.wasmBinary, from } = await fetchWasm(urls, name));
   }
   let M;
   try {
@@ -69,7 +70,7 @@ async function instantiate(opts) {
  * instead (Emscripten would report a bad magic word and no URL): typically
  * a dev server's HTML page, its answer for a file it does not have.
  */
-async function fetchWasm(urls) {
+async function fetchWasm(urls, name) {
   const misses = [];
   for (const url of new Set(urls.map(String))) {
     try {
@@ -83,7 +84,7 @@ async function fetchWasm(urls) {
       misses.push(`cannot fetch ${url}: ${err.message}`);
     }
   }
-  throw new RlxkvError('WASM_LOAD', `rlxkv: ${misses.join('; ')}. Serve rlxkv_core.wasm there or pass init({ locateFile }) or ` +
+  throw new RlxkvError('WASM_LOAD', `rlxkv: ${misses.join('; ')}. Serve ${name} there or pass init({ locateFile }) or ` +
     "init({ wasmBinary }); with Vite's dev server: optimizeDeps: { exclude: ['rlxkv'] } in vite.config");
 }
 

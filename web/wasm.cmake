@@ -1,15 +1,19 @@
 # The WebAssembly builds (emcmake cmake), copied to web/dist/:
 #   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
-#                             glue patched to load as ESM under Node
-#   rlxkv_core_web.mjs        browsers and workers only (MEMFS), for the
-#                             minified browser bundle (web/bundle.mjs); it
-#                             is given rlxkv_core.wasm's bytes too: the two
-#                             links make the same wasm, checked here, shipped
-#                             once
+#                             glue patched to load as ESM under Node; exports
+#                             web/exports.txt and web/exports-node.txt (the C
+#                             store, the C codec for the tests)
+#   rlxkv_core_web.mjs/.wasm  browsers and workers only (no file system), for
+#                             the minified browser bundle (web/bundle.mjs);
+#                             exports web/exports.txt alone, so the linker
+#                             leaves out the C store and codec that browsers
+#                             never call (their stores are reached from JS)
 # Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
 # reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
+string(REPLACE ";" "," RLXKV_NODE_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS}")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
 
 set(RLXKV_LINK_OPTIONS
@@ -24,8 +28,7 @@ set(RLXKV_LINK_OPTIONS
   # A library must not take over the process: by default the Node glue
   # installs uncaughtException/unhandledRejection handlers that rethrow, so
   # an app's own errors are reported from inside the glue.
-  -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0
-  -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS})
+  -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0)
 
 add_executable(rlxkv_core web/boundary.c)
 add_executable(rlxkv_core_web web/boundary.c)
@@ -33,19 +36,20 @@ foreach(t rlxkv_core rlxkv_core_web)
   target_link_libraries(${t} rlxkv)
   # Relinked (and so patched again) when the exports or the glue patch change.
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
 # The universal build carries Emscripten's file system for the C store
 # (rlx.openStore on a Node directory, the CLI); browsers reach their stores
 # from JS (js/tiers.js), so the browser glue has none.
-target_link_options(rlxkv_core PRIVATE -sENVIRONMENT=web,worker,node -lnodefs.js
+target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
 # It also reads only the Module options web/core.js passes (the wasm's
 # bytes: core.js fetches and checks them), and decodes strings with
 # TextDecoder alone (every browser has it): a smaller glue.
-target_link_options(rlxkv_core_web PRIVATE -sENVIRONMENT=web,worker
+target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS} -sENVIRONMENT=web,worker
   -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
   -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2)
 
@@ -59,9 +63,7 @@ add_custom_command(TARGET rlxkv_core POST_BUILD
 add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND ${CMAKE_COMMAND} -E compare_files $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm
-          $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core.wasm
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core_web.wasm
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
-  COMMAND ${CMAKE_COMMAND} -E rm -f ${RLXKV_DIST}/rlxkv_core_web.wasm
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
   VERBATIM)

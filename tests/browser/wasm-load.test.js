@@ -8,7 +8,7 @@ import { HARNESS, browserTest } from './helpers.js';
 const HTML = '<!doctype html>\n<title>an app</title>\n';
 
 browserTest('a wasm URL that serves an HTML page rejects init() with WASM_LOAD naming it', async (t, session) => {
-  await session.context.route('**/rlxkv_core.wasm', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: HTML }));
+  await session.context.route('**/rlxkv_core*.wasm', (route) => route.fulfill({ status: 200, contentType: 'text/html', body: HTML }));
   const page = await session.context.newPage();
   for (const query of ['', '?lib=bundle']) {
     await page.goto(`${session.url}${HARNESS}${query}`);
@@ -17,7 +17,8 @@ browserTest('a wasm URL that serves an HTML page rejects init() with WASM_LOAD n
     assert.ok(err, `init() rejects (${query || 'js/index.js'})`);
     assert.equal(err.name, 'RlxkvError');
     assert.equal(err.code, 'WASM_LOAD');
-    assert.ok(err.message.includes(`got an HTML page instead of wasm from ${session.url}/web/dist/rlxkv_core.wasm`), err.message);
+    const wasm = query ? 'rlxkv_core_web.wasm' : 'rlxkv_core.wasm'; // the bundle's own, or the universal glue's
+    assert.ok(err.message.includes(`got an HTML page instead of wasm from ${session.url}/web/dist/${wasm}`), err.message);
     assert.match(err.message, /optimizeDeps: \{ exclude: \['rlxkv'\] \}/);
   }
 });

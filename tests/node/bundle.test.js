@@ -1,6 +1,6 @@
 // What the build ships to browsers: a bundle a bundler takes without
-// warnings (no node: imports, no new URL but its wasm's) and one wasm for
-// both glues.
+// warnings (no node: imports, no new URL but its wasm's) and a wasm of its
+// own, without the C store and codec that only Node calls.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -12,16 +12,21 @@ test('the browser bundle imports no node: module', () => {
   assert.doesNotMatch(bundle, /\bimport\s*\(\s*["']node:|\bfrom\s*["']node:|\brequire\(\s*["']node:/);
 });
 
-test('one wasm file serves the universal glue and the browser bundle', () => {
-  assert.deepEqual(readdirSync(dist).filter((f) => f.endsWith('.wasm')), ['rlxkv_core.wasm']);
-  for (const glue of [bundle, readFileSync(new URL('rlxkv_core.mjs', dist), 'utf8'), readFileSync(new URL('rlxkv_core_web.mjs', dist), 'utf8')]) {
-    assert.deepEqual([...new Set(glue.match(/"rlxkv_core[\w]*\.wasm"/g))], ['"rlxkv_core.wasm"']);
+test('the universal glue loads rlxkv_core.wasm; the browser bundle its own smaller wasm, which exports no C store', () => {
+  assert.deepEqual(readdirSync(dist).filter((f) => f.endsWith('.wasm')).sort(), ['rlxkv_core.wasm', 'rlxkv_core_web.wasm']);
+  assert.deepEqual([...new Set(readFileSync(new URL('rlxkv_core.mjs', dist), 'utf8').match(/"rlxkv_core[\w]*\.wasm"/g))], ['"rlxkv_core.wasm"']);
+  for (const glue of [bundle, readFileSync(new URL('rlxkv_core_web.mjs', dist), 'utf8')]) {
+    assert.deepEqual([...new Set(glue.match(/"rlxkv_core[\w]*\.wasm"/g))], ['"rlxkv_core_web.wasm"']);
   }
+  const exportsOf = (file) => WebAssembly.Module.exports(new WebAssembly.Module(readFileSync(new URL(file, dist)))).length;
+  assert.ok(exportsOf('rlxkv_core_web.wasm') < exportsOf('rlxkv_core.wasm'));
+  assert.ok(readFileSync(new URL('rlxkv_core_web.wasm', dist)).length < readFileSync(new URL('rlxkv_core.wasm', dist)).length * 0.8, 'the C store left out');
 });
 
 test('the bundle names its wasm beside itself and as the package export, nothing else (no Node path for bundlers to resolve)', () => {
   const urls = [...bundle.matchAll(/new URL\(\s*("[^"]*"|'[^']*'|`[^`]*`)\s*,\s*import\.meta\.url\s*\)/g)].map((m) => m[1].slice(1, -1));
-  assert.deepEqual(urls.sort(), ['rlxkv/rlxkv_core.wasm', 'rlxkv_core.wasm']);
+  assert.deepEqual(urls.sort(), ['rlxkv/rlxkv_core_web.wasm', 'rlxkv_core_web.wasm']);
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
   assert.equal(pkg.exports['./rlxkv_core.wasm'], './web/dist/rlxkv_core.wasm');
+  assert.equal(pkg.exports['./rlxkv_core_web.wasm'], './web/dist/rlxkv_core_web.wasm');
 });
