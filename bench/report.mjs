@@ -274,7 +274,7 @@ const SIZE = 'Download size (what a browser loads)';
 if (sz) {
   const b = sz.bundle;
   if (b) {
-    rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv_core.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
+    rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv_core_web.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
     rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv.browser.js (minified, one file)', rlxkv: `${kb(b.js_gz)} gz`, reference: `${kb(b.files[1].raw)} raw`, speed: '—' });
     rows.push({ section: SIZE, workload: 'Browser bundle: .wasm + JS', rlxkv: `${kb(b.total_gz)} gz`, reference: 'budget 40 KB gz', speed: x(40000 / b.total_gz) });
   }
@@ -357,11 +357,11 @@ if (sz) {
   const own = sz.wasm_own_code ? Object.values(sz.wasm_own_code).reduce((n, v) => n + v, 0) : null;
   const code = (sz.wasm_sections.find((q) => q.section === 'code') || {}).bytes;
   const ownJsGz = sz.js_gz - glue.gz;
-  const wasmNote = own && code ? ` In the wasm, rlxkv's own code is ${kb(own)} of ${kb(code)} of code; the rest is libc (malloc, qsort, dirent, the syscall stubs); the printf family is gone since the store formats its file names itself.` : '';
+  const wasmNote = own && code ? ` In the universal wasm, rlxkv's own code is ${kb(own)} of ${kb(code)} of code; the rest is libc (malloc, qsort, dirent, the syscall stubs); the printf family is gone since the store formats its file names itself.` : '';
   const b = sz.bundle;
   const fixFs = `The browser glue is already built without Emscripten's file system (caches and openStore reach IndexedDB and OPFS from JS); the universal glue keeps it for the C store on Node directories (~${kb(fsOf(sz.glue_breakdown))} gz, see the breakdown below): a JS-implemented directory vtable for the store would remove it there too; --closure 1 would minify what is left of the glue.`;
   if (b) {
-    target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core.wasm, package export "browser")',
+    target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core_web.wasm, package export "browser")',
       b.total_gz <= 40000, `${kb(b.total_gz)} (wasm ${kb(b.wasm_gz)} + JS ${kb(b.js_gz)}; margin ${n0(40000 - b.total_gz)} B)`,
       `The bundle's glue (web/dist/rlxkv_core_web.mjs, minified into the bundle) has no Emscripten file system (built with -sFILESYSTEM=0), and the bundle replaces the Node-only modules.${wasmNote}`,
       fixFs);
@@ -542,7 +542,7 @@ if (tjs.length) {
   const w0 = tjs[0][1].rows[0];
   md.push(`- **transformers.js** (bench/bench_transformers.mjs in Node, bench/bench_transformers_browser.mjs with bench/transformers_page.js in headless Chromium; both run bench/transformers_workload.js; ${cfg}): the demo transformer exported to ONNX (build/models/rlxkv-demo, f32 KV; rlxkv-demo-f16kv, f16 KV), the demo's default system prompt and one user turn (${n0(w0.prompt_tokens)} byte-level tokens), greedy, one new token. Cold: cachedGenerate into an emptied cache (${w0.cold_reps} times); warm: the same prompt with all but its last token cached (${w0.warm_reps} times), each next to a bare cache.lookup of the same tokens (partial, maxMatched = n − 1: the adapter's own lookup, which copies the KV out of wasm memory), the order alternating. TTFT: from the call to the streamer's first generated token. Inside cachedGenerate the cache's lookup and the model's generate are wrapped (Proxies) to split the time before generate into the lookup and the conversion (tensorsFromHit + DynamicCache). The restore rows repeat lookup + conversion outside generate ${w0.loop_reps} times, each beside a bare lookup + copy, the order alternating; ratios are medians of each pair's ratio. "Stored as f32": the f16 model's KV kept as f32 entries (opts.store 'f32'), so each restore narrows to float16. Restore after a restart: the entry flushed, then a new cache opened on that store and the match that reads its blob, timed together. Chromium's performance.now() is coarsened to 0.1 ms (the page is not cross-origin isolated) and onnxruntime-web runs one thread there; Node runs with --expose-gc, collecting before each timed generate and bare lookup.`);
 }
-md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core.wasm (the one wasm). Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
+md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core_web.wasm (its own wasm: no C store or codec). Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
 md.push('');
 md.push('Raw figures: build/bench/*.json after a run.');
 md.push('');
