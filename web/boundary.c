@@ -220,10 +220,10 @@ rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t n_layers,
     return e;
 }
 
-/* rlxkv_cache_put, or for an entry read from its blob (stored)
+/* rlxkv_cache_put, or for an entry read from its blob (loaded)
  * rlxkv_cache_put_loaded. */
-int rlxkv_web_put(web_cache *w, rlxkv_entry *e, int stored) {
-    return stored ? rlxkv_cache_put_loaded(w->cache, e) : rlxkv_cache_put(w->cache, e);
+int rlxkv_web_put(web_cache *w, rlxkv_entry *e, int loaded) {
+    return loaded ? rlxkv_cache_put_loaded(w->cache, e) : rlxkv_cache_put(w->cache, e);
 }
 
 uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache_generation(w->cache); }

@@ -163,9 +163,9 @@ export class NativeCache {
    * all Float32Array, or all 16-bit arrays for f16), each copied once into
    * the entry's own memory, then put in the cache. Returns the C status of
    * the put (RLXKV_OK, NOSPACE, SHAPE, NOMEM); nothing leaks on failure.
-   * stored: the entry is its blob's (loaded from it), so clean, not dirty.
+   * loaded: the entry was read from its blob, so clean, not dirty.
    */
-  put(tokens, blocks, dtype, stored = false) {
+  put(tokens, blocks, dtype, loaded = false) {
     const core = this.#core;
     // Blocks that are views of the heap (a view hit fed back in) are found
     // again by address after allocating, which may grow the heap and
@@ -181,7 +181,7 @@ export class NativeCache {
         else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset, len), to);
         to += len;
       }
-    }, stored);
+    }, loaded);
   }
 
   /**
@@ -190,9 +190,9 @@ export class NativeCache {
    * over the entry's values in the heap, the blocks one after another. Then
    * put in the cache: what a blob read straight into the heap uses. fill
    * must not allocate in wasm. Returns the C status of the put; if fill throws, the
-   * entry is freed and the error goes on. stored: as put's.
+   * entry is freed and the error goes on. loaded: as put's.
    */
-  putFilled(tokens, lengths, dtype, fill, stored = false) {
+  putFilled(tokens, lengths, dtype, fill, loaded = false) {
     const core = this.#core, C = this.#C;
     const layers = lengths.length / 2;
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
@@ -207,7 +207,7 @@ export class NativeCache {
       C.rlxkv_entry_free(e);
       throw err;
     }
-    return C.rlxkv_web_put(this.#web, e, stored ? 1 : 0); // takes e in every case
+    return C.rlxkv_web_put(this.#web, e, loaded ? 1 : 0); // takes e in every case
   }
 
   /**
