@@ -195,35 +195,17 @@ export class FsBlobs {
   }
 
   /** Up to n bytes from the start of blob `name`; null if it is gone. */
-  async head(name, n) {
-    let fh;
-    try {
-      fh = await this.#openRead(name);
-    } catch (err) {
-      if (err.cause?.code === 'ENOENT') return null;
-      throw err;
-    }
-    try {
+  head(name, n) {
+    return this.#reading(name, async (fh) => {
       const buf = new Uint8Array(n);
       const { bytesRead } = await fh.read(buf, 0, n, 0);
       return buf.subarray(0, bytesRead);
-    } catch (err) {
-      throw fsError(err, `reading ${name}`);
-    } finally {
-      await fh.close();
-    }
+    });
   }
 
   /** The whole blob, read in chunks into one buffer of the size it had when opened; null if it is gone. */
-  async read(name) {
-    let fh;
-    try {
-      fh = await this.#openRead(name);
-    } catch (err) {
-      if (err.cause?.code === 'ENOENT') return null;
-      throw err;
-    }
-    try {
+  read(name) {
+    return this.#reading(name, async (fh) => {
       const { size } = await fh.stat();
       const buf = new Uint8Array(size);
       for (let at = 0; at < size;) {
@@ -232,6 +214,20 @@ export class FsBlobs {
         at += bytesRead;
       }
       return buf;
+    });
+  }
+
+  /** fn(a file handle on blob `name`), closed after; null if the blob is gone; IO naming it if a read fails. */
+  async #reading(name, fn) {
+    let fh;
+    try {
+      fh = await this.#openRead(name);
+    } catch (err) {
+      if (err.cause?.code === 'ENOENT') return null;
+      throw err;
+    }
+    try {
+      return await fn(fh);
     } catch (err) {
       throw fsError(err, `reading ${name}`);
     } finally {
