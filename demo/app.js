@@ -245,7 +245,7 @@ function resultStatus(r) {
   }
   const p = r.prefix;
   let from;
-  if (p.source === 'storage') from = `Restored from IndexedDB: ${fmtBytes(p.bytes)} of KV read in ${fmtMs(p.ms)}`;
+  if (p.source === 'storage') from = `Restored from IndexedDB: ${fmtBytes(p.bytes)} of KV, its entry read in ${fmtMs(p.ms)}`;
   else if (p.source === 'shipped asset') from = `From the shipped asset (imported at load in ${fmtMs(startup.asset.ms)})`;
   else from = `Reused from memory (${fmtBytes(p.bytes)} of KV, already read)`;
   const partial = r.matched < r.systemTokens ? ` (a partial hit: the prompt differs after token ${fmtInt(r.matched)})` : '';

@@ -16,8 +16,16 @@ import { DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.j
 import { Origins, cacheInfo, entryOf, openedInfo, clearCache, hex, now, openCache, prefixOf, round, serveRequests, watchCache } from './worker-common.js';
 
 export const DEFAULT_MODEL = '/build/models/rlxkv-demo/';
+/**
+ * transformers.js and its onnxruntime-web. `plain`: the runtime's build
+ * without asyncify, which is all device 'wasm' needs. transformers.js 4
+ * would load the asyncify build (made for WebGPU): twice the wasm, which
+ * the browser compiles again at every load (most of the model's load time,
+ * then more in the background, where it slows whatever the page does next,
+ * a first hit's IndexedDB read included), and slower code to run.
+ */
 const LIBS = {
-  4: { lib: '../node_modules/@huggingface/transformers/dist/transformers.min.js', wasm: '../node_modules/onnxruntime-web/dist/' },
+  4: { lib: '../node_modules/@huggingface/transformers/dist/transformers.min.js', wasm: '../node_modules/onnxruntime-web/dist/', plain: 'ort-wasm-simd-threaded' },
   3: { lib: '../node_modules/transformers-v3/dist/transformers.min.js', wasm: '../node_modules/transformers-v3/node_modules/onnxruntime-web/dist/' },
 };
 const CAP_BYTES = 512 * 1024 * 1024;
@@ -77,7 +85,10 @@ function folderOf(path) {
  * before the first token: the lookup (cache.match: memory or storage, its
  * onEvent 'hit' kept in marks.event), the restore (from the lookup's end
  * until generate starts: the hit's tensors made by the adapter) and
- * generate's start.
+ * generate's start. An insert of tokens the cache already holds is skipped
+ * (marks.kept): the same tokens of the same model have the same KV, and
+ * replacing the entry would only save its blob again (a greedy reply to a
+ * question asked before is the same reply).
  */
 function timed(marks) {
   const match = async function (...args) {
@@ -88,6 +99,13 @@ function timed(marks) {
     marks.lookupEnd = now();
     marks.event = hit ? watch.take() : null;
     return hit;
+  };
+  const insert = function (tokens, kv) {
+    if (cache.has(tokens)) {
+      marks.kept = true;
+      return;
+    }
+    cache.insert(tokens, kv);
   };
   const generate = function (...args) {
     marks.generateStart = now();
@@ -100,7 +118,7 @@ function timed(marks) {
       return typeof v === 'function' ? v.bind(t) : v;
     },
   });
-  return { cache: forward(cache, { match }), model: forward(model, { generate }) };
+  return { cache: forward(cache, { match, insert }), model: forward(model, { generate }) };
 }
 
 /**
@@ -173,7 +191,16 @@ async function doInit({ model: folderPath = DEFAULT_MODEL, dtype = 'fp32', tjs =
   tf.env.allowLocalModels = true;
   tf.env.localModelPath = folder.base;
   tf.env.useBrowserCache = false;
-  tf.env.backends.onnx.wasm.wasmPaths = new URL(lib.wasm, import.meta.url).href;
+  const wasm = new URL(lib.wasm, import.meta.url).href;
+  if (lib.plain) {
+    // Both files named, or it picks its own; useWasmCache off, or transformers.js
+    // fetches the wasm itself and hands over bytes, which the browser cannot
+    // compile while they download nor keep compiled.
+    tf.env.useWasmCache = false;
+    tf.env.backends.onnx.wasm.wasmPaths = { mjs: `${wasm}${lib.plain}.mjs`, wasm: `${wasm}${lib.plain}.wasm` };
+  } else {
+    tf.env.backends.onnx.wasm.wasmPaths = wasm;
+  }
   const wasmMs = now() - t0;
 
   const t1 = now();
@@ -265,7 +292,7 @@ async function doSend({ id, system: systemText, message }) {
   const matched = out.reused;
   const prefix = prefixOf(matched > 0 ? marks.event : null, origins, tokens);
 
-  // What the run inserted: the prompt and the reply but its last token.
+  // What the run inserted (unless the cache held it already): the prompt and the reply but its last token.
   const sequences = numbers(out.sequences);
   const inserted = sequences.slice(0, sequences.length - 1);
   origins.remember(inserted, 'computed');
@@ -301,7 +328,7 @@ async function doSend({ id, system: systemText, message }) {
     genMs: round(genMs),
     insertMs: round(insertMs),
     flushMs: round(flushMs),
-    inserted: true,
+    inserted: !marks.kept,
     flushError,
     totalMs: round(now() - t0),
     info: await info(),

@@ -81,7 +81,7 @@ browserTest('demo: the shipped asset, then a first visit without it: cold, reloa
   assert.equal(warm.restore.source, 'storage');
   assert.equal(warm.restore.bytes, warm.matched * 128 * 4 * 2 * 4, 'the KV read: matched tokens x d_model x 4 bytes x K,V x 4 layers');
   assert.ok(Number.isFinite(warm.restore.ms) && warm.restore.ms >= 0, JSON.stringify(warm.restore));
-  assert.match(warm.status, /^Restored from IndexedDB: 4\.3 MiB of KV read in /);
+  assert.match(warm.status, /^Restored from IndexedDB: 4\.3 MiB of KV, its entry read in /);
   assert.match(await page.textContent('[data-testid="source"]'), /IndexedDB/);
   assert.ok(warm.ttft < cold.ttft, `warm ${warm.ttft} ms < cold ${cold.ttft} ms`);
   assert.match(await page.textContent('[data-testid="cache-list"]'), /in memory/);
