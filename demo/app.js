@@ -18,11 +18,11 @@ const el = {
   form: $('send-form'), message: $('message'), send: $('send'),
   status: $('status'), output: $('output'), outUser: $('out-user'),
   ttft: $('ttft'), source: $('source'), matched: $('matched'), prefilled: $('prefilled'),
-  lookupMs: $('lookup-ms'), prefillMs: $('prefill-ms'), restoreMs: $('restore-ms'), flushMs: $('flush-ms'),
+  lookupMs: $('lookup-ms'), prefillMs: $('prefill-ms'), restore: $('restore'), flushMs: $('flush-ms'),
   chart: $('chart'), chartSummary: $('chart-summary'), resetChart: $('reset-chart'),
   cEntries: $('c-entries'), cTokens: $('c-tokens'), cBytes: $('c-bytes'), cBlobs: $('c-blobs'),
   cFp: $('c-fp'), cStorage: $('c-storage'), cOpen: $('c-open'), cList: $('c-list'),
-  useAsset: $('use-asset'), clear: $('clear'), reload: $('reload'), verify: $('verify'), verifyResult: $('verify-result'),
+  coldStart: $('cold-start'), coldStartRow: $('cold-start-row'), loadProgress: $('load-progress'), loadBar: $('load-bar'), loadLog: $('load-log'), clear: $('clear'), reload: $('reload'), verify: $('verify'), verifyResult: $('verify-result'),
   engineForm: $('engine-form'), engine: $('engine'), tjsSettings: $('tjs-settings'), modelDir: $('model-dir'),
   modelDtype: $('model-dtype'), engineName: $('engine-name'), ledeBuiltin: $('lede-builtin'), ledeTjs: $('lede-tjs'),
 };
@@ -86,6 +86,10 @@ worker.onmessage = (ev) => {
     if (onToken) onToken(msg);
     return;
   }
+  if (msg.type === 'progress') {
+    renderProgress(msg);
+    return;
+  }
   const p = pending.get(msg.id);
   if (!p) return;
   pending.delete(msg.id);
@@ -147,26 +151,35 @@ function saveRuns(runs) {
   store(RUNS_KEY, JSON.stringify([...others.slice(-MAX_RUNS), ...runs.slice(-MAX_RUNS)]));
 }
 
-/** ?asset=0|1 wins; else the checkbox's saved value (default on). */
+/** ?asset=0|1 wins; else the cold-start toggle's saved value (default: the asset is used). */
 function useAssetSetting() {
   const q = new URLSearchParams(location.search).get('asset');
   if (q === '0' || q === '1') return { value: q === '1', fromUrl: true };
-  let saved = null;
-  try { saved = localStorage.getItem(ASSET_KEY); } catch { /* disabled */ }
-  return { value: saved !== '0', fromUrl: false };
+  return { value: stored(ASSET_KEY) !== '0', fromUrl: false };
 }
 
 /* ---------------- rendering ---------------- */
 
-const SOURCE_LABEL = { 'shipped asset': 'shipped asset', IndexedDB: 'IndexedDB', memory: 'memory', computed: 'computed' };
+/** A reply's prefix source (the worker's prefix.source) as the page names it. */
+const SOURCE_LABEL = { storage: 'IndexedDB', memory: 'memory', 'shipped asset': 'shipped asset', computed: 'computed (cold)' };
 
-const BORN = { IndexedDB: 'restored from IndexedDB', 'shipped asset': 'from the shipped asset', computed: 'computed in this tab' };
+const BORN = { IndexedDB: 'stored in IndexedDB before this load', 'shipped asset': 'from the shipped asset', computed: 'computed in this tab' };
+
+/** Load phases (worker-transformers.js loadProgress) as the page names them. */
+const PHASE_LABEL = {
+  libraries: 'loading rlxkv and transformers.js',
+  files: 'fetching the model files',
+  session: 'starting ONNX Runtime (compiling its wasm) and creating the session',
+  warmup: 'a first run of the model',
+  cache: 'opening the cache',
+};
 
 function renderInfo(info) {
   if (!info) return;
   el.cEntries.textContent = `${fmtInt(info.entries)} (${fmtInt(info.pinnedEntries)} pinned)`;
   el.cTokens.textContent = fmtInt(info.tokens);
-  el.cBytes.textContent = `${fmtBytes(info.bytes)} of ${fmtBytes(info.capBytes)}`;
+  el.cBytes.textContent = `${fmtBytes(info.bytes)} of ${fmtBytes(info.capBytes)}` +
+    (info.storedOnlyEntries ? ` (${fmtBytes(info.storedOnlyBytes)} more stored, read at a hit)` : '');
   el.cBlobs.textContent = info.storage === 'none'
     ? 'not persisted (no IndexedDB)'
     : `${fmtInt(info.blobs)} in IndexedDB (${fmtBytes(info.blobBytes)})`;
@@ -178,7 +191,8 @@ function renderInfo(info) {
     const li = document.createElement('li');
     const head = document.createElement('div');
     head.className = 'entry-head';
-    head.textContent = `${fmtInt(e.tokens)} tokens · ${fmtBytes(e.bytes)}${e.dtype === 'f16' ? ' f16' : ''}${e.pinned ? ' · pinned' : ''} · ${BORN[e.born] || e.born}${e.isDefault ? ' · default prompt' : ''}`;
+    const where = e.resident ? 'in memory' : 'stored, not read yet';
+    head.textContent = `${fmtInt(e.tokens)} tokens · ${fmtBytes(e.bytes)}${e.dtype === 'f16' ? ' f16' : ''} · ${where}${e.pinned ? ' · pinned' : ''} · ${BORN[e.born] || e.born}${e.isDefault ? ' · default prompt' : ''}`;
     const pre = document.createElement('div');
     pre.className = 'entry-preview';
     pre.textContent = e.preview.replace(/\s+/g, ' ') + '…';
@@ -188,7 +202,6 @@ function renderInfo(info) {
 }
 
 function renderStartup(s) {
-  el.restoreMs.textContent = fmtMs(s.openMs);
   const r = s.restore;
   const parts = [];
   if (s.storage === 'none') parts.push(`IndexedDB unavailable (${s.openError || 'memory only'})`);
@@ -200,20 +213,26 @@ function renderStartup(s) {
   el.cOpen.textContent = parts.join('; ');
 }
 
+/** The default prompt's stored entry, as the ready status tells it: what a reply will read. */
+function storedDefault(s) {
+  const e = s.defaultEntry;
+  const kv = e ? `${fmtInt(s.defaultTokens)} tokens, ${fmtBytes(e.bytes)}` : `${fmtInt(s.defaultTokens)} tokens`;
+  return `The default prompt's KV (${kv}) is stored in IndexedDB (indexed at open in ${fmtMs(s.openMs)}): ` +
+    'the first reply reads it there instead of prefilling it.';
+}
+
 function readyStatus(s) {
   const n = fmtInt(s.defaultTokens);
   if (s.engine === 'transformers.js') {
     const loaded = `Ready: ${s.model} loaded in ${fmtMs(s.modelMs)}.`;
-    if (s.defaultCached) return `${loaded} The default prompt's KV (${n} tokens) was restored from IndexedDB in ${fmtMs(s.openMs)}: the prefill will be skipped.`;
+    if (s.defaultCached) return `${loaded} ${storedDefault(s)}`;
     return `${loaded} The cache holds nothing for the default prompt: the first reply prefills all ${n} tokens of it.`;
   }
-  if (s.asset.status === 'cached') {
-    return `Ready. The default prompt's KV (${n} tokens) was restored from IndexedDB in ${fmtMs(s.openMs)}: the prefill will be skipped.`;
-  }
+  if (s.asset.status === 'cached') return `Ready. ${storedDefault(s)}`;
   if (s.asset.status === 'imported') {
-    return `Ready. First visit: the default prompt's KV (${n} tokens) came with the page (shipped asset, ${fmtMs(s.asset.ms)}).`;
+    return `Ready. First visit: the default prompt's KV (${n} tokens, ${fmtBytes(s.asset.bytes)}) came with the page (the shipped asset, imported in ${fmtMs(s.asset.ms)}), so even the first reply skips its prefill.`;
   }
-  const why = s.asset.status === 'skipped' ? 'shipped asset not used' : `shipped asset ${s.asset.status}`;
+  const why = s.asset.status === 'skipped' ? 'a first visit without the shipped asset' : `shipped asset ${s.asset.status}`;
   return `Ready. The cache is empty (${why}): the first reply prefills all ${n} tokens of the prompt.`;
 }
 
@@ -221,15 +240,32 @@ function resultStatus(r) {
   const tail = ` Time to first token ${fmtMs(r.ttftMs)}.`;
   if (r.kind === 'cold') {
     const saved = r.flushError ? `cached in memory, but saving failed (${r.flushError})`
-      : r.info && r.info.storage === 'none' ? 'now cached in memory' : 'now cached and saved to IndexedDB';
-    return `Cold prefill ${fmtMs(r.prefillMs)} for all ${fmtInt(r.prefilled)} tokens; the system prompt's KV is ${saved}.${tail}`;
+      : r.info && r.info.storage === 'none' ? 'now cached in memory' : 'now cached and saved to IndexedDB: reload and send again to see it restored';
+    return `Cold: computed, no cached prefix. Prefill ${fmtMs(r.prefillMs)} for all ${fmtInt(r.prefilled)} tokens; the system prompt's KV is ${saved}.${tail}`;
   }
+  const p = r.prefix;
   let from;
-  if (r.source === 'IndexedDB') from = `Restored from IndexedDB in ${fmtMs(r.restoreMs)}`;
-  else if (r.source === 'shipped asset') from = `Loaded from the shipped asset in ${fmtMs(startup.asset.ms)}`;
-  else from = 'Reused from memory';
+  if (p.source === 'storage') from = `Restored from IndexedDB: ${fmtBytes(p.bytes)} of KV, its entry read in ${fmtMs(p.ms)}`;
+  else if (p.source === 'shipped asset') from = `From the shipped asset (imported at load in ${fmtMs(startup.asset.ms)})`;
+  else from = `Reused from memory (${fmtBytes(p.bytes)} of KV, already read)`;
   const partial = r.matched < r.systemTokens ? ` (a partial hit: the prompt differs after token ${fmtInt(r.matched)})` : '';
   return `${from}, prefill skipped for ${fmtInt(r.matched)} tokens${partial}; prefilled the other ${fmtInt(r.prefilled)} in ${fmtMs(r.prefillMs)}.${tail}`;
+}
+
+/** The restore metric: what this reply's prefix cost to get (a storage hit: the blob's read). */
+function renderRestore(r) {
+  const p = r.prefix;
+  const text = {
+    storage: `${fmtMs(p.ms)} · ${fmtBytes(p.bytes)}`,
+    memory: 'none: in memory',
+    'shipped asset': `at load, ${fmtMs(startup.asset.ms)}`,
+    computed: '–',
+  }[p.source];
+  el.restore.textContent = text ?? '–';
+  el.restore.dataset.source = p.source;
+  el.restore.dataset.ms = String(p.source === 'storage' ? p.ms : 0);
+  el.restore.dataset.bytes = String(p.source === 'computed' ? 0 : p.bytes);
+  el.restore.title = p.source === 'storage' ? `read from IndexedDB by cache.match, as onEvent's 'hit' reports it: ${fmtInt(p.entryTokens)}-token entry, ${fmtInt(p.tokens)} tokens used` : '';
 }
 
 function renderResult(r) {
@@ -238,6 +274,7 @@ function renderResult(r) {
   el.source.textContent = SOURCE_LABEL[r.source] || r.source;
   el.source.dataset.source = r.source;
   el.source.className = `source ${r.kind}`;
+  renderRestore(r);
   el.matched.textContent = fmtInt(r.matched);
   el.prefilled.textContent = fmtInt(r.prefilled);
   el.lookupMs.textContent = fmtMs(r.lookupMs);
@@ -300,7 +337,7 @@ function renderChart() {
     const cx = m.l + slot * i + slot / 2;
     const h = Math.max(2, (r.ttft / top) * ih);
     const g = svg('g', { class: `bar ${r.kind}`, 'data-kind': r.kind });
-    g.append(svg('title', {}, `#${first + i + 1} ${runLabel(r.engine)} ${r.kind}, prefix from ${r.source}: ${fmtMs(r.ttft)} to first token (${r.matched} tokens reused, ${r.prefilled} prefilled)`));
+    g.append(svg('title', {}, `#${first + i + 1} ${runLabel(r.engine)} ${r.kind}, prefix from ${SOURCE_LABEL[r.source] || r.source}: ${fmtMs(r.ttft)} to first token (${r.matched} tokens reused, ${r.prefilled} prefilled)`));
     g.append(svg('rect', { x: cx - bw / 2, y: m.t + ih - h, width: bw, height: h, rx: 2 }));
     if (slot >= 30) {
       const label = r.ttft >= 1000 ? `${(r.ttft / 1000).toFixed(1)}s` : `${Math.round(r.ttft)}`;
@@ -325,6 +362,63 @@ function renderChart() {
     return `${runLabel(k)}: cold ${fmtMs(c)}, warm ${fmtMs(w)}`;
   });
   el.chartSummary.textContent = parts.join(' · ') + (others.length ? ` (other engines: ${others.join('; ')})` : '');
+}
+
+/* ---------------- loading ---------------- */
+
+const loading = { start: performance.now(), phase: null, files: new Map(), timer: 0 };
+const fmtSecs = (ms) => `${(ms / 1000).toFixed(1)} s`;
+
+/**
+ * A worker's load progress ({ type: 'progress', phase, file?, loaded?,
+ * total? }): the status says the phase (and a file's share), the bar
+ * shows the model files' bytes. The element keeps every phase and file
+ * seen (data-phases, data-files).
+ */
+function renderProgress(msg) {
+  const box = el.loadProgress;
+  box.hidden = false;
+  loading.phase = msg.phase;
+  const phases = new Set((box.dataset.phases || '').split(' ').filter(Boolean)).add(msg.phase);
+  box.dataset.phases = [...phases].join(' ');
+  if (msg.file) {
+    loading.files.set(msg.file, msg);
+    box.dataset.files = [...loading.files.keys()].join(' ');
+  }
+  showPhase();
+}
+
+/** The status line of the current phase, its elapsed time ticking through the long silent ones. */
+function showPhase() {
+  clearTimeout(loading.timer);
+  if (!loading.phase || !busy) return;
+  let text = PHASE_LABEL[loading.phase] || loading.phase;
+  const files = [...loading.files.values()];
+  if (loading.phase === 'files' && files.length) {
+    const f = files.find((x) => !x.done) || files[files.length - 1];
+    const pct = f.total ? Math.floor((100 * f.loaded) / f.total) : null;
+    text += `: ${f.file}${pct === null ? '' : ` ${pct}%`}${f.total ? ` (${fmtBytes(f.loaded)} of ${fmtBytes(f.total)})` : ''}`;
+    el.loadBar.max = Math.max(1, files.reduce((n, x) => n + (x.total || 0), 0));
+    el.loadBar.value = files.reduce((n, x) => n + (x.loaded || 0), 0);
+  } else {
+    el.loadBar.removeAttribute('value'); // indeterminate: this phase reports nothing
+  }
+  setStatus(`Loading ${setting.model} (dtype ${setting.dtype}): ${text}… ${fmtSecs(performance.now() - loading.start)}`);
+  loading.timer = setTimeout(showPhase, 500);
+}
+
+/** After the load: where its time went (the phases the worker timed). */
+function renderLoadLog(load) {
+  clearTimeout(loading.timer);
+  el.loadProgress.hidden = true;
+  if (!load) return;
+  const parts = load.phases.map(({ phase, ms }) => {
+    if (phase === 'files') return `model files ${fmtBytes(load.bytes)} ${fmtMs(ms)}`;
+    return `${PHASE_LABEL[phase] || phase} ${fmtMs(ms)}`;
+  });
+  el.loadLog.hidden = false;
+  el.loadLog.textContent = `Loaded in ${fmtSecs(load.phases.reduce((n, p) => n + p.ms, 0))}: ${parts.join(' · ')}.`;
+  el.loadLog.title = load.files.join(', ');
 }
 
 /* ---------------- actions ---------------- */
@@ -383,6 +477,31 @@ async function clearCache() {
   setState('ready');
 }
 
+/**
+ * The cold-start toggle: saves whether a first visit imports the shipped
+ * asset, forgets everything cached (as Clear cache does) and reloads, so
+ * the page starts as a first visit with or without it.
+ */
+async function startOver() {
+  store(ASSET_KEY, el.coldStart.checked ? '0' : '1');
+  el.coldStart.disabled = true;
+  setState('busy');
+  setStatus(el.coldStart.checked ? 'Starting over as a first visit without the shipped asset: clearing the cache…'
+    : 'Starting over as a first visit with the shipped asset: clearing the cache…');
+  try {
+    await request('clear');
+  } catch (err) {
+    setStatus(`Clearing failed: ${err.message}`, 'bad');
+    el.coldStart.disabled = false;
+    setState('ready');
+    return;
+  }
+  // Drop ?asset=: it would override the choice just saved.
+  const url = new URL(location.href);
+  url.searchParams.delete('asset');
+  location.replace(url.href);
+}
+
 async function verify() {
   if (busy) return;
   setState('busy');
@@ -435,7 +554,7 @@ function renderEngine() {
   el.tjsSettings.hidden = !tjs;
   el.ledeBuiltin.hidden = tjs;
   el.ledeTjs.hidden = !tjs;
-  el.useAsset.disabled = tjs;
+  el.coldStartRow.hidden = tjs; // it has no shipped asset: its first reply is cold anyway
   document.body.dataset.engine = setting.engine;
 }
 
@@ -446,8 +565,8 @@ async function start() {
   el.system.value = DEFAULT_SYSTEM_PROMPT;
   updateSystemTokens();
   const asset = useAssetSetting();
-  el.useAsset.checked = asset.value;
-  if (asset.fromUrl) el.useAsset.title = 'Set by ?asset= in the address';
+  el.coldStart.checked = !asset.value;
+  if (asset.fromUrl) el.coldStart.title = 'Set by ?asset= in the address (until you change it here)';
   renderChart();
 
   el.system.addEventListener('input', updateSystemTokens);
@@ -457,9 +576,7 @@ async function start() {
   el.reload.addEventListener('click', () => location.reload());
   el.verify.addEventListener('click', verify);
   el.resetChart.addEventListener('click', () => { saveRuns([]); renderChart(); });
-  el.useAsset.addEventListener('change', () => {
-    try { localStorage.setItem(ASSET_KEY, el.useAsset.checked ? '1' : '0'); } catch { /* disabled */ }
-  });
+  el.coldStart.addEventListener('change', startOver);
   let resizeTimer = 0;
   window.addEventListener('resize', () => { clearTimeout(resizeTimer); resizeTimer = setTimeout(renderChart, 100); });
 
@@ -468,6 +585,7 @@ async function start() {
     setStatus(setting.engine === 'builtin' ? 'Loading the model and opening the cache…'
       : `Loading transformers.js and ${setting.model} (dtype ${setting.dtype})…`);
     startup = await request('init', payload);
+    renderLoadLog(startup.load);
     el.engineName.textContent = startup.modelName;
     el.engineName.dataset.engine = startup.engine;
     renderStartup(startup);
@@ -477,6 +595,7 @@ async function start() {
     setState('ready');
     el.message.focus({ preventScroll: true });
   } catch (err) {
+    clearTimeout(loading.timer);
     fail(`Could not start: ${err.message}`);
   }
   setInterval(() => { if (!busy) refreshInfo(); }, 15000);

@@ -9,32 +9,41 @@ export const keyOf = (tokens) => Array.prototype.join.call(tokens, ',');
 export const hex = (fp) => '0x' + fp.toString(16).padStart(16, '0');
 
 /**
- * Cached entries by their tokens: `born` is where the entry came from
- * ('IndexedDB', 'shipped asset', 'computed'), `origin` what the next hit on it
- * reports: the same until its first use, then 'memory'.
+ * Where each cached entry came from, for the cache panel: 'IndexedDB'
+ * (found stored at open), 'shipped asset' (imported at load) or 'computed'
+ * (in this tab). An imported entry is also "unused" until its first hit,
+ * which is labelled 'shipped asset' rather than 'memory'.
  */
 export class Origins {
   constructor() { this.map = new Map(); }
 
-  remember(tokens, origin, born = origin) {
+  /** Records an entry's origin; an entry already recorded keeps its first. */
+  remember(tokens, born) {
     const key = keyOf(tokens);
-    const old = this.map.get(key);
-    this.map.set(key, { tokens: Uint32Array.from(tokens), origin, born: old && born === 'memory' ? old.born : born });
-  }
-
-  /** The recorded entry that served a hit of `matched` tokens of `tokens` (the shortest such). */
-  of(tokens, matched) {
-    let best = null;
-    for (const { tokens: t, origin } of this.map.values()) {
-      if (t.length < matched) continue;
-      let same = true;
-      for (let i = 0; i < matched && same; i++) same = t[i] === tokens[i];
-      if (same && (!best || t.length < best.tokens.length)) best = { tokens: t, origin };
-    }
-    return best;
+    if (!this.map.has(key)) this.map.set(key, { tokens: Uint32Array.from(tokens), born, unused: born === 'shipped asset' });
   }
 
   bornOf(tokens) { return this.map.get(keyOf(tokens))?.born ?? 'computed'; }
+
+  /**
+   * The source of a hit of `hit.tokens` (the `matched` first tokens of
+   * `tokens`) that the cache reported as `event` (onEvent's 'hit'):
+   * 'storage' (its blob read now), 'shipped asset' (the first hit on the
+   * imported entry) or 'memory'.
+   */
+  sourceOf(event, tokens) {
+    if (event.source === 'storage') return 'storage';
+    for (const e of this.map.values()) {
+      if (!e.unused || e.tokens.length !== event.entryTokens) continue;
+      let same = true;
+      for (let i = 0; i < event.tokens && same; i++) same = e.tokens[i] === tokens[i];
+      if (same) {
+        e.unused = false;
+        return 'shipped asset';
+      }
+    }
+    return 'memory';
+  }
 
   /** Forgets entries the cache no longer holds. */
   keepOnly(entries) {
@@ -43,6 +52,43 @@ export class Origins {
   }
 
   clear() { this.map.clear(); }
+}
+
+/**
+ * The cache's onEvent, keeping what the demo reports: the last lookup's
+ * 'hit' or 'miss' (take() hands it over once).
+ */
+export function watchCache() {
+  let last = null;
+  return {
+    onEvent(event) {
+      if (event.type === 'hit' || event.type === 'miss') last = event;
+    },
+    take() {
+      const e = last;
+      last = null;
+      return e;
+    },
+  };
+}
+
+/**
+ * What a reply reports of its prompt's prefix, from the lookup's onEvent
+ * (null or a 'miss': none, so 'computed'): its source (Origins.sourceOf),
+ * the tokens and KV bytes it restored and the lookup's time, which for a
+ * 'storage' hit is the blob's read.
+ */
+export function prefixOf(event, origins, tokens) {
+  if (!event || event.type !== 'hit') return { source: 'computed', ms: 0, bytes: 0, tokens: 0, entryTokens: 0 };
+  return { source: origins.sourceOf(event, tokens), ms: round(event.ms), bytes: event.bytes, tokens: event.tokens, entryTokens: event.entryTokens };
+}
+
+/** The cached entry that starts with `prefix` (the shortest), as the ready message tells it, or null. */
+export function entryOf(cache, prefix) {
+  const found = cache.entries()
+    .filter((e) => e.tokens.length >= prefix.length && prefix.every((t, i) => e.tokens[i] === t))
+    .sort((a, b) => a.tokens.length - b.tokens.length)[0];
+  return found ? { tokens: found.tokens.length, bytes: found.bytes, resident: found.resident } : null;
 }
 
 async function storageEstimate() {
@@ -69,10 +115,6 @@ export async function openCache(rlx, opts) {
   }
 }
 
-/**
- * The cache panel's numbers. `describe`: { fingerprint, fingerprintKey,
- * decode(tokens) → text, isDefault(tokens) → bool }.
- */
 /** What both engines report of opening: the timings and what the store held. */
 export function openedInfo({ wasmMs, modelMs, openMs, restore, cache }) {
   return {
@@ -86,6 +128,10 @@ export function openedInfo({ wasmMs, modelMs, openMs, restore, cache }) {
   };
 }
 
+/**
+ * The cache panel's numbers. `describe`: { fingerprint, fingerprintKey,
+ * decode(tokens) → text, isDefault(tokens) → bool }.
+ */
 export async function cacheInfo(rlx, cache, origins, describe) {
   const entries = cache.entries();
   origins.keepOnly(entries);
@@ -97,6 +143,9 @@ export async function cacheInfo(rlx, cache, origins, describe) {
     entries: entries.length,
     tokens: entries.reduce((s, e) => s + e.tokens.length, 0),
     bytes: stats.bytes,
+    residentEntries: stats.entries,
+    storedOnlyEntries: stats.storedEntries,
+    storedOnlyBytes: stats.storedBytes,
     capBytes: stats.capBytes,
     pinnedEntries: stats.pinnedEntries,
     hits: stats.hits,
@@ -115,6 +164,7 @@ export async function cacheInfo(rlx, cache, origins, describe) {
       bytes: e.bytes,
       dtype: e.dtype,
       pinned: e.pinned,
+      resident: e.resident,
       born: origins.bornOf(e.tokens),
       isDefault: describe.isDefault(e.tokens),
       preview: describe.decode(e.tokens.subarray(0, 48)),

@@ -16,7 +16,7 @@
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { createModel, kvHash } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
-import { Origins, cacheInfo, openedInfo, clearCache, keyOf, now, openCache, round, serveRequests } from './worker-common.js';
+import { Origins, cacheInfo, entryOf, openedInfo, clearCache, keyOf, now, openCache, prefixOf, round, serveRequests, watchCache } from './worker-common.js';
 
 const CAP_BYTES = 256 * 1024 * 1024;
 /** Stored blobs beyond this (oldest first, not the pinned prompts) are pruned on flush. */
@@ -33,6 +33,7 @@ let fingerprint = 0n;
 let defaultTokens = null;
 let startup = null;          // what init measured, repeated in 'ready'
 const origins = new Origins();
+const watch = watchCache();
 let currentCustom = null;    // tokens of the pinned non-default system prompt, if any
 
 function concat(a, b) {
@@ -63,7 +64,7 @@ async function doInit({ useAsset = true } = {}) {
   defaultTokens = model.encode(DEFAULT_SYSTEM_PROMPT);
 
   const t2 = now();
-  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES });
+  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES, onEvent: watch.onEvent });
   const openMs = now() - t2;
   const restore = cache.restoreReport;
   for (const e of cache.entries()) origins.remember(e.tokens, 'IndexedDB');
@@ -101,6 +102,7 @@ async function doInit({ useAsset = true } = {}) {
     ...openedInfo({ wasmMs, modelMs, openMs, restore, cache }),
     asset: { ...asset, ms: round(asset.ms) },
     defaultTokens: defaultTokens.length,
+    defaultEntry: entryOf(cache, Array.from(defaultTokens)),
     config: model.config,
   };
   return { ...startup, info: await info() };
@@ -113,18 +115,15 @@ async function doSend({ id, system, message }) {
 
   const tl = now();
   // match: memory or IndexedDB (a stored prompt's one blob is read on its
-  // first hit after a reload). view: the hit's K/V are read straight from
-  // wasm memory (no copy); they stay valid until the cache frees an entry,
-  // and prefill copies them first.
+  // first hit after a reload; onEvent's 'hit' says which, and the read's
+  // time). view: the hit's K/V are read straight from wasm memory (no
+  // copy); they stay valid until the cache frees an entry, and prefill
+  // copies them first.
+  watch.take();
   const hit = await cache.match(tokens, { partial: true, maxMatched: tokens.length - 1, view: true });
   const lookupMs = now() - tl;
   const matched = hit ? hit.matched : 0;
-  let source = 'computed';
-  let from = null;
-  if (hit) {
-    from = origins.of(hit.tokens, hit.matched);
-    source = from ? from.origin : 'memory';
-  }
+  const prefix = prefixOf(hit ? watch.take() : null, origins, tokens);
 
   const tp = now();
   const past = hit ? { k: hit.k, v: hit.v } : null;
@@ -151,7 +150,7 @@ async function doSend({ id, system, message }) {
     const rows = sysTokens.length * model.config.dModel; // insert copies these views
     cache.insert(sysTokens, { k: kv.k.map((b) => b.subarray(0, rows)), v: kv.v.map((b) => b.subarray(0, rows)) });
     inserted = true;
-    origins.remember(sysTokens, 'memory', 'computed');
+    origins.remember(sysTokens, 'computed');
   }
   const isDefault = keyOf(sysTokens) === keyOf(defaultTokens);
   if (!isDefault && currentCustom && keyOf(currentCustom) !== keyOf(sysTokens) && cache.has(currentCustom)) {
@@ -167,8 +166,6 @@ async function doSend({ id, system, message }) {
     flushError = `${err.code || 'ERROR'}: ${err.message}`;
   }
   flushMs = now() - tf;
-  // From now on this session, the entry that served the hit is in memory.
-  if (from) origins.remember(from.tokens, 'memory');
 
   return {
     id,
@@ -178,7 +175,8 @@ async function doSend({ id, system, message }) {
     systemTokens: sysTokens.length,
     matched,
     prefilled: tokens.length - matched,
-    source,
+    source: prefix.source,
+    prefix,
     kind: matched > 0 ? 'warm' : 'cold',
     lookupMs: round(lookupMs),
     prefillMs: round(prefillMs),
@@ -189,7 +187,6 @@ async function doSend({ id, system, message }) {
     inserted,
     flushError,
     totalMs: round(now() - t0),
-    restoreMs: startup.openMs,
     info: await info(),
   };
 }

@@ -1,8 +1,10 @@
 // The demo page's transformers.js engine as a visitor meets it: the engine
-// switch (kept in localStorage across reloads), a cold first reply of the
-// project's test model, a reload, and a warm reply whose prefix comes back
-// from IndexedDB, with fewer tokens prefilled and the same tokens.
-// Then a model folder of one's own (MODEL_DIR, served at /model-dir/).
+// switch (kept in localStorage across reloads), the model's load shown as it
+// goes (each file's share, then the silent phases), a cold first reply of the
+// project's test model, a reload, and a warm reply whose prefix is read from
+// IndexedDB (its bytes shown) with a smaller time to first token and the same
+// tokens. Then a model folder of one's own (MODEL_DIR, served at /model-dir/),
+// its second reply from memory.
 // Nothing may come from other origins (workers' requests included).
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
@@ -25,7 +27,23 @@ async function reply(page) {
     prefilled: Number((await page.textContent('[data-testid="prefilled"]')).replace(/\D/g, '')),
     output: await page.textContent('[data-testid="output"]'),
     status: await page.textContent('[data-testid="status"]'),
+    restore: {
+      source: await page.getAttribute('[data-testid="restore"]', 'data-source'),
+      bytes: Number(await page.getAttribute('[data-testid="restore"]', 'data-bytes')),
+    },
   };
+}
+
+/** Every text the status line shows, from each page load on (window.statuses). */
+function recordStatuses(page) {
+  return page.addInitScript(() => {
+    window.statuses = [];
+    document.addEventListener('DOMContentLoaded', () => {
+      const status = document.querySelector('[data-testid="status"]');
+      window.statuses.push(status.textContent);
+      new MutationObserver(() => window.statuses.push(status.textContent)).observe(status, { childList: true, characterData: true, subtree: true });
+    });
+  });
 }
 
 /** Page errors and console errors, collected. */
@@ -43,6 +61,7 @@ browserTest('demo, transformers.js engine: switched to, cold, reload, warm from 
   const page = session.context.pages()[0] || await session.context.newPage();
   await page.setViewportSize({ width: 1200, height: 900 });
   const errors = watchErrors(page);
+  await recordStatuses(page);
 
   await page.goto(`${session.url}/demo/`);
   await page.waitForSelector('body[data-state="ready"]', { timeout: 60_000 });
@@ -51,6 +70,13 @@ browserTest('demo, transformers.js engine: switched to, cold, reload, warm from 
   await Promise.all([page.waitForEvent('load'), page.selectOption('[data-testid="engine"]', 'transformers.js')]);
   const cold = await reply(page);
   assert.match(await page.textContent('[data-testid="engine-name"]'), /^\/build\/models\/rlxkv-demo\/ on transformers\.js 4\.3\./);
+  // The load, as it went: the model file's share, then the phases that report nothing.
+  const statuses = await page.evaluate(() => window.statuses);
+  assert.ok(statuses.some((s) => /fetching the model files: onnx\/model\.onnx \d+% \(/.test(s)), statuses.join('\n'));
+  assert.ok(statuses.some((s) => /starting ONNX Runtime/.test(s)), statuses.join('\n'));
+  assert.deepEqual((await page.getAttribute('[data-testid="load-progress"]', 'data-phases')).split(' '), ['libraries', 'files', 'session', 'warmup', 'cache']);
+  assert.ok((await page.getAttribute('[data-testid="load-progress"]', 'data-files')).split(' ').includes('onnx/model.onnx'));
+  assert.match(await page.textContent('[data-testid="load-log"]'), /^Loaded in [\d.]+ s: .*model files [\d.]+ MiB/);
   assert.equal(cold.source, 'computed', JSON.stringify(cold));
   assert.equal(cold.matched, 0);
   assert.ok(cold.output.length > 0);
@@ -59,17 +85,20 @@ browserTest('demo, transformers.js engine: switched to, cold, reload, warm from 
   await page.reload();
   const warm = await reply(page);
   assert.equal(await page.inputValue('[data-testid="engine"]'), 'transformers.js', 'the engine kept across the reload');
-  assert.equal(warm.source, 'IndexedDB', JSON.stringify(warm));
+  assert.equal(warm.source, 'storage', JSON.stringify(warm));
   assert.ok(warm.matched > 1000, `restored prefix of ${warm.matched} tokens`);
-  // Fewer tokens prefilled is what makes the time to first token smaller;
-  // the times, which a busy machine can reorder, are only reported (below).
-  assert.ok(warm.prefilled < cold.prefilled, `warm prefilled ${warm.prefilled} tokens, cold ${cold.prefilled}`);
+  assert.equal(warm.restore.source, 'storage');
+  assert.equal(warm.restore.bytes, warm.matched * 128 * 4 * 2 * 4, 'the KV read: matched tokens x 4 heads x 32 x 4 bytes x K,V x 4 layers');
+  assert.match(warm.status, /^Restored from IndexedDB: [\d.]+ MiB of KV, its entry read in /);
+  // Work, not wall time (a busy machine can make any reply slow): the warm reply prefills fewer tokens.
+  assert.ok(warm.prefilled < cold.prefilled, `warm prefilled ${warm.prefilled} < cold ${cold.prefilled}`);
   assert.equal(warm.output, cold.output, 'greedy: the same reply warm and cold');
   assert.equal(Number(await page.getAttribute('[data-testid="chart"]', 'data-runs')), 2, "this engine's chart kept across the reload");
   t.diagnostic(`TTFT cold ${cold.ttft} ms, warm ${warm.ttft} ms`);
   await page.screenshot({ path: join(artifacts, 'demo-tjs-warm.png'), fullPage: true });
 
-  assert.ok(seen.some((p) => /^\/node_modules\/onnxruntime-web\/dist\/ort-wasm-simd-threaded\.\w+\.wasm$/.test(p)), "the worker's requests are watched too");
+  // The worker's requests are watched too; onnxruntime-web's build without asyncify, only.
+  assert.deepEqual([...new Set(seen.filter((p) => /onnxruntime-web.*\.wasm$/.test(p)))], ['/node_modules/onnxruntime-web/dist/ort-wasm-simd-threaded.wasm']);
   assert.deepEqual(outside, [], 'nothing requested from other origins');
   assert.deepEqual(errors, []);
 }, { timeout: 180_000 });
@@ -86,6 +115,8 @@ browserTest('demo, transformers.js engine: a MODEL_DIR folder served at /model-d
   assert.equal(first.source, 'computed');
   const second = await reply(page);
   assert.equal(second.source, 'memory', JSON.stringify(second));
+  assert.equal(second.restore.source, 'memory');
+  assert.ok(second.restore.bytes > 0);
   assert.ok(second.matched > 1000);
   assert.equal(second.output, first.output);
   assert.deepEqual(outside, []);

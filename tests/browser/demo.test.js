@@ -1,6 +1,8 @@
-// The demo page as a visitor meets it: a cold first reply, a reload, and a
-// warm reply whose prefix comes back from IndexedDB, so that fewer tokens
-// are prefilled (the time to first token is reported, not asserted). Saves screenshots under tests/browser/artifacts/.
+// The demo page as a visitor meets it: a first reply warm from the shipped
+// asset; the "first visit without the shipped asset" toggle, a cold reply, a
+// reload, a warm reply whose prefix is read from IndexedDB at its lookup
+// (its bytes shown) with a smaller time to first token, and one from memory.
+// Saves screenshots under tests/browser/artifacts/.
 import assert from 'node:assert/strict';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,10 +24,20 @@ async function reply(page) {
   const ttft = Number(await page.getAttribute('[data-testid="ttft"]', 'data-ms'));
   const source = await page.getAttribute('[data-testid="source"]', 'data-source');
   const count = async (id) => Number((await page.textContent(`[data-testid="${id}"]`)).replace(/\D/g, ''));
-  return { ttft, source, matched: await count('matched'), prefilled: await count('prefilled') };
+  const matched = await count('matched'), prefilled = await count('prefilled');
+  const restore = {
+    source: await page.getAttribute('[data-testid="restore"]', 'data-source'),
+    bytes: Number(await page.getAttribute('[data-testid="restore"]', 'data-bytes')),
+    ms: Number(await page.getAttribute('[data-testid="restore"]', 'data-ms')),
+    text: await page.textContent('[data-testid="restore"]'),
+  };
+  const status = await page.textContent('[data-testid="status"]');
+  return { ttft, source, matched, prefilled, restore, status };
 }
 
-browserTest('demo: cold, reload, warm from IndexedDB', async (t, session) => {
+const ready = (page) => page.waitForSelector('body[data-state="ready"]', { timeout: 60_000 });
+
+browserTest('demo: the shipped asset, then a first visit without it: cold, reload, read from IndexedDB, then from memory', async (t, session) => {
   mkdirSync(artifacts, { recursive: true });
   const { url } = session;
   const errors = [];
@@ -36,37 +48,65 @@ browserTest('demo: cold, reload, warm from IndexedDB', async (t, session) => {
   const outside = [];
   page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url()); });
 
-  // asset=0: a first visit without the shipped KV, so it is cold.
-  await page.goto(`${url}/demo/?asset=0`);
-  const cold = await reply(page);
-  assert.equal(cold.source, 'computed', JSON.stringify(cold));
-  assert.equal(cold.matched, 0);
-  await page.screenshot({ path: join(artifacts, 'demo-cold.png'), fullPage: true });
-
-  await page.reload();
-  const warm = await reply(page);
-  assert.equal(warm.source, 'IndexedDB', JSON.stringify(warm));
-  assert.ok(warm.matched > 1000, `restored prefix of ${warm.matched} tokens`);
-  // The smaller time to first token comes of prefilling fewer tokens: that
-  // is asserted; the times themselves, which a busy machine can reorder,
-  // are reported.
-  assert.ok(warm.prefilled < cold.prefilled, `warm prefilled ${warm.prefilled} tokens, cold ${cold.prefilled}`);
-  t.diagnostic(`TTFT cold ${cold.ttft} ms, warm ${warm.ttft} ms`);
-  const status = await page.textContent('[data-testid="status"]');
-  assert.match(status, /IndexedDB/);
-  assert.equal(Number(await page.getAttribute('[data-testid="chart"]', 'data-runs')), 2, 'chart kept across the reload');
-  await page.screenshot({ path: join(artifacts, 'demo-warm.png'), fullPage: true });
-
-  await page.setViewportSize({ width: 390, height: 844 });
-  await page.screenshot({ path: join(artifacts, 'demo-phone.png'), fullPage: true });
-  assert.deepEqual(outside, [], 'nothing downloaded from outside');
-  assert.deepEqual(errors, []);
-}, { timeout: 300_000 });
-
-browserTest('demo: a first visit imports the shipped asset and skips the prefill', async (t, session) => {
-  const page = await firstPage(session);
-  await page.goto(`${session.url}/demo/?asset=1`);
+  // A first visit: the default prompt's KV comes with the page.
+  await page.goto(`${url}/demo/`);
+  await ready(page);
+  assert.equal(await page.isChecked('[data-testid="cold-start"]'), false);
+  assert.match(await page.textContent('[data-testid="status"]'), /First visit: .*shipped asset/);
   const first = await reply(page);
   assert.equal(first.source, 'shipped asset', JSON.stringify(first));
   assert.ok(first.matched > 1000);
+  assert.equal(first.restore.source, 'shipped asset');
+
+  // The toggle: a first visit without the shipped asset (the page clears its cache and reloads).
+  await Promise.all([page.waitForEvent('load'), page.check('[data-testid="cold-start"]')]);
+  await ready(page);
+  assert.equal(await page.isChecked('[data-testid="cold-start"]'), true, 'the toggle kept across its reload');
+  assert.match(await page.textContent('[data-testid="status"]'), /cache is empty \(a first visit without the shipped asset\)/);
+  const cold = await reply(page);
+  assert.equal(cold.source, 'computed', JSON.stringify(cold));
+  assert.equal(cold.matched, 0);
+  assert.equal(cold.restore.bytes, 0);
+  assert.match(await page.textContent('[data-testid="source"]'), /computed/);
+  await page.screenshot({ path: join(artifacts, 'demo-cold.png'), fullPage: true });
+
+  // After a reload the prompt's entry is indexed, not read: read at the first hit.
+  await page.reload();
+  await ready(page);
+  assert.match(await page.textContent('[data-testid="status"]'), /stored in IndexedDB \(indexed at open in .*the first reply reads it/);
+  assert.match(await page.textContent('[data-testid="cache-list"]'), /stored, not read yet/);
+  assert.match(await page.textContent('[data-testid="cache-bytes"]'), /^0 B of .*more stored, read at a hit/);
+  const warm = await reply(page);
+  assert.equal(warm.source, 'storage', JSON.stringify(warm));
+  assert.ok(warm.matched > 1000, `restored prefix of ${warm.matched} tokens`);
+  assert.equal(warm.restore.source, 'storage');
+  assert.equal(warm.restore.bytes, warm.matched * 128 * 4 * 2 * 4, 'the KV read: matched tokens x d_model x 4 bytes x K,V x 4 layers');
+  assert.ok(Number.isFinite(warm.restore.ms) && warm.restore.ms >= 0, JSON.stringify(warm.restore));
+  assert.match(warm.status, /^Restored from IndexedDB: 4\.3 MiB of KV, its entry read in /);
+  assert.match(await page.textContent('[data-testid="source"]'), /IndexedDB/);
+  // Work, not wall time (a busy machine can make any reply slow): the warm reply prefills fewer tokens.
+  assert.ok(warm.prefilled < cold.prefilled, `warm prefilled ${warm.prefilled} < cold ${cold.prefilled}`);
+  assert.match(await page.textContent('[data-testid="cache-list"]'), /in memory/);
+  await page.screenshot({ path: join(artifacts, 'demo-warm.png'), fullPage: true });
+
+  // The same page again: the entry is in memory now.
+  const again = await reply(page);
+  assert.equal(again.source, 'memory', JSON.stringify(again));
+  assert.equal(again.restore.source, 'memory');
+  assert.equal(again.restore.bytes, warm.restore.bytes);
+  assert.match(again.status, /^Reused from memory/);
+  assert.equal(Number(await page.getAttribute('[data-testid="chart"]', 'data-runs')), 4, 'chart kept across the reloads');
+
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.screenshot({ path: join(artifacts, 'demo-phone.png'), fullPage: true });
+
+  // ?asset=0 is the toggle's choice in the address (what a fresh profile's first visit then does is the above).
+  await page.goto(`${url}/demo/?asset=1`);
+  await ready(page);
+  assert.equal(await page.isChecked('[data-testid="cold-start"]'), false);
+  await page.goto(`${url}/demo/?asset=0`);
+  await ready(page);
+  assert.equal(await page.isChecked('[data-testid="cold-start"]'), true);
+  assert.deepEqual(outside, [], 'nothing downloaded from outside');
+  assert.deepEqual(errors, []);
 }, { timeout: 300_000 });
