@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every suite: native C (ctest), the same under valgrind's memcheck and
 # under ASan+UBSan, the wasm build, the Node suite, the browser suite
-# (Chromium) and a short fuzz run.
+# (Chromium) and a short fuzz run (30 s a harness; `npm run fuzz -- 600` for a long one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -32,4 +32,4 @@ echo "== browser suite (Chromium)"
 node --test --test-reporter=spec --test-concurrency=1 tests/browser/
 
 echo "== short fuzz runs (libFuzzer)"
-bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-45}"
+bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-30}"
