@@ -1,35 +1,38 @@
 #!/usr/bin/env bash
 # Every suite: native C (ctest), the same under valgrind's memcheck and
 # under ASan+UBSan, the wasm build, the Node suite, the browser suite
-# (Chromium) and a short fuzz run (30 s a harness; `npm run fuzz -- 600` for a long one).
+# (Chromium) and a short fuzz run (25 s a harness; `npm run fuzz -- 600` for a long one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 jobs=$(nproc 2>/dev/null || echo 2)
 
-echo "== C: native build and ctest"
+echo "== C: native build and ctest ($(date +%T))"
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/native -j"$jobs"
 ctest --test-dir build/native --output-on-failure
 
-echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks)"
+echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks) ($(date +%T))"
 for t in cache codec store; do
   valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null
 done
 
-echo "== C: ASan + UBSan"
+echo "== C: ASan + UBSan ($(date +%T))"
 CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRLXKV_SANITIZE=ON >/dev/null
 cmake --build build/asan -j"$jobs"
 ctest --test-dir build/asan --output-on-failure
 
-echo "== wasm build"
+echo "== wasm build ($(date +%T))"
 bash scripts/build.sh
 
-echo "== Node suite"
-node --test --test-reporter=spec --test-concurrency=1 tests/node/
+echo "== Node suite ($(date +%T))"
+# Two test files at once (each its own process, its own temp dirs and
+# fake-indexeddb): they wait on I/O and child processes as much as on CPU.
+node --test --test-reporter=spec --test-concurrency=2 tests/node/
 
-echo "== browser suite (Chromium)"
+echo "== browser suite (Chromium) ($(date +%T))"
 node --test --test-reporter=spec --test-concurrency=1 tests/browser/
 
-echo "== short fuzz runs (libFuzzer)"
-bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-30}"
+echo "== short fuzz runs (libFuzzer) ($(date +%T))"
+bash scripts/fuzz.sh "${RLXKV_FUZZ_SECONDS:-25}"
+echo "== done ($(date +%T))"
