@@ -66,12 +66,12 @@ export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1}"
 
 failed=()
 summary=()
-for h in "${harnesses[@]}"; do
-  bin="$build/fuzz_$h"
-  corpus="$build/corpus-$h"
-  log="$build/log-$h.txt"
+declare -A pid started
+
+# Runs harness h in the background: its corpus seeded, its log in $build.
+start() {
+  local h=$1 corpus="$build/corpus-$1" extra=()
   mkdir -p "$corpus"
-  extra=()
   if [ "$h" = decode ]; then
     if ls "$vectors"/*.rlxkv >/dev/null 2>&1; then
       for f in "$vectors"/*.rlxkv; do
@@ -90,15 +90,23 @@ for h in "${harnesses[@]}"; do
     done
   fi
   echo "== fuzz_$h: ${secs}s on $corpus ($(ls "$corpus" | wc -l) inputs)"
-  t0=$SECONDS
-  set +e
+  started[$h]=$SECONDS
   # shellcheck disable=SC2086
-  "$bin" "${extra[@]}" -max_total_time="$secs" -timeout=30 \
+  "$build/fuzz_$h" "${extra[@]}" -max_total_time="$secs" -timeout=30 \
     -malloc_limit_mb=64 -rss_limit_mb=2048 -print_final_stats=1 \
-    -artifact_prefix="$build/artifacts/$h-" ${RLXKV_FUZZ_ARGS:-} "$corpus" >"$log" 2>&1
+    -artifact_prefix="$build/artifacts/$h-" ${RLXKV_FUZZ_ARGS:-} "$corpus" >"$build/log-$h.txt" 2>&1 &
+  pid[$h]=$!
+}
+
+# Waits for harness h and says how it went.
+finish() {
+  local h=$1 rc bin="$build/fuzz_$1" corpus="$build/corpus-$1" log="$build/log-$1.txt"
+  set +e
+  wait "${pid[$h]}"
   rc=$?
   set -e
-  took=$((SECONDS - t0))
+  local took=$((SECONDS - started[$h]))
+  local execs rate line art
   execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   line="fuzz_$h: ${execs:-?} executions in ${took}s (${rate:-?}/s), corpus $(ls "$corpus" | wc -l) inputs"
@@ -114,7 +122,16 @@ for h in "${harnesses[@]}"; do
     echo "$line"
   fi
   summary+=("$line")
-done
+}
+
+# One after another, or with RLXKV_FUZZ_PARALLEL=1 all at once (npm test's
+# smoke run: the same wall time for all three, each on a share of the cores).
+if [ "${RLXKV_FUZZ_PARALLEL:-0}" = 1 ]; then
+  for h in "${harnesses[@]}"; do start "$h"; done
+  for h in "${harnesses[@]}"; do finish "$h"; done
+else
+  for h in "${harnesses[@]}"; do start "$h"; finish "$h"; done
+fi
 rm -rf "$TMPDIR"
 
 echo "== fuzz summary"
