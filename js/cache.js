@@ -70,14 +70,14 @@ export class Cache {
     }
   }
 
-  /** Calls fn(); then, if entries were evicted meanwhile, tells onEvent how many. */
-  #evicting(fn) {
-    if (!this.#onEvent) return fn();
-    const before = this.#native.stats().evictions;
-    const out = fn();
+  /** The eviction count, for #tellEvicted (null when nobody listens: nothing is counted). */
+  #evictionsNow() { return this.#onEvent ? this.#native.stats().evictions : null; }
+
+  /** Tells onEvent of the entries evicted since #evictionsNow() said `before`. */
+  #tellEvicted(before) {
+    if (before === null || this.#native.closed) return;
     const evicted = this.#native.stats().evictions - before;
     if (evicted > 0) this.#emit({ type: 'evict', entries: evicted });
-    return out;
   }
 
   /**
@@ -130,7 +130,9 @@ export class Cache {
     if (!t.length) throw new RangeError('tokens must not be empty: an entry is the KV of at least one token');
     const checked = toKv(kv);
     checkShape(t.length, checked, this.#layout);
-    const st = this.#evicting(() => native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]));
+    const before = this.#evictionsNow();
+    const st = native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]);
+    this.#tellEvicted(before);
     if (st < 0) throw this.#core.fail(st, 'inserting');
   }
 
@@ -199,8 +201,10 @@ export class Cache {
       const hit = this.#live().match(t, how);
       if (!hit || !hit.stored) return this.#matched(hit, t, source, t0);
       if (!this.#storage) return this.#matched(null, t, source, t0);
+      const before = this.#evictionsNow();
       try {
-        await this.#evictingAsync(() => this.#storage.load(hit.entryTokens, hit.name));
+        await this.#storage.load(hit.entryTokens, hit.name);
+        this.#tellEvicted(before);
       } catch (err) {
         // Closed while the blob was read: whatever the read met after.
         if (native.closed) throw new TypeError('cache is closed');
@@ -219,17 +223,6 @@ export class Cache {
   #matched(hit, t, source, t0) {
     if (this.#onEvent) this.#emit(hit ? hitEvent(hit, source, t0) : { type: 'miss', tokens: t.length, stored: 0 });
     return hit;
-  }
-
-  async #evictingAsync(fn) {
-    if (!this.#onEvent) return fn();
-    const before = this.#native.stats().evictions;
-    const out = await fn();
-    if (!this.#native.closed) {
-      const evicted = this.#native.stats().evictions - before;
-      if (evicted > 0) this.#emit({ type: 'evict', entries: evicted });
-    }
-    return out;
   }
 
   /**

@@ -159,19 +159,7 @@ export class TieredStore {
   #admit(records) {
     // Oldest use first, so that the most recently used ends most recent.
     records.sort((a, b) => a.lastUse - b.lastUse);
-    const mine = [];
-    for (const r of records) {
-      this.#known.set(r.name, r);
-      if (r.status !== 'ok') continue;
-      if (r.fingerprint !== this.#fp) { r.status = 'stale'; continue; }
-      // A blob under a name not its own (copied in by hand) is left alone:
-      // saves would write its entry under the right name beside it. (An
-      // RLXKVIX2 index records such a blob as foreign.)
-      if (!r.indexed && this.#native.blobName(r.tokens) !== r.name) { r.status = 'foreign'; continue; }
-      mine.push(r);
-    }
-    const status = this.#native.putStored(mine);
-    mine.forEach((r, i) => { r.admitted = status[i] >= 0; });
+    this.#learn(records, { opening: true });
   }
 
   /** A Node directory: every blob's first bytes; temporary files of dead writers swept. */
@@ -732,12 +720,9 @@ export class TieredStore {
       // A budget's prune (at open, after a flush) goes on: what it could not
       // delete is given up all the same and tried again at each flush.
       if (!budget) throw failure;
-      for (const r of removing) {
-        if (isGone.has(r.name)) continue;
-        this.#toRemove.set(r.name, ++this.#step);
-        this.#removalFailed.add(r.name);
-      }
-      this.#removalError = failure;
+      const left = removing.map((r) => r.name).filter((n) => !isGone.has(n));
+      for (const n of left) this.#giveUp(n);
+      this.#failedRemovals(left, failure);
     }
     return report;
   }
@@ -749,7 +734,13 @@ export class TieredStore {
   forget(tokens) {
     const name = this.#native.blobName(tokens);
     const r = this.#known.get(name);
-    if (this.#toRemove.has(name) || ((!r || r.status !== 'ok') && !this.#saving.has(name))) return false;
+    if ((!r || r.status !== 'ok') && !this.#saving.has(name)) return false;
+    return this.#giveUp(name);
+  }
+
+  /** Gives up blob `name` (deleted at the next flush), unless it is already: whether it was not. */
+  #giveUp(name) {
+    if (this.#toRemove.has(name)) return false;
     this.#toRemove.set(name, ++this.#step);
     return true;
   }
@@ -760,10 +751,8 @@ export class TieredStore {
    * wipe() or the next flush.
    */
   forgetAll() {
-    for (const r of this.#known.values()) {
-      if (r.fingerprint === this.#fp && r.status !== 'corrupt') this.#toRemove.set(r.name, ++this.#step);
-    }
-    for (const name of this.#saving.keys()) this.#toRemove.set(name, ++this.#step);
+    for (const r of this.#known.values()) if (r.fingerprint === this.#fp) this.#giveUp(r.name);
+    for (const name of this.#saving.keys()) this.#giveUp(name);
   }
 
   /**
@@ -775,10 +764,8 @@ export class TieredStore {
   async wipe() {
     await this.#rescan();
     for (const r of this.#known.values()) {
-      if (r.fingerprint === this.#fp && r.tokens && !this.#toRemove.has(r.name)) {
-        this.#native.blobGone(r.tokens); // an entry learnt just now
-        this.#toRemove.set(r.name, ++this.#step);
-      }
+      // An entry learnt just now leaves the cache too.
+      if (r.fingerprint === this.#fp && this.#giveUp(r.name)) this.#native.blobGone(r.tokens);
     }
     await this.#removePending();
     if (this.#toRemove.size) throw this.#removalError;
@@ -804,12 +791,16 @@ export class TieredStore {
       for (const n of done.gone) this.#toRemove.delete(n);
       failure ??= done.failure;
     }
-    for (const n of names) {
-      if (this.#toRemove.has(n)) this.#removalFailed.add(n);
-      else this.#removalFailed.delete(n);
-    }
+    const left = names.filter((n) => this.#toRemove.has(n));
+    for (const n of names) if (!this.#toRemove.has(n)) this.#removalFailed.delete(n);
+    this.#failedRemovals(left, failure);
+    return left;
+  }
+
+  /** Given-up blobs whose deletion failed (with `failure`): tried again, briefly, after each flush's saves. */
+  #failedRemovals(names, failure) {
+    for (const n of names) this.#removalFailed.add(n);
     this.#removalError = this.#toRemove.size ? failure ?? this.#removalError : null;
-    return names.filter((n) => this.#toRemove.has(n));
   }
 
   /** Every blob as the API lists them (BlobInfo). */
@@ -990,20 +981,27 @@ export class TieredStore {
    * a budget's prune, which must count every blob.
    */
   async #rescan() {
+    // What is known of a blob stands while its size does (a blob's name
+    // fixes its tokens and fingerprint): only the others are read or learnt.
+    const unchanged = (name, bytes) => {
+      const r = this.#known.get(name);
+      return r && r.bytes === bytes && r.status !== 'unreadable' ? r : null;
+    };
     let now;
     if (this.#blobs.kind === 'fs') {
       const { blobs: files } = await this.#blobs.list();
       now = new Map();
       const unknown = [];
       for (const f of files) {
-        const r = this.#known.get(f.name);
-        if (r && r.bytes === f.bytes && r.status !== 'unreadable') now.set(f.name, r);
+        const r = unchanged(f.name, f.bytes);
+        if (r) now.set(f.name, r);
         else unknown.push(f);
       }
       for (const r of await this.#headRecords(unknown)) now.set(r.name, r);
     } else {
       now = await this.#indexRecords();
       if (!now) return;
+      for (const [name, r] of now) now.set(name, unchanged(name, r.bytes) ?? r);
     }
     for (const name of [...this.#known.keys()]) if (!now.has(name)) this.#drop(name);
     this.#learn([...now.values()].filter((r) => this.#known.get(r.name) !== r));
@@ -1019,20 +1017,23 @@ export class TieredStore {
   }
 
   /**
-   * Takes in records of blobs read from the store after the open (#heard,
-   * #rescan), as #admit does at the open, but with entries in memory: a
-   * resident entry is left as it is (a clean one is its blob's now).
+   * Takes in records of blobs read from the store: at the open (#admit,
+   * opening: the cache holds nothing yet), and after it (#heard, #rescan),
+   * when a resident entry is left as it is (a clean one is its blob's now).
    * Names given up here are skipped (they are deleted at the next flush).
    */
-  #learn(records) {
+  #learn(records, { opening = false } = {}) {
     const fresh = [];
     for (const record of records) {
       if (this.#toRemove.has(record.name)) continue;
       this.#known.set(record.name, record);
       if (record.status !== 'ok') continue;
       if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
+      // A blob under a name not its own (copied in by hand) is left alone:
+      // saves would write its entry under the right name beside it. (An
+      // RLXKVIX2 index records such a blob as foreign.)
       if (!record.indexed && this.#native.blobName(record.tokens) !== record.name) { record.status = 'foreign'; continue; }
-      const e = this.#native.get(record.tokens);
+      const e = opening ? null : this.#native.get(record.tokens);
       if (!e) fresh.push(record);
       else if (e.resident && !e.dirty) this.#native.mark(record.tokens, e.serial, 'clean'); // stored again
     }
