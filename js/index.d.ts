@@ -259,7 +259,8 @@ export interface OpenCacheOptions extends CacheOptions {
 
 /** A store as openCache names it: storage and path (default as openCache's). */
 export interface StorePlace {
-  storage: 'auto' | 'idb' | 'opfs' | 'fs';
+  /** Default 'auto', as openCache's. */
+  storage?: 'auto' | 'idb' | 'opfs' | 'fs';
   path?: string;
 }
 
