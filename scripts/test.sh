@@ -13,7 +13,7 @@ cmake --build build/native -j"$jobs"
 ctest --test-dir build/native --output-on-failure
 
 echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks) ($(date +%T))"
-for t in cache codec store; do
+for t in cache codec pages store; do
   valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null
 done
 

@@ -92,14 +92,16 @@ enum { RESIDENT = 0, ANY_TIER = 1 };
  * neighbouring entries, which sit kilobytes apart in cold memory. Slot
  * LRU heads the unpinned list, slot PINNED the pinned one and slot STORED
  * the stored-only entries; each list is circular through its head, most
- * recent first. Free slots are chained through next. */
+ * recent first. Slot INTERIOR heads the unpinned entries whose values
+ * serve other resident entries (see Pages): not evictable until those go.
+ * Free slots are chained through next. */
 typedef struct slot {
     rlxkv_entry *e;          /* NULL for a head or a free slot */
     uint32_t prev, next;
-    uint32_t list;           /* LRU, PINNED or STORED: which head it hangs from */
+    uint32_t list;           /* LRU, PINNED, STORED or INTERIOR: which head it hangs from */
 } slot;
 
-enum { LRU = 0, PINNED = 1, STORED = 2, FIRST_ENTRY_SLOT = 3, NO_SLOT = 0 };
+enum { LRU = 0, PINNED = 1, STORED = 2, INTERIOR = 3, FIRST_ENTRY_SLOT = 4, NO_SLOT = 0 };
 
 struct rlxkv_cache {
     node *root;
@@ -110,6 +112,8 @@ struct rlxkv_cache {
     size_t stored_entries;    /* stored-only */
     uint64_t stored_bytes;    /* their KV bytes, in storage */
     int stored_index;         /* evictions of stored entries leave them stored-only */
+    int paging;               /* puts keep only new tokens' values (see Pages) */
+    size_t hidden;            /* removed entries whose values still serve others */
     rlxkv_layout layout;
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
@@ -133,7 +137,7 @@ static void slot_unlink(slot *s, uint32_t i) {
 }
 
 static void slots_reset(rlxkv_cache *c) {
-    for (uint32_t h = LRU; h <= STORED; h++) {
+    for (uint32_t h = LRU; h <= INTERIOR; h++) {
         c->slots[h] = (slot){NULL, h, h, h};
     }
     c->nslots = FIRST_ENTRY_SLOT;
@@ -153,6 +157,7 @@ static int slot_reserve(rlxkv_cache *c) {
 }
 
 static int is_stub(const rlxkv_entry *e) { return (e->flags & RLXKV_ENTRY_STUB) != 0; }
+static int is_hidden(const rlxkv_entry *e) { return (e->flags & RLXKV_ENTRY_HIDDEN) != 0; }
 
 /* Pinned: a resident entry on the PINNED list, or a stored-only one that
  * will be pinned once loaded. */
@@ -161,11 +166,17 @@ static int node_pinned(const rlxkv_cache *c, const node *n) {
                              : c->slots[n->slot].list == PINNED;
 }
 
-/* Adds n's entry to a list (STORED for a stub; else PINNED or LRU), as the
- * most recent, and to the totals. A slot must have been reserved. */
+/* The list an entry belongs on: STORED for a stub; else PINNED, INTERIOR
+ * while its values serve others (or it is hidden), or LRU. */
+static uint32_t list_of(const rlxkv_entry *e, int pinned) {
+    return is_stub(e) ? STORED : pinned ? PINNED : e->users || is_hidden(e) ? INTERIOR : LRU;
+}
+
+/* Adds n's entry to its list (list_of), as the most recent, and to the
+ * totals. A slot must have been reserved. */
 static void enlist(rlxkv_cache *c, node *n, int pinned) {
     size_t b = rlxkv_entry_kv_bytes(n->entry);
-    uint32_t i = c->free_slot, list = is_stub(n->entry) ? STORED : pinned ? PINNED : LRU;
+    uint32_t i = c->free_slot, list = list_of(n->entry, pinned);
     if (i != NO_SLOT) c->free_slot = c->slots[i].next;
     else i = c->nslots++;
     c->slots[i].e = n->entry;
@@ -216,6 +227,22 @@ static void touch(rlxkv_cache *c, const node *n) {
 
 /* The least recently used unpinned entry, or NULL. */
 static rlxkv_entry *lru_tail(const rlxkv_cache *c) { return c->slots[c->slots[LRU].prev].e; }
+
+/* Moves slot i to another list: to the front (most recent), or, with
+ * `last`, to the back (the next to evict). */
+static void slot_move(slot *s, uint32_t i, uint32_t list, int last) {
+    slot_unlink(s, i);
+    if (!last) {
+        slot_link(s, i, list);
+        return;
+    }
+    uint32_t tail = s[list].prev;
+    s[i].list = list;
+    s[i].prev = tail;
+    s[i].next = list;
+    s[tail].next = i;
+    s[list].prev = i;
+}
 
 /* ---- nodes and their children ----------------------------------------- */
 
@@ -461,7 +488,7 @@ static void trim_swap(node *p, node *old, node *k) {
 
 /* The classes an entry counts in: none, ANY_TIER, or both. */
 static int counts_in(const rlxkv_entry *e, int t) {
-    return (e->flags & RLXKV_ENTRY_TRIMMABLE) && (t == ANY_TIER || !is_stub(e));
+    return (e->flags & RLXKV_ENTRY_TRIMMABLE) && !is_hidden(e) && (t == ANY_TIER || !is_stub(e));
 }
 
 /* n's entry joins (delta 1) or leaves (-1) the counts: n's, then each
@@ -583,9 +610,10 @@ static node *find_node(const rlxkv_cache *c, const uint32_t *t, size_t n) {
     return !p.edge && p.depth == n ? p.at : NULL;
 }
 
+/* The entry of exactly these tokens, or NULL (a hidden one is gone). */
 static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n) {
     node *x = find_node(c, t, n);
-    return x ? x->entry : NULL;
+    return x && x->entry && !is_hidden(x->entry) ? x->entry : NULL;
 }
 
 /* Cuts y's edge after k tokens, putting a new node above y with room for
@@ -699,13 +727,104 @@ static node *tidy(rlxkv_cache *c, node *n) {
     return n;
 }
 
-/* Takes e out of the cache and frees it:
- *   1. take its node off the recency lists and the node's entry off it;
- *   2. tidy the path (free or merge what no longer earns its place);
- *   3. the labels that borrowed e's tokens move to another entry below;
- *   4. a resident entry's values go: the generation moves (views stale). */
+/* ---- pages ------------------------------------------------------------ */
+
+/* Pages (rlxkv.h). An entry of start s > 0 holds the values of tokens s..n-1
+ * only; its parent, a resident entry whose tokens begin with the same s
+ * tokens and whose own rows include token s-1 (parent->start < s <=
+ * parent->n_tokens), serves the rest, through its own parent. So along a
+ * chain the starts rise, and a chain ends at an entry of start 0:
+ *
+ *     T2 [1100, 1200) --parent--> T1 [1000, 1100) --parent--> S [0, 1000)
+ *     U1 [1000, 1080) --parent----------------------------------^
+ *
+ * Each entry keeps a list of its users (the entries whose parent it is).
+ * Users are not found through the tree: a parent may serve fewer tokens
+ * than it has (U1 above could take its first 1,040 tokens from T1, cut),
+ * so a user need not lie in its parent's subtree.
+ *
+ * Eviction takes leaves first: an entry with users hangs on the INTERIOR
+ * list, out of the LRU's reach, and goes back to the LRU's end (the next to
+ * evict) when its last user goes; so a cold conversation is evicted from
+ * its newest turn back, and a pinned entry keeps its whole chain. Removing
+ * an entry that has users hides it: it leaves the lookups, and goes when
+ * its last user does. */
+
+/* u is one of p's users. */
+static void users_add(rlxkv_entry *p, rlxkv_entry *u) {
+    u->parent = p;
+    u->prev_user = NULL;
+    u->next_user = p->first_user;
+    if (p->first_user) p->first_user->prev_user = u;
+    p->first_user = u;
+    p->users++;
+}
+
+/* u stops using its parent; returns the parent, or NULL if it had none. */
+static rlxkv_entry *users_del(rlxkv_entry *u) {
+    rlxkv_entry *p = u->parent;
+    if (!p) return NULL;
+    if (u->prev_user) u->prev_user->next_user = u->next_user;
+    else p->first_user = u->next_user;
+    if (u->next_user) u->next_user->prev_user = u->prev_user;
+    u->parent = u->prev_user = u->next_user = NULL;
+    p->users--;
+    return p;
+}
+
+/* e takes old's place in the chains: old's parent and users are e's. */
+static void users_take(rlxkv_entry *e, rlxkv_entry *old) {
+    rlxkv_entry *p = old->parent;
+    e->parent = p;
+    e->prev_user = old->prev_user;
+    e->next_user = old->next_user;
+    if (e->prev_user) e->prev_user->next_user = e;
+    else if (p) p->first_user = e;
+    if (e->next_user) e->next_user->prev_user = e;
+    e->first_user = old->first_user;
+    e->users = old->users;
+    for (rlxkv_entry *u = e->first_user; u; u = u->next_user) u->parent = e;
+    old->parent = old->first_user = old->prev_user = old->next_user = NULL;
+    old->users = 0;
+}
+
+static void drop_one(rlxkv_cache *c, rlxkv_entry *e);
+
+/* p's users changed (one came or went): it moves between LRU and INTERIOR
+ * as list_of says, arriving at the LRU's end (it was in use until now, but
+ * by the leaf that just went, whose conversation goes cold with it); a
+ * hidden entry without users is dropped, and so on up the chain. */
+static void users_changed(rlxkv_cache *c, rlxkv_entry *p) {
+    while (p) {
+        if (is_hidden(p) && !p->users) {
+            rlxkv_entry *up = p->parent;
+            drop_one(c, p);
+            p = up;
+            continue;
+        }
+        node *n = p->node;
+        uint32_t at = c->slots[n->slot].list, want = list_of(p, node_pinned(c, n));
+        if (at != want) slot_move(c->slots, n->slot, want, want == LRU);
+        return;
+    }
+}
+
+/* Takes e out of the cache and frees it (e has no users):
+ *   1. let go of its parent (dropped in turn if hidden and now unused);
+ *   2. take its node off the recency lists and the node's entry off it;
+ *   3. tidy the path (free or merge what no longer earns its place);
+ *   4. the labels that borrowed e's tokens move to another entry below;
+ *   5. a resident entry's values go: the generation moves (views stale). */
 static void drop(rlxkv_cache *c, rlxkv_entry *e) {
+    rlxkv_entry *p = users_del(e);
+    drop_one(c, e);
+    users_changed(c, p);
+}
+
+static void drop_one(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
+    users_del(e); /* a hidden entry's parent: users_changed goes on to it */
+    if (is_hidden(e)) c->hidden--;
     unlist(c, n);
     n->entry = NULL;
     trim_count(n, e, -1);
@@ -755,12 +874,15 @@ static rlxkv_entry *stub_of(const rlxkv_entry *e) {
 }
 
 /* n's entry gives way to e (same tokens), which takes the labels that
- * borrowed the old one's tokens, its counts and, if pinned, its pin. The old
- * entry is freed. A slot is free (unlisting the old one freed one). */
+ * borrowed the old one's tokens, its counts, its place in the chains (see
+ * Pages) and, if pinned, its pin. The old entry is freed. A slot is free
+ * (unlisting the old one freed one). */
 static void swap_entry(rlxkv_cache *c, node *n, rlxkv_entry *e, int pinned) {
     rlxkv_entry *old = n->entry;
     unlist(c, n);
     trim_count(n, old, -1);
+    if (is_hidden(old)) c->hidden--;
+    users_take(e, old);
     if (n != c->root) rebase(c, n, old->tokens, e->tokens);
     n->entry = e;
     e->node = n;
@@ -770,30 +892,128 @@ static void swap_entry(rlxkv_cache *c, node *n, rlxkv_entry *e, int pinned) {
     rlxkv_entry_free(old);
 }
 
-/* Takes a resident entry out of memory: with the stored index on, an entry
- * whose blob is stored stays as a stored-only entry (or, if even that much
- * memory cannot be had, goes like any other); else it is dropped. */
+/* Takes a resident entry without users out of memory: with the stored
+ * index on, an entry whose blob is stored stays as a stored-only entry (or,
+ * if even that much memory cannot be had, goes like any other); else it is
+ * dropped. Its parent may then move to the LRU (users_changed). */
 static void demote(rlxkv_cache *c, rlxkv_entry *v) {
-    rlxkv_entry *s = c->stored_index && (v->flags & RLXKV_ENTRY_STORED) ? stub_of(v) : NULL;
+    rlxkv_entry *s = c->stored_index && (v->flags & RLXKV_ENTRY_STORED) && !is_hidden(v) ? stub_of(v) : NULL;
     if (!s) {
         drop(c, v);
         return;
     }
+    rlxkv_entry *p = users_del(v);
     if (node_pinned(c, v->node)) s->flags |= RLXKV_ENTRY_PIN_ON_LOAD;
     swap_entry(c, v->node, s, 0);
+    users_changed(c, p);
 }
 
-/* Evicts least recently used unpinned entries until within the cap. The
- * last unpinned entry stays when nothing pinned holds bytes: an entry that
- * alone exceeds the cap is kept, alone, rather than leave nothing to hit.
- * A cap of 0 means off, and keeps nothing. */
+/* Evicts least recently used unpinned entries until within the cap; only
+ * leaves are on the LRU (see Pages), and a parent whose last user goes
+ * joins its end. The last evictable entry stays when nothing pinned or
+ * serving holds bytes: an entry that alone exceeds the cap is kept, alone,
+ * rather than leave nothing to hit. A cap of 0 means off, and keeps
+ * nothing. */
 static void evict_to_cap(rlxkv_cache *c) {
     rlxkv_entry *v;
     while (c->bytes > c->cap_bytes && (v = lru_tail(c))) {
-        if (c->cap_bytes && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes) break;
+        if (c->cap_bytes && c->slots[LRU].next == c->slots[LRU].prev && !c->pinned_bytes &&
+            c->slots[INTERIOR].next == INTERIOR)
+            break;
         demote(c, v);
         c->evictions++;
     }
+}
+
+/* Hides e, which has users: it leaves the lookups, the counts of entries
+ * and its pin, and goes when its last user does (see Pages). */
+static void hide(rlxkv_cache *c, rlxkv_entry *e) {
+    node *n = e->node;
+    trim_count(n, e, -1);
+    unlist(c, n);
+    e->flags |= RLXKV_ENTRY_HIDDEN;
+    e->flags &= ~(unsigned)RLXKV_ENTRY_DIRTY;
+    c->hidden++;
+    enlist(c, n, 0); /* INTERIOR; a slot was just freed */
+}
+
+/* Where a put of q[0..n) would take its first tokens' values from: the
+ * parent and how many tokens it serves (cover), or NULL and 0. An entry
+ * qualifies when it is resident, has values of this dtype, these layers and
+ * these row lengths (rows: per block, values per token; NULL when the
+ * layout says), and holds token cover-1 itself (start < cover): a deeper
+ * candidate's parents are tried in turn. Candidates, the longest cover
+ * first:
+ *   1. where the walk down q stopped inside an edge: any resident entry
+ *      that may be cut below it covers the walk's depth;
+ *   2. then each node back up the path: its own entry, or one below it,
+ *      covers the node's depth. */
+static int fits_under(const rlxkv_cache *c, const rlxkv_entry *p, int dtype, size_t n_layers,
+                      const size_t *rows) {
+    if (p->dtype != dtype || p->n_layers != n_layers || is_stub(p)) return 0;
+    if (c->layout.order != RLXKV_ORDER_ANY || !rows) return 1;
+    size_t own = rlxkv_entry_rows(p);
+    for (size_t i = 0; i < 2 * n_layers; i++)
+        if (rlxkv_entry_block_len(p, i) != rows[i] * own) return 0;
+    return 1;
+}
+
+static rlxkv_entry *chain_from(const rlxkv_cache *c, rlxkv_entry *p, size_t cover, int dtype,
+                               size_t n_layers, const size_t *rows) {
+    while (p && p->start >= cover) p = p->parent;
+    return p && cover && fits_under(c, p, dtype, n_layers, rows) ? p : NULL;
+}
+
+static rlxkv_entry *parent_for(const rlxkv_cache *c, const uint32_t *q, size_t n, int dtype,
+                               size_t n_layers, const size_t *rows, size_t *cover) {
+    struct pos p;
+    rlxkv_entry *e;
+    descend(c, q, n, &p);
+    if (p.edge && p.edge->trim[RESIDENT].n &&
+        (e = chain_from(c, trim_pick(p.edge, RESIDENT)->entry, p.depth, dtype, n_layers, rows))) {
+        *cover = p.depth;
+        return e;
+    }
+    for (node *x = p.at; x != c->root; x = x->parent) {
+        if (x->entry && !is_hidden(x->entry) && (e = chain_from(c, x->entry, x->depth, dtype, n_layers, rows))) {
+            *cover = x->depth;
+            return e;
+        }
+        if (x->trim[RESIDENT].n && (e = chain_from(c, trim_pick(x, RESIDENT)->entry, x->depth, dtype, n_layers, rows))) {
+            *cover = x->depth;
+            return e;
+        }
+    }
+    *cover = 0;
+    return NULL;
+}
+
+/* Values per token of each of e's blocks into rows (e has own rows). */
+static void rows_of(const rlxkv_entry *e, size_t *rows) {
+    size_t own = rlxkv_entry_rows(e);
+    for (size_t i = 0; i < 2 * e->n_layers; i++) rows[i] = rlxkv_entry_block_len(e, i) / own;
+}
+
+/* Drops e's values of tokens start..from-1, keeping those of from..n-1 in
+ * place (e is not in a cache yet): each block's kept rows, or each head's
+ * (head-major, `heads` of them), move to the front of its new, shorter,
+ * place. The allocation keeps its size. */
+static void trim_front(rlxkv_entry *e, size_t from, int head_major, size_t heads) {
+    size_t vsize = rlxkv_entry_value_size(e), own = rlxkv_entry_rows(e), keep = e->n_tokens - from;
+    size_t cut = from - e->start, to = 0;
+    for (size_t i = 0; i < 2 * e->n_layers; i++) {
+        size_t len = e->offs[i + 1] - e->offs[i], runs = head_major ? heads : 1;
+        size_t per_run = own ? len / runs : 0, unit = own ? per_run / own : 0;
+        unsigned char *src = e->kv + e->offs[i] * vsize;
+        e->offs[i] = to;
+        for (size_t r = 0; r < runs; r++) {
+            memmove(e->kv + to * vsize, src + (r * per_run + cut * unit) * vsize, keep * unit * vsize);
+            to += keep * unit;
+        }
+    }
+    e->offs[2 * e->n_layers] = to;
+    e->n_values = to;
+    e->start = from;
 }
 
 /* ---- the API ---------------------------------------------------------- */
@@ -819,9 +1039,17 @@ rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
 void rlxkv_cache_clear(rlxkv_cache *c) {
     if (!c) return;
     if (c->stored_index) {
-        /* Memory only: the stored stay known, stored-only. */
+        /* Memory only: the stored stay known, stored-only. Leaves first
+         * (see Pages): an evicted user hands its parent to the LRU, and a
+         * pinned entry goes once its users have. */
         rlxkv_entry *v;
-        while ((v = c->slots[c->slots[PINNED].next].e) || (v = lru_tail(c))) demote(c, v);
+        for (;;) {
+            v = NULL;
+            for (uint32_t i = c->slots[PINNED].next; i != PINNED && !v; i = c->slots[i].next)
+                if (!c->slots[i].e->users) v = c->slots[i].e;
+            if (!v && !(v = lru_tail(c))) break;
+            demote(c, v);
+        }
         return;
     }
     node *r = c->root;
@@ -837,13 +1065,30 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
     memset(r->trim, 0, sizeof r->trim);
     slots_reset(c);
     if (c->entries) c->generation++;
-    c->bytes = c->entries = c->pinned_bytes = c->pinned_entries = 0;
+    c->bytes = c->entries = c->pinned_bytes = c->pinned_entries = c->hidden = 0;
     c->stored_entries = 0;
     c->stored_bytes = 0;
 }
 
 void rlxkv_cache_set_stored_index(rlxkv_cache *c, int on) {
     if (c) c->stored_index = on != 0;
+}
+
+int rlxkv_cache_set_paging(rlxkv_cache *c, int on) {
+    if (!c || c->entries || c->stored_entries) return RLXKV_ERR_INVALID;
+    c->paging = on != 0;
+    return RLXKV_OK;
+}
+
+size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, int dtype,
+                        size_t n_layers, const size_t *row_lens) {
+    size_t cover = 0;
+    if (!c || !c->paging || !n || !tokens || !c->cap_bytes) return 0;
+    const rlxkv_entry *x = find_entry(c, tokens, n);
+    if (x && !is_stub(x)) return x->start;
+    if (c->layout.order == RLXKV_ORDER_ANY && !row_lens) return 0;
+    parent_for(c, tokens, n, dtype, n_layers, row_lens, &cover);
+    return cover < n ? cover : n;
 }
 
 void rlxkv_cache_free(rlxkv_cache *c) {
@@ -888,14 +1133,19 @@ static int trimmable(const rlxkv_cache *c, const rlxkv_entry *e) {
  *      cache of cap 0 takes nothing;
  *   2. walk down e's tokens: the node of exactly those tokens, if there
  *      is one, holds the entry e replaces;
- *   3. check e fits beside the pinned bytes (the replaced entry's own
+ *   3. with paging on, find e's parent (see Pages): the replaced entry's,
+ *      or the entry that serves the most of e's first tokens (parent_for);
+ *      e must bring values from there on (else NOTFOUND), and drops those
+ *      it brings of tokens before (trim_front);
+ *   4. check e fits beside the pinned bytes (the replaced entry's own
  *      excepted): else NOSPACE, nothing changed;
- *   4. reserve its recency slot and its node (make_node): out of memory,
+ *   5. reserve its recency slot and its node (make_node): out of memory,
  *      NOMEM with the tree as it was;
- *   5. only now change anything: set e's flags and serial, and swap it in
- *      for the old entry, or hang it on the new node (whose label run now
- *      borrows e's tokens) and list it;
- *   6. evict least recently used entries to fit the cap. */
+ *   6. only now change anything: set e's flags and serial, and swap it in
+ *      for the old entry (taking its users), or hang it on the new node
+ *      (whose label run now borrows e's tokens) and list it; become a
+ *      user of its parent;
+ *   7. evict least recently used entries to fit the cap. */
 static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
     if (!e) return RLXKV_ERR_INVALID;
     if (e->node) return RLXKV_ERR_INVALID; /* held by a cache: not ours to free */
@@ -916,7 +1166,29 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
     struct pos p;
     descend(c, e->tokens, e->n_tokens, &p);
     node *n = !p.edge && p.depth == e->n_tokens ? p.at : NULL;
-    rlxkv_entry *old = n ? n->entry : NULL;
+    rlxkv_entry *old = n ? n->entry : NULL, *parent = NULL;
+    size_t cover = 0;
+    if (c->paging && old && !is_stub(old)) {
+        parent = old->parent;
+        cover = old->start;
+    } else if (c->paging && (c->layout.order != RLXKV_ORDER_ANY || rlxkv_entry_row_major(e))) {
+        size_t fixed[16] = {0}, *rows = NULL;
+        int own = rlxkv_entry_rows(e) > 0 && c->layout.order == RLXKV_ORDER_ANY;
+        if (own && 2 * e->n_layers > 16 && !(rows = malloc(2 * e->n_layers * sizeof *rows))) {
+            rlxkv_entry_free(e);
+            return RLXKV_ERR_NOMEM;
+        }
+        if (own && !rows) rows = fixed;
+        if (own) rows_of(e, rows);
+        parent = parent_for(c, e->tokens, e->n_tokens, e->dtype, e->n_layers, rows, &cover);
+        if (rows != fixed) free(rows);
+        if (cover > e->n_tokens) cover = e->n_tokens;
+    }
+    if (e->start > cover) {
+        rlxkv_entry_free(e); /* its first tokens' values are not held */
+        return RLXKV_ERR_NOTFOUND;
+    }
+    if (e->start < cover) trim_front(e, cover, c->layout.order == RLXKV_HEAD_MAJOR, c->layout.heads);
     /* It must fit beside the pins, except the one it replaces; with no
      * other pinned bytes it fits, if need be alone (see evict_to_cap). */
     size_t add = rlxkv_entry_kv_bytes(e);
@@ -936,8 +1208,14 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
     e->order = (uint8_t)c->layout.order;
     e->heads = (uint32_t)c->layout.heads;
     e->serial = ++c->puts;
-    if (old) {
-        swap_entry(c, n, e, pinned);
+    if (old && !is_stub(old)) {
+        swap_entry(c, n, e, pinned); /* e takes old's parent and users */
+    } else if (old) {
+        swap_entry(c, n, e, pinned); /* a stored-only entry: no chains */
+        if (parent) {
+            users_add(parent, e);
+            users_changed(c, parent);
+        }
     } else {
         /* The node borrows its label from its own entry from now on, and
          * so does the run above it that borrowed from the same tokens. */
@@ -945,7 +1223,9 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
         n->entry = e;
         e->node = n;
         trim_count(n, e, 1);
+        if (parent) users_add(parent, e);
         enlist(c, n, pinned);
+        if (parent) users_changed(c, parent);
     }
     evict_to_cap(c);
     return RLXKV_OK;
@@ -1052,7 +1332,8 @@ static int lookup_in(rlxkv_cache *c, const uint32_t *query, size_t n, rlxkv_hit 
     descend(c, query, n, &p);
     /* The deepest entry on the path; the root's (empty) entry never hits. */
     for (node *x = p.at; x != c->root; x = x->parent)
-        if (x->entry && (t == ANY_TIER || !is_stub(x->entry))) return hit_out(c, x, x->depth, hit);
+        if (x->entry && !is_hidden(x->entry) && (t == ANY_TIER || !is_stub(x->entry)))
+            return hit_out(c, x, x->depth, hit);
     return miss_out(c, hit);
 }
 
@@ -1076,7 +1357,7 @@ static int partial_in(rlxkv_cache *c, const uint32_t *query, size_t n, size_t ma
      * path counts a trimmable entry (we would have stopped there), so every
      * one a node counts branches off right at that node. */
     for (node *x = p.at; x != c->root; x = x->parent) {
-        rlxkv_entry *e = x->entry;
+        rlxkv_entry *e = x->entry && !is_hidden(x->entry) ? x->entry : NULL;
         if (e && (!is_stub(e) || (t == ANY_TIER && !x->trim[RESIDENT].n))) return hit_out(c, x, x->depth, hit);
         if (x->trim[RESIDENT].n) return hit_out(c, trim_pick(x, RESIDENT), x->depth, hit);
         if (x->trim[t].n) return hit_out(c, trim_pick(x, t), x->depth, hit);
@@ -1107,53 +1388,123 @@ int rlxkv_cache_match(rlxkv_cache *c, const uint32_t *query, size_t n, size_t ma
 
 int rlxkv_entry_is_resident(const rlxkv_entry *e) { return e && !is_stub(e); }
 
-/* The one place that knows how a cut entry's tokens lie in a block: the
- * first `matched` rows, of the whole block (token-major) or of each head
- * (head-major, heads of n_tokens rows each). */
-void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out) {
+/* The one place that knows how tokens lie in a block: tokens from..to-1
+ * of an entry, which holds rows start..n-1, are rows from-start..to-start-1
+ * of the whole block (token-major) or of each head (head-major: `heads`
+ * runs of own-rows rows each). */
+void rlxkv_piece_block(const rlxkv_piece *pc, size_t i, rlxkv_span *out) {
     const rlxkv_entry *e;
-    size_t len;
     *out = (rlxkv_span){0, 0, 0, 0};
-    if (!hit || !(e = hit->entry) || i >= 2 * e->n_layers) return;
-    len = rlxkv_entry_block_len(e, i);
-    *out = (rlxkv_span){0, len, len, 1};
-    if (hit->matched >= e->n_tokens) return;
+    if (!pc || !(e = pc->entry) || i >= 2 * e->n_layers || pc->to <= pc->from) return;
+    size_t len = rlxkv_entry_block_len(e, i), own = rlxkv_entry_rows(e);
+    size_t first = pc->from - e->start, rows = pc->to - pc->from;
     if (e->order == RLXKV_HEAD_MAJOR) {
-        size_t per_head = len / e->heads;           /* n_tokens * head_dim */
-        out->run = per_head / e->n_tokens * hit->matched;
-        out->stride = per_head;
-        out->count = e->heads;
+        size_t per_head = len / e->heads, unit = per_head / own; /* own * head_dim; head_dim */
+        *out = (rlxkv_span){first * unit, rows * unit, per_head, e->heads};
     } else {
-        out->run = out->stride = len / e->n_tokens * hit->matched;
+        size_t unit = len / own;
+        *out = (rlxkv_span){first * unit, rows * unit, rows * unit, 1};
     }
 }
 
+/* The hit's values the entry holds itself: tokens start..matched-1. */
+void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out) {
+    rlxkv_piece pc = {NULL, 0, 0};
+    const rlxkv_entry *e = hit ? hit->entry : NULL;
+    if (e && !e->start && hit->matched >= e->n_tokens && i < 2 * e->n_layers && !is_stub(e)) {
+        size_t len = rlxkv_entry_block_len(e, i); /* the whole block: one run */
+        *out = (rlxkv_span){0, len, len, 1};
+        return;
+    }
+    if (e && hit->matched > e->start && !is_stub(e)) pc = (rlxkv_piece){e, e->start, hit->matched};
+    rlxkv_piece_block(&pc, i, out);
+}
+
+/* Pieces of a hit, the first tokens first: walk up the chain from the
+ * hit's entry, each entry serving from its start up to where the one below
+ * it began (entries whose start lies past that serve nothing and are
+ * passed over), then reverse. */
+size_t rlxkv_hit_pieces(const rlxkv_hit *hit, rlxkv_piece *out, size_t cap) {
+    size_t n = 0, end;
+    const rlxkv_entry *e;
+    if (!hit || !(e = hit->entry) || is_stub(e)) return 0;
+    for (end = hit->matched; e && end; e = e->parent) {
+        if (e->start >= end) continue;
+        if (n < cap) out[n] = (rlxkv_piece){e, e->start, end};
+        n++;
+        end = e->start;
+    }
+    for (size_t i = 0, m = n < cap ? n : cap; i < m / 2; i++) {
+        rlxkv_piece t = out[i];
+        out[i] = out[m - 1 - i];
+        out[m - 1 - i] = t;
+    }
+    return n;
+}
+
+/* Piece k of the hit's count, the first tokens first, without allocating:
+ * the (count-1-k)th from the hit's entry up. From `got` (the first
+ * PIECES_AT_ONCE pieces, taken at once) when it has it. */
+enum { PIECES_AT_ONCE = 64 };
+static size_t piece_at(const rlxkv_hit *hit, size_t k, size_t count, const rlxkv_piece *got,
+                       rlxkv_piece *out) {
+    if (count <= PIECES_AT_ONCE) {
+        *out = got[k];
+        return 1;
+    }
+    size_t skip = count - 1 - k, end = hit->matched;
+    for (const rlxkv_entry *e = hit->entry; e && end; e = e->parent) {
+        if (e->start >= end) continue;
+        if (!skip--) {
+            *out = (rlxkv_piece){e, e->start, end};
+            return 1;
+        }
+        end = e->start;
+    }
+    return 0;
+}
+
 size_t rlxkv_hit_n_values(const rlxkv_hit *hit) {
-    size_t sum = 0;
+    rlxkv_piece got[PIECES_AT_ONCE], pc;
+    size_t sum = 0, count = rlxkv_hit_pieces(hit, got, PIECES_AT_ONCE);
     rlxkv_span sp;
-    if (!hit || !hit->entry || is_stub(hit->entry)) return 0;
-    if (hit->matched >= hit->entry->n_tokens) return hit->entry->n_values;
-    for (size_t i = 0; i < 2 * hit->entry->n_layers; i++) {
-        rlxkv_hit_block(hit, i, &sp);
-        sum += sp.run * sp.count;
+    for (size_t k = 0; k < count; k++) {
+        piece_at(hit, k, count, got, &pc);
+        for (size_t i = 0; i < 2 * pc.entry->n_layers; i++) {
+            rlxkv_piece_block(&pc, i, &sp);
+            sum += sp.run * sp.count;
+        }
     }
     return sum;
 }
 
+/* Gathers the pieces into the layout one whole entry cut to `matched`
+ * would have: block after block, and in each, run r of a piece of tokens
+ * from..to-1 lands at (r * matched + from) * unit values, where unit is
+ * the run's values per token. */
 void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out) {
-    if (!hit || !hit->entry) return;
+    rlxkv_piece got[PIECES_AT_ONCE], pc;
+    size_t count = rlxkv_hit_pieces(hit, got, PIECES_AT_ONCE);
+    if (!count) return;
     const rlxkv_entry *e = hit->entry;
-    size_t vsize = rlxkv_entry_value_size(e);
+    size_t vsize = rlxkv_entry_value_size(e), m = hit->matched;
     unsigned char *to = dst;
     rlxkv_span sp;
     for (size_t i = 0; i < 2 * e->n_layers; i++) {
-        const unsigned char *from = rlxkv_entry_block(e, i);
-        rlxkv_hit_block(hit, i, &sp);
-        for (size_t r = 0; r < sp.count; r++) {
-            if (sp.run) memcpy(to, from + (sp.offset + r * sp.stride) * vsize, sp.run * vsize);
-            to += sp.run * vsize;
+        size_t len = 0;
+        for (size_t k = 0; k < count; k++) {
+            piece_at(hit, k, count, got, &pc);
+            rlxkv_piece_block(&pc, i, &sp);
+            const unsigned char *from = (const unsigned char *)rlxkv_entry_block(pc.entry, i);
+            size_t unit = sp.run / (pc.to - pc.from);
+            for (size_t r = 0; r < sp.count; r++)
+                if (sp.run)
+                    memcpy(to + (r * m + pc.from) * unit * vsize, from + (sp.offset + r * sp.stride) * vsize,
+                           sp.run * vsize);
+            len += sp.run * sp.count;
         }
-        if (block_lens_out) block_lens_out[i] = sp.run * sp.count;
+        to += len * vsize;
+        if (block_lens_out) block_lens_out[i] = len;
     }
 }
 
@@ -1166,7 +1517,8 @@ int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n) {
     if (!c || (!tokens && n)) return RLXKV_ERR_INVALID;
     rlxkv_entry *e = find_entry(c, tokens, n);
     if (!e) return RLXKV_ERR_NOTFOUND;
-    drop(c, e);
+    if (e->users) hide(c, e);
+    else drop(c, e);
     return RLXKV_OK;
 }
 
@@ -1174,7 +1526,7 @@ int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n) {
 static int set_pinned(rlxkv_cache *c, const uint32_t *tokens, size_t n, int pin) {
     if (!c || (!tokens && n)) return RLXKV_ERR_INVALID;
     node *x = find_node(c, tokens, n);
-    if (!x || !x->entry) return RLXKV_ERR_NOTFOUND;
+    if (!x || !x->entry || is_hidden(x->entry)) return RLXKV_ERR_NOTFOUND;
     if (node_pinned(c, x) == pin) return RLXKV_OK;
     if (is_stub(x->entry)) {
         /* Takes effect when it is loaded (a put of its tokens). */
@@ -1209,7 +1561,7 @@ void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out) {
     if (!out) return;
     memset(out, 0, sizeof *out);
     if (!c) return;
-    out->entries = c->entries;
+    out->entries = c->entries - c->hidden;
     out->bytes = c->bytes;
     out->cap_bytes = c->cap_bytes;
     out->pinned_entries = c->pinned_entries;
@@ -1228,19 +1580,26 @@ const rlxkv_entry *rlxkv_cache_next_stored(const rlxkv_cache *c, const rlxkv_ent
     return s[s[prev ? ((const node *)prev->node)->slot : STORED].next].e;
 }
 
+/* Pinned, then LRU, then INTERIOR: each list ends at its head, whose e is
+ * NULL; hidden entries are passed over. */
 const rlxkv_entry *rlxkv_cache_next(const rlxkv_cache *c, const rlxkv_entry *prev) {
     if (!c) return NULL;
     const slot *s = c->slots;
-    uint32_t i;
-    if (!prev) {
-        i = s[PINNED].next;
-        return i != PINNED ? s[i].e : s[s[LRU].next].e;
+    static const uint32_t order[] = {PINNED, LRU, INTERIOR};
+    uint32_t i = prev ? ((const node *)prev->node)->slot : PINNED, list = prev ? s[i].list : PINNED;
+    for (size_t k = 0; k < 3; k++) {
+        if (order[k] != list) continue;
+        for (;;) {
+            i = s[i].next;
+            if (i == order[k]) {
+                if (++k == 3) return NULL;
+                i = order[k];
+                continue;
+            }
+            if (!is_hidden(s[i].e)) return s[i].e;
+        }
     }
-    i = ((const node *)prev->node)->slot;
-    /* After the last pinned entry come the unpinned ones; a head's e is
-     * NULL, which ends the walk. */
-    if (s[i].next == PINNED) return s[s[LRU].next].e;
-    return s[s[i].next].e;
+    return NULL;
 }
 
 int rlxkv_cache_is_dirty(const rlxkv_cache *c, const rlxkv_entry *e) {
@@ -1276,9 +1635,30 @@ static const node *preorder_next(const rlxkv_cache *c, const node *x) {
 
 /* What a walk of the tree adds up, to compare with the cache's totals. */
 struct tally {
-    size_t entries, bytes, pinned, stubs;
+    size_t entries, bytes, pinned, stubs, hidden;
     uint64_t stub_bytes;
 };
+
+/* e's place in the chains (see Pages): a stub or a whole entry has no
+ * parent; a page's parent is resident, serves its first tokens (same
+ * tokens, start < e's start <= its n_tokens) with values like e's; the
+ * user lists agree both ways; a hidden entry has users; nothing but a
+ * paging cache has pages. */
+static int check_chain(const rlxkv_cache *c, const rlxkv_entry *e) {
+    const rlxkv_entry *p = e->parent;
+    size_t users = 0;
+    for (const rlxkv_entry *u = e->first_user, *prev = NULL; u; prev = u, u = u->next_user) {
+        if (u->parent != e || u->prev_user != prev || ++users > e->users) return 0;
+    }
+    if (users != e->users || (is_hidden(e) && !users) || (is_stub(e) && (users || p || e->start))) return 0;
+    if (!p) return e->start == 0;
+    if (!c->paging || is_stub(p) || !p->node || p->start >= e->start || e->start > p->n_tokens) return 0;
+    if (p->dtype != e->dtype || p->n_layers != e->n_layers) return 0;
+    if (memcmp(p->tokens, e->tokens, e->start * sizeof *e->tokens)) return 0;
+    for (const rlxkv_entry *u = p->first_user; u; u = u->next_user)
+        if (u == e) return 1;
+    return 0;
+}
 
 static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
     size_t n_trim[2] = {0, 0}, linked[2] = {0, 0};
@@ -1327,13 +1707,14 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
         size_t end = e->n_tokens;
         if (e->node != x || e->n_tokens != x->depth) return 0;
         if (e->order != c->layout.order) return 0;
+        if (!check_chain(c, e)) return 0;
         if (is_stub(e)) {
             if (e->n_layers || !(e->flags & RLXKV_ENTRY_STORED) || (e->flags & RLXKV_ENTRY_DIRTY)) return 0;
             if (c->slots[x->slot].list != STORED) return 0;
         } else {
             if (!(e->flags & RLXKV_ENTRY_TRIMMABLE) != !trimmable(c, e)) return 0;
             if (rlxkv_layout_check(&c->layout, e, NULL) || (e->flags & RLXKV_ENTRY_PIN_ON_LOAD)) return 0;
-            if (c->slots[x->slot].list == STORED) return 0;
+            if (c->slots[x->slot].list != list_of(e, node_pinned(c, x))) return 0;
         }
         for (int tr = RESIDENT; tr <= ANY_TIER; tr++) n_trim[tr] += counts_in(e, tr);
         for (const node *y = x; y != c->root; y = y->parent) {
@@ -1341,6 +1722,7 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
             if (memcmp(e->tokens + end, y->label, y->nlabel * sizeof *y->label)) return 0;
         }
         if (x->slot < FIRST_ENTRY_SLOT || x->slot >= c->nslots || c->slots[x->slot].e != e) return 0;
+        t->hidden += is_hidden(e);
         if (is_stub(e)) {
             t->stubs++;
             t->stub_bytes += rlxkv_entry_kv_bytes(e);
@@ -1371,9 +1753,9 @@ static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, uint64_t *
 }
 
 int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens) {
-    size_t n_nodes = 0, n_label = 0, lru_n = 0, pin_n = 0, stored_n = 0;
-    uint64_t lru_bytes = 0, pin_bytes = 0, stored_bytes = 0;
-    struct tally t = {0, 0, 0, 0, 0};
+    size_t n_nodes = 0, n_label = 0, lru_n = 0, pin_n = 0, stored_n = 0, in_n = 0;
+    uint64_t lru_bytes = 0, pin_bytes = 0, stored_bytes = 0, in_bytes = 0;
+    struct tally t = {0, 0, 0, 0, 0, 0};
     int ok = 1;
     for (const node *x = c->root; x; x = preorder_next(c, x)) {
         n_nodes++;
@@ -1383,8 +1765,10 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     if (!check_list(c, LRU, &lru_n, &lru_bytes)) ok = 0;
     if (!check_list(c, PINNED, &pin_n, &pin_bytes)) ok = 0;
     if (!check_list(c, STORED, &stored_n, &stored_bytes)) ok = 0;
-    if (t.entries != c->entries || lru_n + pin_n != c->entries) ok = 0;
-    if (t.bytes != c->bytes || lru_bytes + pin_bytes != c->bytes) ok = 0;
+    if (!check_list(c, INTERIOR, &in_n, &in_bytes)) ok = 0;
+    if (t.entries != c->entries || lru_n + pin_n + in_n != c->entries) ok = 0;
+    if (t.bytes != c->bytes || lru_bytes + pin_bytes + in_bytes != c->bytes) ok = 0;
+    if (t.hidden != c->hidden) ok = 0;
     if (t.pinned != c->pinned_entries || pin_n != t.pinned || pin_bytes != c->pinned_bytes) ok = 0;
     if (t.stubs != c->stored_entries || stored_n != t.stubs) ok = 0;
     if (t.stub_bytes != c->stored_bytes || stored_bytes != c->stored_bytes) ok = 0;

@@ -95,7 +95,7 @@ void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n) {
 
 static size_t blob_size(const rlxkv_entry *e, size_t vsize) {
     size_t size, n_blocks;
-    if (!e || e->n_layers > RLXKV_MAX_LAYERS) return 0;
+    if (!e || e->start || e->n_layers > RLXKV_MAX_LAYERS) return 0; /* a page: not a blob of its own */
     n_blocks = 2 * e->n_layers;
     /* head + n_layers field, then 8 per token and per block length. */
     if (e->n_tokens > (SIZE_MAX - HEAD_BYTES - 8) / 8) return 0;
@@ -170,7 +170,7 @@ int rlxkv_encode_to(const rlxkv_entry *e, uint64_t fingerprint, int as_f32, rlxk
     int widen = as_f32 && e && e->dtype == RLXKV_F16, rc = RLXKV_OK;
     out_buf o;
 
-    if (!e || !sink) return RLXKV_ERR_INVALID;
+    if (!e || !sink || e->start) return RLXKV_ERR_INVALID; /* a page holds part of a blob's values */
     if (e->n_layers > RLXKV_MAX_LAYERS) return RLXKV_ERR_LIMIT;
     if (!blob_size(e, widen ? 4 : rlxkv_entry_value_size(e))) return RLXKV_ERR_INVALID;
     o.sink = sink;

@@ -76,10 +76,15 @@ out:
 
 rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers, const size_t *block_lens,
                              int dtype, int *status) {
+    return rlxkv_entry_new_at(n_tokens, 0, n_layers, block_lens, dtype, status);
+}
+
+rlxkv_entry *rlxkv_entry_new_at(size_t n_tokens, size_t start, size_t n_layers, const size_t *block_lens,
+                                int dtype, int *status) {
     size_t n_values = 0;
     rlxkv_entry *e;
 
-    if (n_layers > SIZE_MAX / 2 - 1 || (n_layers && !block_lens)) {
+    if (start > n_tokens || n_layers > SIZE_MAX / 2 - 1 || (n_layers && !block_lens)) {
         if (status) *status = RLXKV_ERR_INVALID;
         return NULL;
     }
@@ -91,6 +96,7 @@ rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers, const size_t *blo
         n_values += block_lens[i];
     }
     e = rlxkv_entry_alloc(n_tokens, n_layers, n_values, dtype, status);
+    if (e) e->start = start;
     if (e)
         for (size_t i = 0; i < 2 * n_layers; i++) e->offs[i + 1] = e->offs[i] + block_lens[i];
     return e;
@@ -99,6 +105,8 @@ rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers, const size_t *blo
 void rlxkv_entry_free(rlxkv_entry *e) { free(e); }
 
 size_t rlxkv_entry_n_tokens(const rlxkv_entry *e) { return e->n_tokens; }
+size_t rlxkv_entry_start(const rlxkv_entry *e) { return e->start; }
+const rlxkv_entry *rlxkv_entry_parent(const rlxkv_entry *e) { return e->parent; }
 size_t rlxkv_entry_n_layers(const rlxkv_entry *e) { return e->n_layers; }
 size_t rlxkv_entry_n_values(const rlxkv_entry *e) { return e->n_values; }
 int rlxkv_entry_dtype(const rlxkv_entry *e) { return e->dtype; }
@@ -119,9 +127,10 @@ size_t rlxkv_entry_block_len(const rlxkv_entry *e, size_t i) {
 }
 
 int rlxkv_entry_row_major(const rlxkv_entry *e) {
+    size_t rows = rlxkv_entry_rows(e);
     if (e->n_tokens == 0) return 0;
     for (size_t i = 0; i < 2 * e->n_layers; i++)
-        if (rlxkv_entry_block_len(e, i) % e->n_tokens) return 0;
+        if (rows ? rlxkv_entry_block_len(e, i) % rows : rlxkv_entry_block_len(e, i)) return 0;
     return 1;
 }
 
@@ -133,7 +142,7 @@ int rlxkv_layout_check(const rlxkv_layout *l, const rlxkv_entry *e, size_t *bad_
         if (bad_block) *bad_block = 2 * (e->n_layers < l->layers ? e->n_layers : l->layers);
         return RLXKV_ERR_SHAPE;
     }
-    want = rlxkv_layout_block_len(l, e->n_tokens);
+    want = rlxkv_layout_block_len(l, rlxkv_entry_rows(e));
     for (size_t i = 0; i < 2 * e->n_layers; i++)
         if (rlxkv_entry_block_len(e, i) != want) {
             if (bad_block) *bad_block = i;

@@ -10,6 +10,7 @@
 #define RLXKV_ENTRY_STORED 4u      /* its blob is in the store (marked clean) */
 #define RLXKV_ENTRY_STUB 8u        /* stored-only: tokens, no values (n_values is the stored size) */
 #define RLXKV_ENTRY_PIN_ON_LOAD 16u /* a stub pinned: pinned once it is resident */
+#define RLXKV_ENTRY_HIDDEN 32u     /* removed, but its values still serve its users (cache.c, Pages) */
 
 /* One allocation: this header, then offs[2L+1] (block start offsets, in
  * values, into kv), then the values, then the tokens. Keeping everything in
@@ -22,12 +23,21 @@ struct rlxkv_entry {
     uint32_t heads;                  /* the layout's heads (HEAD_MAJOR), else 0 */
     uint32_t serial;                 /* the cache's count of puts when this one was put */
     size_t n_tokens;
+    size_t start;                    /* tokens before its own values: it holds rows [start, n_tokens) */
     size_t n_layers;
     size_t n_values;
     size_t *offs;                    /* 2*n_layers + 1 offsets; offs[2L] == n_values */
     unsigned char *kv;               /* n_values values of dtype */
     uint32_t *tokens;
+    /* Pages (cache.c): the resident entry whose values the first `start`
+     * tokens use, and the entries that use this one's, linked through
+     * next_user / prev_user. All NULL for an entry no cache holds. */
+    rlxkv_entry *parent, *first_user, *next_user, *prev_user;
+    size_t users;
 };
+
+/* Own rows: the tokens whose values the entry holds itself. */
+static inline size_t rlxkv_entry_rows(const rlxkv_entry *e) { return e->n_tokens - e->start; }
 
 /* Bytes of one value of the entry's dtype. */
 static inline size_t rlxkv_entry_value_size(const rlxkv_entry *e) { return e->dtype == RLXKV_F16 ? 2 : 4; }

@@ -83,21 +83,33 @@ size_t rlxkv_dtype_size(int dtype);
 rlxkv_entry *rlxkv_entry_new(size_t n_tokens, size_t n_layers,
                              const size_t *block_lens, int dtype, int *status);
 void rlxkv_entry_free(rlxkv_entry *e);   /* NULL: a harmless no-op */
+/* As rlxkv_entry_new, for an entry that brings the values of its tokens
+ * from `start` on only (a page, see Pages): block_lens count the values
+ * of those n_tokens - start tokens. start == 0 is rlxkv_entry_new. */
+rlxkv_entry *rlxkv_entry_new_at(size_t n_tokens, size_t start, size_t n_layers,
+                                const size_t *block_lens, int dtype, int *status);
 
 size_t rlxkv_entry_n_tokens(const rlxkv_entry *e);
 size_t rlxkv_entry_n_layers(const rlxkv_entry *e);
+/* The first token whose values the entry holds itself (its blocks hold
+ * those of tokens start..n_tokens-1): 0 for a whole entry; see Pages. */
+size_t rlxkv_entry_start(const rlxkv_entry *e);
+/* The resident entry whose values serve the first `start` tokens (borrowed,
+ * NULL for a whole entry): see Pages. */
+const rlxkv_entry *rlxkv_entry_parent(const rlxkv_entry *e);
 int rlxkv_entry_dtype(const rlxkv_entry *e);               /* rlxkv_dtype */
 /* Set by every put from a count of the cache's puts: tells an entry from
  * one of the same tokens that replaced it (e.g. while a save was under way). */
 uint32_t rlxkv_entry_serial(const rlxkv_entry *e);
-size_t rlxkv_entry_n_values(const rlxkv_entry *e);         /* sum of block lengths */
+size_t rlxkv_entry_n_values(const rlxkv_entry *e);         /* sum of block lengths (its own values) */
 size_t rlxkv_entry_kv_bytes(const rlxkv_entry *e);         /* n_values * dtype size: the budget unit */
 const uint32_t *rlxkv_entry_tokens(const rlxkv_entry *e);  /* borrowed */
 /* Block i's values (float * or uint16_t * by dtype), borrowed; NULL past the last. */
 const void *rlxkv_entry_block(const rlxkv_entry *e, size_t i);
 size_t rlxkv_entry_block_len(const rlxkv_entry *e, size_t i);
 const void *rlxkv_entry_data(const rlxkv_entry *e);        /* all blocks, borrowed */
-/* Every block's length is a multiple of n_tokens (one row per token). */
+/* Every block's length is a multiple of its own tokens, n_tokens - start
+ * (one row per token). */
 int rlxkv_entry_row_major(const rlxkv_entry *e);
 /* Writable views for filling a new entry; only before rlxkv_cache_put. */
 uint32_t *rlxkv_entry_tokens_mut(rlxkv_entry *e);
@@ -214,15 +226,17 @@ int rlxkv_cache_lookup_partial(rlxkv_cache *c, const uint32_t *query, size_t n,
 /* Where a hit's values lie in block i of its entry: `count` runs of `run`
  * values, the first at `offset`, each `stride` after the one before (all
  * in values, from the block's start). A full hit, or a token-major cut, is
- * one run; a head-major cut is one run per head. */
+ * one run; a head-major cut is one run per head. For a page (see Pages),
+ * the values of the hit's tokens that the entry holds itself. */
 typedef struct rlxkv_span {
     size_t offset, run, stride, count;
 } rlxkv_span;
 void rlxkv_hit_block(const rlxkv_hit *hit, size_t i, rlxkv_span *out);
-/* Values a copy of the hit needs: the sum of run * count over its blocks. */
+/* Values a copy of the hit needs: all its pieces' values. */
 size_t rlxkv_hit_n_values(const rlxkv_hit *hit);
 /* Copies the hit's values (of its entry's dtype) into dst, rlxkv_hit_n_values
- * of them, block after block, each block's runs back to back;
+ * of them, block after block, each block's runs back to back, gathered
+ * from its pieces (as one whole entry's cut would lie);
  * block_lens_out (2*n_layers, may be NULL) gets each copied length. */
 void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out);
 
@@ -231,6 +245,54 @@ void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out);
  * (Stored-only entries are freed without counting: one borrowed from
  * rlxkv_cache_next_stored is valid only until the cache next changes.) */
 uint64_t rlxkv_cache_generation(const rlxkv_cache *c);
+
+/* ------------------------------------------------------------------------
+ * Pages: each token's values held once.
+ *
+ * With paging on, a put that extends what the cache holds keeps only the
+ * values of the new tokens. Its entry becomes a page: rows start..n_tokens-1
+ * of its own, and a parent, the resident entry whose values serve tokens
+ * 0..start-1 (and whose own parent serves the tokens before its start, up
+ * to an entry of start 0). Entries that share a prefix share its values,
+ * and the budget counts each page once.
+ *
+ *   put "system prompt" (S, 1,000 tokens)    S      rows 0..999
+ *   put S + turn 1 (1,100 tokens)            T1     rows 1,000..1,099, parent S
+ *   put S + turn 1 + turn 2 (1,200 tokens)   T2     rows 1,100..1,199, parent T1
+ *   put S + another turn 1 (1,080 tokens)    U1     rows 1,000..1,079, parent S
+ *
+ * A parent may serve fewer tokens than it has (a put that leaves its path
+ * partway: an edited message). Only entries a partial hit may cut are paged
+ * (with a layout, or, without one, row-major blocks of the same row lengths
+ * and dtype); others stay whole. Eviction takes leaves first: an entry
+ * whose values serve another resident one is not evicted before it, and a
+ * pinned entry keeps its whole path. Removing an entry that serves others
+ * hides it: it no longer hits, and goes when its last user does. A hit's
+ * values then lie in several entries, its pieces (rlxkv_hit_pieces);
+ * rlxkv_hit_copy gathers them. Off by default; only while the cache is
+ * empty. RLXKV_ERR_INVALID otherwise. */
+int rlxkv_cache_set_paging(rlxkv_cache *c, int on);
+
+/* How many leading tokens of tokens[0..n) a put of them would take from
+ * entries already held: the `start` from which the put must bring values
+ * (rlxkv_entry_new_at), and never more than n. For tokens an entry already
+ * has, the start of that entry's own values (its put replaces them). For a
+ * new entry of dtype and n_layers whose blocks have row_lens[0..2L) values
+ * per token (NULL with a layout: the layout's row). 0 with paging off. */
+size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, int dtype,
+                        size_t n_layers, const size_t *row_lens);
+
+/* A part of a hit: tokens from..to-1, whose values lie in `entry`'s own rows. */
+typedef struct rlxkv_piece {
+    const rlxkv_entry *entry;   /* borrowed, as the hit's */
+    size_t from, to;
+} rlxkv_piece;
+/* The hit's pieces, first tokens first, into out[0..cap): returns how many
+ * there are (call again with room if that is more than cap). One piece for
+ * a hit on a whole entry; 0 for a miss or a stored-only entry. */
+size_t rlxkv_hit_pieces(const rlxkv_hit *hit, rlxkv_piece *out, size_t cap);
+/* Where a piece's values lie in block i of its entry (as rlxkv_hit_block). */
+void rlxkv_piece_block(const rlxkv_piece *p, size_t i, rlxkv_span *out);
 
 /* ------------------------------------------------------------------------
  * Tiers: memory and storage under one lookup.

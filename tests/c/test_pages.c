@@ -1,0 +1,359 @@
+/* Tests of pages (rlxkv.h, Pages): a cache with paging on holds each
+ * token's values once, however many entries share them; hits gather them
+ * back exactly; eviction takes leaves first; removal hides what still
+ * serves. Values here are a function of the token's whole prefix, as a
+ * model's KV is, so a hit is right exactly when it gathers these. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cache_check.h"
+#include "check.h"
+#include "rlxkv.h"
+
+enum { HEADS = 2, HEAD_DIM = 3, LAYERS = 2, BLOCKS = 2 * LAYERS, ROW = HEADS * HEAD_DIM };
+static const size_t TOKEN_BYTES = BLOCKS * ROW * sizeof(float);
+
+/* The value of (block b, head h, token i, d) for tokens t: from a hash of
+ * t[0..i], exact in a float. */
+static float value(const uint32_t *t, size_t i, size_t b, size_t h, size_t d) {
+    uint32_t x = 2166136261u;
+    for (size_t k = 0; k <= i; k++) x = (x ^ t[k]) * 16777619u;
+    x ^= (uint32_t)(b * 131 + h * 17 + d);
+    x *= 0x9e3779b1u;
+    return (float)(x >> 16);
+}
+
+static rlxkv_cache *paged_cache(size_t cap, int order) {
+    rlxkv_cache *c = rlxkv_cache_new(cap, 7);
+    rlxkv_layout l = {order, HEADS, HEAD_DIM, LAYERS};
+    if (!c || rlxkv_cache_set_layout(c, &l) || rlxkv_cache_set_paging(c, 1)) abort();
+    return c;
+}
+
+/* An entry of t[0..n) with the values of tokens start..n-1, head-major
+ * ([head][token][d]) or token-major ([token][head][d]). */
+static rlxkv_entry *page_of(const uint32_t *t, size_t n, size_t start, int order) {
+    size_t lens[BLOCKS], rows = n - start;
+    for (size_t b = 0; b < BLOCKS; b++) lens[b] = rows * ROW;
+    rlxkv_entry *e = rlxkv_entry_new_at(n, start, LAYERS, lens, RLXKV_F32, NULL);
+    if (!e) abort();
+    memcpy(rlxkv_entry_tokens_mut(e), t, n * sizeof *t);
+    for (size_t b = 0; b < BLOCKS; b++) {
+        float *f = rlxkv_entry_block_mut(e, b);
+        for (size_t h = 0; h < HEADS; h++)
+            for (size_t r = 0; r < rows; r++)
+                for (size_t d = 0; d < HEAD_DIM; d++) {
+                    size_t at = order == RLXKV_HEAD_MAJOR ? (h * rows + r) * HEAD_DIM + d : (r * HEADS + h) * HEAD_DIM + d;
+                    f[at] = value(t, start + r, b, h, d);
+                }
+    }
+    return e;
+}
+
+/* Whether a partial lookup of q[0..n) matches `want` tokens and its copy
+ * holds exactly the values of those tokens. */
+static int hit_is_exact(rlxkv_cache *c, const uint32_t *q, size_t n, size_t want, int order) {
+    rlxkv_hit h;
+    if (rlxkv_cache_lookup_partial(c, q, n, n, &h) != RLXKV_HIT || h.matched != want) return 0;
+    size_t nv = rlxkv_hit_n_values(&h), lens[BLOCKS];
+    if (nv != want * ROW * BLOCKS) return 0;
+    float *got = malloc(nv * sizeof *got + 1);
+    rlxkv_hit_copy(&h, got, lens);
+    int ok = 1;
+    for (size_t b = 0; b < BLOCKS; b++) {
+        const float *f = got + b * want * ROW;
+        ok &= lens[b] == want * ROW;
+        for (size_t h2 = 0; h2 < HEADS; h2++)
+            for (size_t r = 0; r < want; r++)
+                for (size_t d = 0; d < HEAD_DIM; d++) {
+                    size_t at = order == RLXKV_HEAD_MAJOR ? (h2 * want + r) * HEAD_DIM + d : (r * HEADS + h2) * HEAD_DIM + d;
+                    ok &= f[at] == value(q, r, b, h2, d);
+                }
+    }
+    free(got);
+    return ok;
+}
+
+static size_t held_bytes(const rlxkv_cache *c) {
+    rlxkv_stats s;
+    rlxkv_cache_stats(c, &s);
+    return s.bytes;
+}
+
+static size_t n_pieces(rlxkv_cache *c, const uint32_t *q, size_t n) {
+    rlxkv_hit h;
+    if (rlxkv_cache_lookup(c, q, n, &h) != RLXKV_HIT) return 0;
+    return rlxkv_hit_pieces(&h, NULL, 0);
+}
+
+/* A conversation: a 40-token system prompt, then `turns` turns of 8 tokens
+ * of chat `chat`. */
+static size_t conversation(uint32_t *t, int chat, int turns) {
+    size_t n = 0;
+    for (uint32_t i = 0; i < 40; i++) t[n++] = 1000 + i;
+    for (int k = 0; k < turns; k++)
+        for (uint32_t i = 0; i < 8; i++) t[n++] = (uint32_t)(chat * 100000 + k * 100 + (int)i);
+    return n;
+}
+
+/* Three chats of four turns each over one system prompt: every turn's
+ * whole conversation is put with all its values, as an app that has them
+ * all would; the cache keeps each token's values once. */
+static void chat_turns_hold_each_token_once(void) {
+    for (int order = RLXKV_TOKEN_MAJOR; order <= RLXKV_HEAD_MAJOR; order++) {
+        rlxkv_cache *c = paged_cache(1 << 24, order);
+        uint32_t t[200];
+        size_t n = conversation(t, 0, 0);
+        CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, 0, order)), RLXKV_OK);
+        CHECK_EQ(rlxkv_cache_pin(c, t, n), RLXKV_OK);
+        for (int turn = 1; turn <= 4; turn++)
+            for (int chat = 0; chat < 3; chat++) {
+                n = conversation(t, chat, turn);
+                CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F32, LAYERS, NULL), n - 8);
+                CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, 0, order)), RLXKV_OK);
+                CHECK(rlxkv_cache_check(c, NULL, NULL));
+            }
+        CHECK_EQ(held_bytes(c), (40 + 3 * 4 * 8) * TOKEN_BYTES);
+        for (int chat = 0; chat < 3; chat++)
+            for (int turn = 0; turn <= 4; turn++) {
+                n = conversation(t, chat, turn);
+                CHECK(hit_is_exact(c, t, n, n, order));
+                CHECK_EQ(n_pieces(c, t, n), (size_t)turn + 1);
+                /* a query that goes on past it, and one cut inside a turn */
+                t[n] = 5;
+                CHECK(hit_is_exact(c, t, n + 1, n, order));
+                CHECK(hit_is_exact(c, t, n - 3, n - 3, order));
+            }
+        rlxkv_cache_free(c);
+    }
+}
+
+/* An app that has only the new tokens' values asks how many the cache
+ * holds and brings the rest; bringing fewer is refused, changing nothing,
+ * and bringing more keeps only the new. */
+static void a_put_brings_only_the_new_tokens(void) {
+    rlxkv_cache *c = paged_cache(1 << 24, RLXKV_HEAD_MAJOR);
+    uint32_t t[200];
+    size_t n0 = conversation(t, 1, 1), n = conversation(t, 1, 2);
+    CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F32, LAYERS, NULL), 0);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(t, n0, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F32, LAYERS, NULL), n0);
+    CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F16, LAYERS, NULL), 0); /* no f16 values held */
+    CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, n0 + 1, RLXKV_HEAD_MAJOR)), RLXKV_ERR_NOTFOUND);
+    CHECK(rlxkv_cache_get(c, t, n) == NULL);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, n0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(held_bytes(c), n * TOKEN_BYTES);
+    const rlxkv_entry *e = rlxkv_cache_get(c, t, n);
+    CHECK_EQ(rlxkv_entry_start(e), n0);
+    CHECK(rlxkv_entry_parent(e) == rlxkv_cache_get(c, t, n0));
+    CHECK(hit_is_exact(c, t, n, n, RLXKV_HEAD_MAJOR));
+    /* A third turn brought from token 10: tokens 10..n-1 are dropped. */
+    size_t n3 = conversation(t, 1, 3);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(t, n3, 10, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(held_bytes(c), n3 * TOKEN_BYTES);
+    CHECK(hit_is_exact(c, t, n3, n3, RLXKV_HEAD_MAJOR));
+    /* The tokens of an entry: held says its own start (a put replaces them). */
+    CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F32, LAYERS, NULL), n0);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    rlxkv_cache_free(c);
+}
+
+/* The cap holds two conversations' worth: a third evicts the coldest one
+ * from its newest turn back, never a turn another still uses. */
+static void eviction_takes_leaves_first(void) {
+    uint32_t t[200];
+    size_t n = conversation(t, 0, 0);
+    rlxkv_cache *c = paged_cache((40 + 2 * 3 * 8) * TOKEN_BYTES, RLXKV_HEAD_MAJOR);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    for (int chat = 0; chat < 3; chat++)
+        for (int turn = 1; turn <= 3; turn++) {
+            n = conversation(t, chat, turn);
+            CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+            CHECK(rlxkv_cache_check(c, NULL, NULL));
+        }
+    /* Chat 0 went, newest turn first; its system prompt stays for the others. */
+    for (int turn = 1; turn <= 3; turn++) {
+        n = conversation(t, 0, turn);
+        CHECK(rlxkv_cache_get(c, t, n) == NULL);
+        n = conversation(t, 2, turn);
+        CHECK(hit_is_exact(c, t, n, n, RLXKV_HEAD_MAJOR));
+    }
+    n = conversation(t, 0, 0);
+    CHECK(rlxkv_cache_get(c, t, n) != NULL);
+    CHECK_EQ(held_bytes(c), (40 + 2 * 3 * 8) * TOKEN_BYTES);
+    /* Pinning chat 2's last turn keeps its whole path through a cap of 0. */
+    n = conversation(t, 2, 3);
+    CHECK_EQ(rlxkv_cache_pin(c, t, n), RLXKV_OK);
+    rlxkv_cache_set_cap(c, 0);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    CHECK(hit_is_exact(c, t, n, n, RLXKV_HEAD_MAJOR));
+    CHECK_EQ(held_bytes(c), n * TOKEN_BYTES);
+    rlxkv_cache_free(c);
+}
+
+/* Removing the system prompt hides it: its tokens no longer hit as an
+ * entry, the chats over it still do, and it goes with its last user. */
+static void removing_a_parent_hides_it_until_its_users_go(void) {
+    rlxkv_cache *c = paged_cache(1 << 24, RLXKV_HEAD_MAJOR);
+    uint32_t s[200], a[200], b[200];
+    size_t ns = conversation(s, 0, 0), na = conversation(a, 1, 1), nb = conversation(b, 2, 1);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(s, ns, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(a, na, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(b, nb, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, s, ns), RLXKV_OK);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    CHECK(rlxkv_cache_get(c, s, ns) == NULL);
+    CHECK_EQ(rlxkv_cache_remove(c, s, ns), RLXKV_ERR_NOTFOUND);
+    rlxkv_stats st;
+    rlxkv_cache_stats(c, &st);
+    CHECK_EQ(st.entries, 2);
+    CHECK_EQ(st.bytes, (ns + 16) * TOKEN_BYTES);
+    CHECK(hit_is_exact(c, a, na, na, RLXKV_HEAD_MAJOR));
+    CHECK(hit_is_exact(c, s, ns, ns, RLXKV_HEAD_MAJOR)); /* a partial hit, cut from a chat */
+    CHECK_EQ(rlxkv_cache_remove(c, a, na), RLXKV_OK);
+    CHECK(hit_is_exact(c, b, nb, nb, RLXKV_HEAD_MAJOR));
+    CHECK_EQ(rlxkv_cache_remove(c, b, nb), RLXKV_OK);
+    rlxkv_cache_stats(c, &st);
+    CHECK_EQ(st.entries, 0);
+    CHECK_EQ(st.bytes, 0);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    /* A hidden entry's tokens put again bring it back, users and all. */
+    CHECK_EQ(rlxkv_cache_put(c, page_of(s, ns, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(a, na, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, s, ns), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(s, ns, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK(rlxkv_cache_get(c, s, ns) != NULL);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    CHECK(hit_is_exact(c, a, na, na, RLXKV_HEAD_MAJOR));
+    rlxkv_cache_free(c);
+}
+
+/* An edited message: the new prompt leaves a turn partway, takes the
+ * tokens before the edit from it (cut), and brings the rest. */
+static void an_edited_prompt_takes_what_it_shares_from_a_cut_parent(void) {
+    rlxkv_cache *c = paged_cache(1 << 24, RLXKV_TOKEN_MAJOR);
+    uint32_t a[200], b[200];
+    size_t na = conversation(a, 3, 2), nb = conversation(b, 3, 2);
+    b[na - 5] = 424242; /* edits the last turn, 3 tokens into it */
+    CHECK_EQ(rlxkv_cache_put(c, page_of(a, na, 0, RLXKV_TOKEN_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_held(c, b, nb, RLXKV_F32, LAYERS, NULL), na - 5);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(b, nb, 0, RLXKV_TOKEN_MAJOR)), RLXKV_OK);
+    CHECK_EQ(held_bytes(c), (na + 5) * TOKEN_BYTES);
+    CHECK(hit_is_exact(c, b, nb, nb, RLXKV_TOKEN_MAJOR));
+    CHECK(hit_is_exact(c, a, na, na, RLXKV_TOKEN_MAJOR));
+    /* The parent is a leaf no longer: evicting takes b first. */
+    rlxkv_cache_set_cap(c, na * TOKEN_BYTES);
+    CHECK(rlxkv_cache_get(c, b, nb) == NULL);
+    CHECK(hit_is_exact(c, a, na, na, RLXKV_TOKEN_MAJOR));
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    rlxkv_cache_free(c);
+}
+
+/* Replacing an entry that serves others keeps them: they use the new
+ * values of its tokens. */
+static void replacing_a_parent_keeps_its_users(void) {
+    rlxkv_cache *c = paged_cache(1 << 24, RLXKV_HEAD_MAJOR);
+    uint32_t s[200], a[200];
+    size_t ns = conversation(s, 0, 0), na = conversation(a, 4, 2);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(s, ns, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(a, na, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put(c, page_of(s, ns, 0, RLXKV_HEAD_MAJOR)), RLXKV_OK);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    CHECK(rlxkv_entry_parent(rlxkv_cache_get(c, a, na)) == rlxkv_cache_get(c, s, ns));
+    CHECK(hit_is_exact(c, a, na, na, RLXKV_HEAD_MAJOR));
+    CHECK_EQ(held_bytes(c), na * TOKEN_BYTES);
+    rlxkv_cache_free(c);
+}
+
+/* Without a layout, row-major entries of the same row lengths share their
+ * prefix; entries of other row lengths, or not row-major, stay whole. */
+static void without_a_layout_only_like_rows_share(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 24, 7);
+    CHECK_EQ(rlxkv_cache_set_paging(c, 1), RLXKV_OK);
+    uint32_t t[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    size_t two[2] = {8, 8}, three[2] = {12, 12}, odd[2] = {5, 0};
+    rlxkv_entry *e = rlxkv_entry_new(4, 1, two, RLXKV_F32, NULL);
+    memcpy(rlxkv_entry_tokens_mut(e), t, 4 * sizeof *t);
+    CHECK_EQ(rlxkv_cache_put(c, e), RLXKV_OK);
+    size_t rows2[2] = {2, 2}, rows3[2] = {3, 3};
+    CHECK_EQ(rlxkv_cache_held(c, t, 6, RLXKV_F32, 1, rows2), 4);
+    CHECK_EQ(rlxkv_cache_held(c, t, 6, RLXKV_F32, 1, rows3), 0);
+    CHECK_EQ(rlxkv_cache_held(c, t, 6, RLXKV_F32, 1, NULL), 0);
+    e = rlxkv_entry_new(4, 1, three, RLXKV_F32, NULL); /* same tokens, other rows: replaces */
+    memcpy(rlxkv_entry_tokens_mut(e), t, 4 * sizeof *t);
+    CHECK_EQ(rlxkv_cache_put(c, e), RLXKV_OK);
+    size_t six[2] = {18, 18};
+    e = rlxkv_entry_new(6, 1, six, RLXKV_F32, NULL);
+    memcpy(rlxkv_entry_tokens_mut(e), t, 6 * sizeof *t);
+    CHECK_EQ(rlxkv_cache_put(c, e), RLXKV_OK);
+    CHECK_EQ(rlxkv_entry_start(rlxkv_cache_get(c, t, 6)), 4);
+    e = rlxkv_entry_new(8, 1, odd, RLXKV_F32, NULL); /* not row-major: whole */
+    memcpy(rlxkv_entry_tokens_mut(e), t, 8 * sizeof *t);
+    CHECK_EQ(rlxkv_cache_put(c, e), RLXKV_OK);
+    CHECK_EQ(rlxkv_entry_start(rlxkv_cache_get(c, t, 8)), 0);
+    CHECK(rlxkv_cache_check(c, NULL, NULL));
+    CHECK_EQ(rlxkv_cache_set_paging(c, 0), RLXKV_ERR_INVALID); /* not empty */
+    rlxkv_cache_free(c);
+}
+
+/* Random chats, edits, removals, pins and caps: after every step the tree,
+ * lists and chains are consistent, and every lookup gathers exact values. */
+static void randomized_chats_stay_exact(void) {
+    uint64_t seed = 0x1234567u;
+#define RND() (seed = seed * 6364136223846793005ull + 1442695040888963407ull, (uint32_t)(seed >> 33))
+    for (int round = 0; round < 40; round++) {
+        int order = round % 2 ? RLXKV_HEAD_MAJOR : RLXKV_TOKEN_MAJOR;
+        rlxkv_cache *c = paged_cache((size_t)(RND() % 400 + 20) * TOKEN_BYTES, order);
+        rlxkv_cache_set_stored_index(c, (int)(round % 3 == 0));
+        uint32_t convs[6][160];
+        size_t lens[6] = {0};
+        for (int step = 0; step < 300; step++) {
+            int k = (int)(RND() % 6), op = (int)(RND() % 10);
+            uint32_t *t = convs[k];
+            if (op < 5) { /* a turn: extend (or start over from a shared head) */
+                if (!lens[k] || lens[k] > 140 || RND() % 4 == 0) {
+                    lens[k] = RND() % 20;
+                    for (size_t i = 0; i < lens[k]; i++) t[i] = 1000 + (uint32_t)i; /* shared head */
+                }
+                size_t add = RND() % 12 + 1;
+                for (size_t i = 0; i < add; i++) t[lens[k] + i] = RND() % 3 ? RND() % 5 : (uint32_t)k;
+                lens[k] += add;
+                size_t start = RND() % 2 ? 0 : rlxkv_cache_held(c, t, lens[k], RLXKV_F32, LAYERS, NULL);
+                int st = rlxkv_cache_put(c, page_of(t, lens[k], start, order));
+                CHECK(st == RLXKV_OK || st == RLXKV_ERR_NOSPACE);
+            } else if (op == 5 && lens[k]) {
+                rlxkv_cache_remove(c, t, lens[k]);
+            } else if (op == 6 && lens[k]) {
+                if (RND() % 2) rlxkv_cache_pin(c, t, lens[k]);
+                else rlxkv_cache_unpin(c, t, lens[k]);
+            } else if (op == 7) {
+                rlxkv_cache_set_cap(c, (size_t)(RND() % 400) * TOKEN_BYTES);
+            } else if (op == 8 && RND() % 8 == 0) {
+                rlxkv_cache_clear(c);
+            } else if (lens[k]) {
+                rlxkv_hit h;
+                size_t n = lens[k] - RND() % (lens[k] > 3 ? 3 : lens[k]);
+                if (rlxkv_cache_lookup_partial(c, t, n, n, &h) == RLXKV_HIT)
+                    CHECK(hit_is_exact(c, t, n, h.matched, order));
+            }
+            if (!rlxkv_cache_check(c, NULL, NULL)) {
+                CHECK(!"consistent");
+                step = 1000;
+            }
+        }
+        rlxkv_cache_free(c);
+    }
+#undef RND
+}
+
+int main(void) {
+    RUN(chat_turns_hold_each_token_once);
+    RUN(a_put_brings_only_the_new_tokens);
+    RUN(eviction_takes_leaves_first);
+    RUN(removing_a_parent_hides_it_until_its_users_go);
+    RUN(an_edited_prompt_takes_what_it_shares_from_a_cut_parent);
+    RUN(replacing_a_parent_keeps_its_users);
+    RUN(without_a_layout_only_like_rows_share);
+    RUN(randomized_chats_stay_exact);
+    return check_report();
+}
