@@ -1398,7 +1398,9 @@ void rlxkv_piece_block(const rlxkv_piece *pc, size_t i, rlxkv_span *out) {
     if (!pc || !(e = pc->entry) || i >= 2 * e->n_layers || pc->to <= pc->from) return;
     size_t len = rlxkv_entry_block_len(e, i), own = rlxkv_entry_rows(e);
     size_t first = pc->from - e->start, rows = pc->to - pc->from;
-    if (e->order == RLXKV_HEAD_MAJOR) {
+    if (e->order != RLXKV_HEAD_MAJOR && rows == own) {
+        *out = (rlxkv_span){0, len, len, 1}; /* all it holds, row-major or not */
+    } else if (e->order == RLXKV_HEAD_MAJOR) {
         size_t per_head = len / e->heads, unit = per_head / own; /* own * head_dim; head_dim */
         *out = (rlxkv_span){first * unit, rows * unit, per_head, e->heads};
     } else {
