@@ -28,12 +28,12 @@ export class Cache {
   #onEvent;
 
   /** @internal use rlx.createCache / rlx.openCache */
-  constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null }) {
+  constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null, paging = true }) {
     this.#core = core;
     this.#fp = fingerprint;
     this.#layout = layout;
     this.#onEvent = onEvent;
-    this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As });
+    this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As, paging });
     /** What opening storage found (RestoreReport in js/index.d.ts), or null without storage. */
     this.restoreReport = null;
     leaks.register(this, { native: this.#native.leakRecord, storage: null }, this.#token);
@@ -118,21 +118,40 @@ export class Cache {
   get closed() { return this.#native.closed; }
 
   /**
+   * Whether entries share the KV of their common prefixes (pages): an
+   * insert that extends a held prefix keeps only the new tokens' KV.
+   */
+  get paging() { return this.#native.paging; }
+
+  /**
    * Stores the KV of a token prefix; an entry with the same tokens is
-   * replaced. May evict least-recently-used entries.
+   * replaced. May evict least-recently-used entries. A cache keeps each
+   * token's KV once: of a prefix that extends one it holds, only the new
+   * tokens' values are copied (see Pages in README.md).
    * @param {Uint32Array|number[]} tokens
    * @param {{k: (Float32Array|Uint16Array)[], v: (Float32Array|Uint16Array)[]}} kv
    *   one K and one V block per layer: all f32, or all f16 (bits, or Float16Array)
+   * @param {{start?: number}} [opts] start: kv holds the values of
+   *   tokens[start..] only (an app that has just the new tokens' KV); the
+   *   cache must hold the first `start` tokens (else RlxkvError 'NOTFOUND')
    */
-  insert(tokens, kv) {
+  insert(tokens, kv, opts = {}) {
     const native = this.#live();
     const t = toTokens(tokens);
     if (!t.length) throw new RangeError('tokens must not be empty: an entry is the KV of at least one token');
+    toOptions(opts);
+    const start = opts.start ?? 0;
+    if (!Number.isSafeInteger(start) || start < 0 || start > t.length) {
+      throw new RangeError(`opts.start must be an integer in [0, ${t.length}], got ${String(opts.start)}`);
+    }
     const checked = toKv(kv);
-    checkShape(t.length, checked, this.#layout);
+    checkShape(t.length - start, checked, this.#layout);
     const before = this.#evictionsNow();
-    const st = native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype]);
+    const st = native.put(t, [...checked.k, ...checked.v], DTYPE[checked.dtype], false, start);
     this.#tellEvicted(before);
+    if (st === STATUS.NOTFOUND) {
+      throw new RlxkvError('NOTFOUND', `kv starts at token ${start}, but this cache does not hold the KV of the ${start} tokens before it (look up first: insert from hit.matched)`);
+    }
     if (st < 0) throw this.#core.fail(st, 'inserting');
   }
 

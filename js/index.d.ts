@@ -264,11 +264,24 @@ export interface StorePlace {
   path?: string;
 }
 
+export interface InsertOptions {
+  /**
+   * kv holds the KV of tokens[start..] only: for an app that has just the new tokens' KV (e.g. from
+   * hit.matched on). The cache must hold the first `start` tokens: else RlxkvError 'NOTFOUND'.
+   */
+  start?: number;
+}
+
 export interface Cache {
   readonly fingerprint: bigint;
   readonly layout: Required<Layout> | null;
   readonly storage: 'idb' | 'opfs' | 'fs' | 'none';
   readonly closed: boolean;
+  /**
+   * Whether entries share the KV of their common prefixes (pages): an insert that extends a held
+   * prefix copies and keeps only the new tokens' KV. True for memory-only caches.
+   */
+  readonly paging: boolean;
   /** What opening found in storage; null for a memory-only cache. */
   readonly restoreReport: RestoreReport | null;
   readonly size: number;
@@ -280,8 +293,9 @@ export interface Cache {
   /**
    * Stores the KV of a token prefix; an entry with the same tokens is replaced.
    * Blocks that do not fit the layout are a RangeError naming the block; nothing changes.
+   * With paging, only the KV of tokens past the prefix the cache holds is copied.
    */
-  insert(tokens: Tokens, kv: KV): void;
+  insert(tokens: Tokens, kv: KV, opts?: InsertOptions): void;
   /** The longest cached prefix of `tokens`, or null. */
   lookup(tokens: Tokens, opts?: LookupOptions): Hit | null;
   /**

@@ -128,7 +128,8 @@ class Rlxkv {
       return v;
     };
     const preload = flag('preload'), watch = flag('watch');
-    const cache = new Cache(this.#core, base);
+    // Stored caches keep whole entries until the page store lands (#23).
+    const cache = new Cache(this.#core, { ...base, paging: kind === 'none' });
     if (kind === 'none') return cache;
     try {
       await cache.attach(kind, path, storageCap, { preload, watch });

@@ -26,12 +26,18 @@ enum {
     REC_FLAGS = 7,      /* REC_RESIDENT | REC_DIRTY | REC_PINNED */
     REC_SERIAL = 8,     /* rlxkv_entry_serial */
     REC_N_TOKENS = 9,   /* the entry's own token count (>= matched) */
+    REC_PIECES = 10,    /* how many entries the hit's values lie in (rlxkv_hit_pieces) */
+    REC_START = 11,     /* the entry's first token with values of its own (rlxkv_entry_start) */
     REC_HEAD = 12,
     /* then, for a stored-only entry (no blocks) from rlxkv_web_match, its
      * blob's file name (rlxkv_blob_name: NAME_WORDS words, NUL-terminated);
-     * or per block b: address of its first run (bytes), run, stride and
-     * count (values): rlxkv_span, with the block's address folded in. */
+     * or per piece, first tokens first: its tokens from and to, then per
+     * block b the address of its first run (bytes), run, stride and count
+     * (values): rlxkv_span, with the block's address folded in. */
 };
+
+/* Words per piece in the record: from, to, then four per block. */
+#define PIECE_WORDS(blocks) (2 + 4 * (blocks))
 
 /* The record's words for a blob's file name (rlxkv_blob_name's 32 bytes). */
 enum { NAME_WORDS = 8 };
@@ -46,13 +52,15 @@ typedef struct web_cache {
     size_t tokens_cap;  /* in u32s */
     uint32_t *rec;
     size_t rec_cap;     /* in u32s */
+    rlxkv_piece *pieces;
+    size_t pieces_cap;
 } web_cache;
 
 /* cap_bytes arrives as a double: budgets past 4 GiB saturate at size_t's
  * largest (wasm32 memory cannot hold more anyway). NULL when out of memory
  * or for a bad layout (*status says which). Free with rlxkv_web_cache_free. */
 web_cache *rlxkv_web_cache_new(double cap_bytes, uint64_t fingerprint, int order, size_t heads,
-                               size_t head_dim, size_t layers, int *status) {
+                               size_t head_dim, size_t layers, int paging, int *status) {
     rlxkv_layout layout = {order, heads, head_dim, layers};
     web_cache *w = calloc(1, sizeof *w);
     size_t cap = cap_bytes >= (double)SIZE_MAX ? SIZE_MAX : (size_t)cap_bytes;
@@ -61,7 +69,8 @@ web_cache *rlxkv_web_cache_new(double cap_bytes, uint64_t fingerprint, int order
         free(w);
         return NULL;
     }
-    if ((*status = rlxkv_cache_set_layout(w->cache, &layout)) != RLXKV_OK) {
+    if ((*status = rlxkv_cache_set_layout(w->cache, &layout)) != RLXKV_OK ||
+        (*status = rlxkv_cache_set_paging(w->cache, paging)) != RLXKV_OK) {
         rlxkv_cache_free(w->cache);
         free(w);
         return NULL;
@@ -74,6 +83,7 @@ void rlxkv_web_cache_free(web_cache *w) {
     rlxkv_cache_free(w->cache);
     free(w->tokens);
     free(w->rec);
+    free(w->pieces);
     free(w);
 }
 
@@ -102,11 +112,23 @@ uint32_t *rlxkv_web_scratch(web_cache *w, size_t n) {
 
 const uint32_t *rlxkv_web_record(const web_cache *w) { return w->rec; }
 
-/* Fills the record for a hit (or a borrowed entry taken whole). */
-static int record(web_cache *w, const rlxkv_hit *h) {
+/* Fills the record for a hit (or a borrowed entry taken whole, or with
+ * own_only the values it holds itself, as one piece). A hit on a whole
+ * entry is one piece of whole blocks where it covers them (so a view can
+ * take them), else of rlxkv_piece_block's runs. */
+static int record(web_cache *w, const rlxkv_hit *h, int own_only) {
     const rlxkv_entry *e = h->entry;
-    size_t blocks = e ? 2 * rlxkv_entry_n_layers(e) : 0;
-    if (blocks > (SIZE_MAX - REC_HEAD) / 4 || !reserve(&w->rec, &w->rec_cap, REC_HEAD + 4 * blocks))
+    size_t blocks = e ? 2 * rlxkv_entry_n_layers(e) : 0, count = 0;
+    if (e && own_only) count = 1;
+    else if (e) count = rlxkv_hit_pieces(h, NULL, 0);
+    if (count > w->pieces_cap) {
+        rlxkv_piece *p = count <= SIZE_MAX / sizeof *p ? realloc(w->pieces, count * sizeof *p) : NULL;
+        if (!p) return RLXKV_ERR_NOMEM;
+        w->pieces = p;
+        w->pieces_cap = count;
+    }
+    if (blocks > (SIZE_MAX / 2 - REC_HEAD) / 4 || (count && PIECE_WORDS(blocks) > (SIZE_MAX / 4 - REC_HEAD) / count) ||
+        !reserve(&w->rec, &w->rec_cap, REC_HEAD + count * PIECE_WORDS(blocks)))
         return RLXKV_ERR_NOMEM;
     uint32_t *r = w->rec;
     memset(r, 0, REC_HEAD * sizeof *r);
@@ -123,14 +145,26 @@ static int record(web_cache *w, const rlxkv_hit *h) {
                    (rlxkv_cache_is_pinned(w->cache, e) ? REC_PINNED : 0);
     r[REC_SERIAL] = rlxkv_entry_serial(e);
     r[REC_N_TOKENS] = (uint32_t)rlxkv_entry_n_tokens(e);
-    for (size_t b = 0; b < blocks; b++) {
-        rlxkv_span sp;
-        uint32_t *s = r + REC_HEAD + 4 * b;
-        rlxkv_hit_block(h, b, &sp);
-        s[0] = (uint32_t)((uintptr_t)rlxkv_entry_block(e, b) + sp.offset * vsize);
-        s[1] = (uint32_t)sp.run;
-        s[2] = (uint32_t)sp.stride;
-        s[3] = (uint32_t)sp.count;
+    r[REC_PIECES] = (uint32_t)count;
+    r[REC_START] = (uint32_t)rlxkv_entry_start(e);
+    if (own_only) w->pieces[0] = (rlxkv_piece){e, rlxkv_entry_start(e), rlxkv_entry_n_tokens(e)};
+    else rlxkv_hit_pieces(h, w->pieces, count);
+    int whole = count == 1 && !own_only && w->pieces[0].entry == e && !rlxkv_entry_start(e);
+    for (size_t k = 0; k < count; k++) {
+        const rlxkv_piece *pc = &w->pieces[k];
+        uint32_t *at = r + REC_HEAD + k * PIECE_WORDS(blocks);
+        at[0] = (uint32_t)pc->from;
+        at[1] = (uint32_t)pc->to;
+        for (size_t b = 0; b < blocks; b++) {
+            rlxkv_span sp;
+            uint32_t *s = at + 2 + 4 * b;
+            if (whole) rlxkv_hit_block(h, b, &sp);
+            else rlxkv_piece_block(pc, b, &sp);
+            s[0] = (uint32_t)((uintptr_t)rlxkv_entry_block(pc->entry, b) + sp.offset * vsize);
+            s[1] = (uint32_t)sp.run;
+            s[2] = (uint32_t)sp.stride;
+            s[3] = (uint32_t)sp.count;
+        }
     }
     return RLXKV_HIT;
 }
@@ -142,7 +176,7 @@ int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
     int st = partial ? rlxkv_cache_lookup_partial(w->cache, w->tokens, n, max_match, &h)
                      : rlxkv_cache_lookup(w->cache, w->tokens, n, &h);
     if (st < 0) return st;
-    return record(w, &h);
+    return record(w, &h, 0);
 }
 
 /* rlxkv_cache_match over the n scratch tokens, into the record; a hit on
@@ -151,7 +185,7 @@ int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
     rlxkv_hit h;
     int st = rlxkv_cache_match(w->cache, w->tokens, n, max_match, partial ? RLXKV_MATCH_PARTIAL : 0, &h);
     if (st < 0) return st;
-    if ((st = record(w, &h)) != RLXKV_HIT || rlxkv_entry_is_resident(h.entry)) return st;
+    if ((st = record(w, &h, 0)) != RLXKV_HIT || rlxkv_entry_is_resident(h.entry)) return st;
     if (!reserve(&w->rec, &w->rec_cap, REC_HEAD + NAME_WORDS)) return RLXKV_ERR_NOMEM;
     rlxkv_blob_name(rlxkv_cache_fingerprint(w->cache), rlxkv_entry_tokens(h.entry), rlxkv_entry_n_tokens(h.entry),
                     (char *)(w->rec + REC_HEAD));
@@ -162,13 +196,21 @@ int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
  * LRU touch): RLXKV_HIT, RLXKV_MISS, or an error. */
 int rlxkv_web_get(web_cache *w, size_t n) {
     rlxkv_hit h = {rlxkv_cache_get(w->cache, w->tokens, n), n};
-    return record(w, &h);
+    return record(w, &h, 0);
 }
 
-/* Entry e (from rlxkv_cache_next or _next_stored), whole, into the record. */
-int rlxkv_web_entry(web_cache *w, const rlxkv_entry *e) {
+/* Entry e (from rlxkv_cache_next or _next_stored) into the record: whole,
+ * or with own_only the values it holds itself (its page). */
+int rlxkv_web_entry(web_cache *w, const rlxkv_entry *e, int own_only) {
     rlxkv_hit h = {e, e ? rlxkv_entry_n_tokens(e) : 0};
-    return record(w, &h);
+    return record(w, &h, own_only);
+}
+
+/* rlxkv_cache_held over the n scratch tokens, for a put of dtype and
+ * n_layers: with has_rows, the 2 * n_layers row lengths follow the tokens
+ * in the scratch area. */
+size_t rlxkv_web_held(web_cache *w, size_t n, int dtype, size_t n_layers, int has_rows) {
+    return rlxkv_cache_held(w->cache, w->tokens, n, dtype, n_layers, has_rows ? (const size_t *)(w->tokens + n) : NULL);
 }
 
 /* Stored-only entries (rlxkv_cache_put_stored) for count entries the
@@ -202,10 +244,11 @@ int rlxkv_web_mark(web_cache *w, size_t n, uint32_t serial, int how) {
 }
 
 /* A new entry of n_tokens tokens (copied from the scratch area, where the
- * 2 * n_layers block lengths follow them) and dtype. Returns it, owned by
+ * 2 * n_layers block lengths follow them) and dtype, with the values of
+ * tokens start..n_tokens-1 (rlxkv_entry_new_at). Returns it, owned by
  * JS until rlxkv_web_put; the record's REC_DATA word is then the address
  * of its first value (0 without layers). NULL with *status on failure. */
-rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t n_layers, int dtype,
+rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t start, size_t n_layers, int dtype,
                                  int *status) {
     size_t lens_at = n_tokens;
     if (!reserve(&w->rec, &w->rec_cap, REC_HEAD)) {
@@ -213,7 +256,7 @@ rlxkv_entry *rlxkv_web_entry_new(web_cache *w, size_t n_tokens, size_t n_layers,
         return NULL;
     }
     /* size_t is 32 bits here, so the u32 lengths are size_t lengths. */
-    rlxkv_entry *e = rlxkv_entry_new(n_tokens, n_layers, (const size_t *)(w->tokens + lens_at), dtype, status);
+    rlxkv_entry *e = rlxkv_entry_new_at(n_tokens, start, n_layers, (const size_t *)(w->tokens + lens_at), dtype, status);
     if (!e) return NULL;
     if (n_tokens) memcpy(rlxkv_entry_tokens_mut(e), w->tokens, n_tokens * sizeof *w->tokens);
     w->rec[REC_DATA] = (uint32_t)(uintptr_t)rlxkv_entry_block_mut(e, 0);

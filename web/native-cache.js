@@ -7,7 +7,8 @@ import { toSize } from './core.js';
 
 // The result record (web/boundary.c, enum REC_*), in u32 words.
 export const REC = {
-  MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, FLAGS: 7, SERIAL: 8, N_TOKENS: 9, HEAD: 12,
+  MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, FLAGS: 7, SERIAL: 8, N_TOKENS: 9,
+  PIECES: 10, START: 11, HEAD: 12,
 };
 /** REC.FLAGS bits (web/boundary.c) */
 export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
@@ -64,6 +65,7 @@ function bindings(core) {
       rlxkv_web_entry_new: M._rlxkv_web_entry_new,
       rlxkv_web_generation: M._rlxkv_web_generation,
       rlxkv_web_get: M._rlxkv_web_get,
+      rlxkv_web_held: M._rlxkv_web_held,
       rlxkv_web_lookup: M._rlxkv_web_lookup,
       rlxkv_web_mark: M._rlxkv_web_mark,
       rlxkv_web_match: M._rlxkv_web_match,
@@ -86,18 +88,22 @@ export class NativeCache {
   #stats;   // STATS_FIELDS (web/boundary.c) doubles
   #f16;     // the array type f16 hits come back as
   #fp;
+  #layout;  // null, or the layout whose rows cut blocks
+  #paging;
 
   /**
    * @param core  web/core.js Core
-   * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array'}} opts
+   * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array', paging?: boolean}} opts
+   *   paging: entries that extend what the cache holds keep only their new
+   *   tokens' values (src/rlxkv.h, Pages)
    */
-  constructor(core, { capBytes, fingerprint, layout, f16As }) {
+  constructor(core, { capBytes, fingerprint, layout, f16As, paging = false }) {
     this.#core = core;
     this.#fp = fingerprint;
     const C = bindings(core);
     this.#C = C;
     const l = layout || { order: 'any', heads: 0, headDim: 0, layers: 0 };
-    const w = C.rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, core.cell) >>> 0;
+    const w = C.rlxkv_web_cache_new(capBytes, fingerprint, ORDER[l.order], l.heads, l.headDim, l.layers, paging ? 1 : 0, core.cell) >>> 0;
     if (!w) throw core.fail(core.i32(core.cell), 'creating a cache');
     this.#w = w;
     try {
@@ -108,7 +114,11 @@ export class NativeCache {
     }
     this.#f16 = f16As === 'Float16Array' && HAS_F16 ? globalThis.Float16Array : Uint16Array;
     this.#c = C.rlxkv_web_cache_of(w) >>> 0; // the rlxkv_cache * within
+    this.#layout = layout && layout.order !== 'any' ? layout : null;
+    this.#paging = paging;
   }
+
+  get paging() { return this.#paging; }
 
   /** Frees the C cache and everything it holds. */
   free() {
@@ -160,28 +170,60 @@ export class NativeCache {
 
   /**
    * A new entry from tokens and blocks (every K block, then every V block,
-   * all Float32Array, or all 16-bit arrays for f16), each copied once into
-   * the entry's own memory, then put in the cache. Returns the C status of
-   * the put (RLXKV_OK, NOSPACE, SHAPE, NOMEM); nothing leaks on failure.
-   * loaded: the entry was read from its blob, so clean, not dirty.
+   * all Float32Array, or all 16-bit arrays for f16), put in the cache.
+   * The blocks hold the values of tokens start..n-1; of those, only the
+   * ones the cache does not already hold (rlxkv_cache_held: with paging,
+   * the tokens a held prefix covers are skipped) are copied, once, into
+   * the entry's own memory. Returns the C status of the put (RLXKV_OK,
+   * NOSPACE, SHAPE, NOMEM; NOTFOUND when the cache holds fewer than
+   * `start` of the first tokens); nothing leaks on failure.
+   * loaded: the entry was read from its blob (or page), so clean, not dirty.
    */
-  put(tokens, blocks, dtype, loaded = false) {
+  put(tokens, blocks, dtype, loaded = false, start = 0) {
     const core = this.#core;
+    const rows = tokens.length - start;
+    const units = rows ? blocks.map((b) => b.length / rows) : blocks.map(() => 0);
+    const from = start + this.#skip(tokens, dtype, units, start);
+    if (from < start) return STATUS.NOTFOUND;
     // Blocks that are views of the heap (a view hit fed back in) are found
     // again by address after allocating, which may grow the heap and
     // detach them: the bytes themselves stay where they were.
     const heap = core.u8.buffer;
     const spans = blocks.map((b) => [b.buffer === heap ? b.byteOffset : -1, b.byteLength]);
-    return this.putFilled(tokens, blocks.map((b) => b.length), dtype, (dst) => {
+    const cut = from - start, keep = tokens.length - from;
+    const heads = this.#layout?.order === 'head-major' ? this.#layout.heads : 1;
+    return this.putFilled(tokens, blocks.map((b, i) => (cut ? units[i] * keep : b.length)), dtype, (dst) => {
       const u8 = core.u8;
       let to = dst.byteOffset;
       for (let i = 0; i < blocks.length; i++) {
-        const [from, len] = spans[i];
-        if (from >= 0) u8.copyWithin(to, from, from + len);
-        else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset, len), to);
-        to += len;
+        const [at, len] = spans[i];
+        const size = blocks[i].BYTES_PER_ELEMENT, unit = units[i] / heads;
+        // `heads` runs (1 unless head-major), each of rows rows: keep the last `keep`.
+        const run = cut ? keep * unit * size : len / heads, stride = len / heads, skip = cut * unit * size;
+        for (let h = 0; h < heads; h++) {
+          const from0 = h * stride + (cut ? skip : 0);
+          if (at >= 0) u8.copyWithin(to, at + from0, at + from0 + run);
+          else u8.set(new Uint8Array(blocks[i].buffer, blocks[i].byteOffset + from0, run), to);
+          to += run;
+        }
       }
-    }, loaded);
+    }, loaded, from);
+  }
+
+  /**
+   * How many of the tokens from `start` on a put of blocks of `units`
+   * values per token need not bring: 0 without paging; -1 when the cache
+   * holds fewer than `start` tokens of them (the put cannot chain).
+   */
+  #skip(tokens, dtype, units, start) {
+    if (!this.#paging) return start ? -1 : 0;
+    const rowMajor = units.every((u) => Number.isInteger(u));
+    if (!rowMajor) return start ? -1 : 0;
+    const layers = units.length / 2;
+    const at = (this.#scratch(tokens, this.#layout ? 0 : units.length) >>> 2) + tokens.length;
+    if (!this.#layout) this.#core.u32.set(units, at);
+    const held = this.#C.rlxkv_web_held(this.#web, tokens.length, dtype, layers, this.#layout ? 0 : 1) >>> 0;
+    return held - start;
   }
 
   /**
@@ -190,15 +232,16 @@ export class NativeCache {
    * over the entry's values in the heap, the blocks one after another. Then
    * put in the cache: what a blob read straight into the heap uses. fill
    * must not allocate in wasm. Returns the C status of the put; if fill throws, the
-   * entry is freed and the error goes on. loaded: as put's.
+   * entry is freed and the error goes on. loaded: as put's. start: the
+   * lengths are of the values of tokens start..n-1 (a page).
    */
-  putFilled(tokens, lengths, dtype, fill, loaded = false) {
+  putFilled(tokens, lengths, dtype, fill, loaded = false, start = 0) {
     const core = this.#core, C = this.#C;
     const layers = lengths.length / 2;
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
     const u32 = core.u32;
     for (let i = 0; i < lengths.length; i++) u32[at + i] = lengths[i];
-    const e = C.rlxkv_web_entry_new(this.#web, tokens.length, layers, dtype, core.cell) >>> 0;
+    const e = C.rlxkv_web_entry_new(this.#web, tokens.length, start, layers, dtype, core.cell) >>> 0;
     if (!e) return core.i32(core.cell);
     try {
       const to = core.u32[this.#rec() + REC.DATA];
@@ -306,7 +349,7 @@ export class NativeCache {
     const core = this.#core, C = this.#C, c = this.#cache;
     for (let e = C.rlxkv_cache_next(c, 0) >>> 0; e; e = C.rlxkv_cache_next(c, e) >>> 0) {
       if (!C.rlxkv_cache_is_dirty(c, e)) continue;
-      C.rlxkv_web_entry(this.#web, e);
+      C.rlxkv_web_entry(this.#web, e, 0);
       const hit = this.#readHit(true);
       fn({ tokens: hit.tokens.slice(), serial: core.u32[this.#rec() + REC.SERIAL], dtype: hit.dtype, k: hit.k, v: hit.v });
     }
@@ -400,34 +443,43 @@ export class NativeCache {
     else if (!e.dirty) this.mark(tokens, e.serial, 'unstored');
   }
 
-  /** Reads the record of a hit: arrays of the values it covers. */
+  /**
+   * Reads the record of a hit: arrays of the values it covers. One piece
+   * whose blocks are one run each can be viewed in place; else each block
+   * is gathered from its pieces into one new array (one copy).
+   */
   #readHit(view) {
     const core = this.#core;
     const u32 = core.u32, r = this.#rec();
-    const matched = u32[r + REC.MATCHED], layers = u32[r + REC.LAYERS];
+    const matched = u32[r + REC.MATCHED], layers = u32[r + REC.LAYERS], count = u32[r + REC.PIECES];
     const dtype = u32[r + REC.DTYPE] === DTYPE.f16 ? 'f16' : 'f32';
     const tokensAt = u32[r + REC.TOKENS];
-    const runs = [];
-    let contiguous = true;
-    for (let b = 0, s = r + REC.HEAD; b < 2 * layers; b++, s += 4) {
-      const run = [u32[s], u32[s + 1], u32[s + 2], u32[s + 3]]; // address, run, stride, count
-      if (run[3] > 1) contiguous = false;
-      runs.push(run);
+    const blocks = 2 * layers, words = 2 + 4 * blocks;
+    const pieces = [];
+    let contiguous = count === 1;
+    for (let k = 0, at = r + REC.HEAD; k < count; k++, at += words) {
+      const runs = [];
+      for (let b = 0, s = at + 2; b < blocks; b++, s += 4) {
+        runs.push([u32[s], u32[s + 1], u32[s + 2], u32[s + 3]]); // address, run, stride, count
+        if (u32[s + 3] > 1) contiguous = false;
+      }
+      pieces.push({ from: u32[at], to: u32[at + 1], runs });
     }
     const Type = dtype === 'f16' ? this.#f16 : Float32Array;
     if (view && contiguous) {
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, u32[r + REC.GENERATION]);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION]);
     }
     const buf = core.u8.buffer;
-    const blocks = runs.map(([addr, run, stride, count]) => copyRuns(buf, Type, addr, run, stride, count));
+    const out = [];
+    for (let b = 0; b < blocks; b++) out.push(gather(buf, Type, pieces, b, pieces.length === 1 ? 0 : matched));
     return {
       matched,
       dtype,
       view: false,
       valid: true,
       tokens: new Uint32Array(buf.slice(tokensAt, tokensAt + 4 * matched)),
-      k: blocks.slice(0, layers),
-      v: blocks.slice(layers),
+      k: out.slice(0, layers),
+      v: out.slice(layers),
     };
   }
 
@@ -476,13 +528,29 @@ export class NativeCache {
   }
 }
 
-/** count runs of run values, stride apart, from the heap at addr, into one new array. */
-function copyRuns(buf, Type, addr, run, stride, count) {
+/**
+ * Block b of a hit, from its pieces, into one new array laid out as one
+ * whole entry cut to `matched` tokens: run r of a piece of tokens from..to-1
+ * lands at (r * matched + from) * unit values, unit being its values per
+ * token. One piece (matched 0 here) is its runs back to back.
+ */
+function gather(buf, Type, pieces, b, matched) {
   const size = Type.BYTES_PER_ELEMENT;
-  if (count === 1) return new Type(buf.slice(addr, addr + run * size));
-  const out = new Type(run * count);
-  const src = new Type(buf);
-  for (let i = 0, from = addr / size; i < count; i++, from += stride) out.set(src.subarray(from, from + run), i * run);
+  if (pieces.length === 1) {
+    const [addr, run, stride, count] = pieces[0].runs[b];
+    if (count === 1) return new Type(buf.slice(addr, addr + run * size));
+    const out = new Type(run * count), src = new Type(buf);
+    for (let i = 0, from = addr / size; i < count; i++, from += stride) out.set(src.subarray(from, from + run), i * run);
+    return out;
+  }
+  let total = 0;
+  for (const p of pieces) total += p.runs[b][1] * p.runs[b][3];
+  const out = new Type(total), src = new Type(buf);
+  for (const { from: first, to, runs } of pieces) {
+    const [addr, run, stride, count] = runs[b];
+    const unit = run / (to - first);
+    for (let i = 0, at = addr / size; i < count; i++, at += stride) out.set(src.subarray(at, at + run), (i * matched + first) * unit);
+  }
   return out;
 }
 
