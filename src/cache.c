@@ -1084,8 +1084,8 @@ size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, 
                         size_t n_layers, const size_t *row_lens) {
     size_t cover = 0;
     if (!c || !c->paging || !n || !tokens || !c->cap_bytes) return 0;
-    const rlxkv_entry *x = find_entry(c, tokens, n);
-    if (x && !is_stub(x)) return x->start;
+    const node *at = find_node(c, tokens, n);
+    if (at && at->entry && !is_stub(at->entry)) return at->entry->start; /* as put: replaced, if hidden too */
     if (c->layout.order == RLXKV_ORDER_ANY && !row_lens) return 0;
     parent_for(c, tokens, n, dtype, n_layers, row_lens, &cover);
     return cover < n ? cover : n;
