@@ -194,8 +194,11 @@ void rlxkv_cache_layout(const rlxkv_cache *c, rlxkv_layout *out);
  * replaced and keeps its pin. LRU entries are then evicted until within the
  * cap; an entry that alone exceeds the cap is kept, alone. Fails, changing
  * nothing, with RLXKV_ERR_SHAPE when e does not fit the cache's layout, and
- * with RLXKV_ERR_NOSPACE when other pinned entries leave no room. The new
- * entry is marked dirty (not yet stored). */
+ * with RLXKV_ERR_NOSPACE when other pinned entries leave no room. With
+ * paging on (see Pages), a page whose first `start` tokens the cache does
+ * not hold is refused with RLXKV_ERR_NOTFOUND, and the values e brings of
+ * tokens the cache already holds are dropped. The new entry is marked
+ * dirty (not yet stored). */
 int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e);
 /* rlxkv_cache_put for an entry just read from its blob: filed clean and
  * stored (see Tiers), not dirty. */
@@ -536,7 +539,9 @@ int rlxkv_store_errno(const rlxkv_store *s);
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
 
 /* Writes one entry's blob atomically, in its dtype's format, streamed from
- * the entry (no copy of the whole blob is made). */
+ * the entry (no copy of the whole blob is made). A page (an entry of a
+ * paging cache with start > 0) is not a whole blob: RLXKV_ERR_INVALID, as
+ * rlxkv_encode says; the store is for caches of whole entries. */
 int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint);
 /* Saves every dirty entry of the cache (under the cache's fingerprint) and
  * marks each clean once its rename succeeded, then stamps the blobs of all
