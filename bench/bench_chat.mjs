@@ -2,8 +2,9 @@
 // conversations cost in bytes written per turn, bytes stored, bytes resident
 // and flush time, through the public API only (bench/chat_workload.js).
 //
-//   node bench/bench_chat.mjs [OUT.json] [--quick] [--dir DIR]
-//   (default build/bench/chat.json; DIR: where the stores go, default the OS temp dir)
+//   node bench/bench_chat.mjs [OUT.json] [--quick] [--dir DIR] [--only RUN,...]
+//   (default build/bench/chat.json; DIR: where the stores go, default the OS temp dir;
+//   RUN: chats, small, long, mem:chats, mem:long)
 //
 // KV of Qwen2.5-0.5B (24 layers, 2 KV heads x 64, f16: 12,288 bytes a
 // token, head-major). A 1,000-token system prompt is inserted, pinned and
@@ -26,6 +27,30 @@
 // directory's). Stored: the sizes of the files in the directory at the end.
 // Resident: cache.stats.bytes (KV bytes in memory). Targets are printed
 // beside the figures; nothing asserts.
+//
+// Memory only (storage 'none', rlx.createCache: cache.paging, so an insert
+// that extends a held prefix copies and keeps only the new tokens' KV), the
+// same workload, each run in a fresh child process too:
+//   mem:chats  20 chats x 10 turns x 100 tokens (--quick: 6 x 5)
+//   mem:long   1 chat x 80 turns x 100 tokens (--quick: 72), for insert
+//              times near ~1,000 and ~8,000 tokens: median and p90 of the
+//              5 turns nearest each. Run once on a fresh heap (each turn's
+//              new KV lands on wasm pages never touched: page faults), then
+//              MEM_REPS more times (3, --quick 2), each on a fresh cache of
+//              the same instance, reusing the memory the last one freed
+//              (their turns pooled)
+// The memory children run with --expose-gc and collect before each timed
+// insert (after its KV is made). Both first chat an untimed 10 turns on a throwaway module instance (the
+// code warm, the measured heap untouched). pageProbe: a turn's KV bytes
+// written to fresh wasm pages and again, the floor under a growing heap.
+// capBytes: twice the unique tokens' KV plus one conversation's, as for 'fs'
+// (a paging cache holds the unique tokens once: nothing is evicted, and the
+// evictions are counted to show it). After every turn: cache.stats.bytes
+// over the KV of the unique tokens so far. At the end every conversation
+// (and the system prompt, and for mem:long every 8th turn's prefix) is
+// looked up (cache.lookup, copies) and its values checked at a few places,
+// turn boundaries included. cache.paging is recorded for every run. The
+// bytes an insert copies are not observable through the API: not reported.
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import fsp from 'node:fs/promises';
@@ -34,7 +59,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, TARGETS, flushNear, runChats, summarize, verify,
+  BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, TARGETS, flushNear, median, quantile, runChats, summarize, verify,
 } from './chat_workload.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -49,6 +74,12 @@ const RUNS = {
   small: { chats: 4, turns: quick ? 20 : 50, perTurn: 10 },
   long: { chats: 1, turns: quick ? 72 : 80, perTurn: 100 },
 };
+const MEM_RUNS = {
+  'mem:chats': { ...RUNS.chats },
+  'mem:long': { ...RUNS.long },
+};
+/** Repetitions of the memory-only long chat (fresh cache each), pooled for the insert times. */
+const MEM_REPS = quick ? 2 : 3;
 /** Where the long chat's flush times are compared (conversation tokens), and how many turns each median takes. */
 const NEAR = [1000, 8000], AROUND = 5;
 
@@ -170,10 +201,9 @@ async function child(name, base) {
   const rlx = await init({ newInstance: true });
   const cfg = RUNS[name];
   const unique = SYSTEM_TOKENS + cfg.chats * cfg.turns * cfg.perTurn;
-  const longest = SYSTEM_TOKENS + cfg.turns * cfg.perTurn;
   // Room for twice the unique tokens' KV and one more conversation: enough for
   // a store that keeps each token once; an entry per turn gets evicted (it stays stored).
-  const capBytes = Math.ceil((2 * unique + longest) * BYTES_PER_TOKEN / 2 ** 20) * 2 ** 20;
+  const capBytes = capFor(cfg);
   const dir = fs.mkdtempSync(join(base, `rlxkv-bench-chat-${name}-`));
   try {
     const cache = await rlx.openCache({ capBytes, fingerprint: FP, storage: 'fs', path: dir, layout: LAYOUT, f16As: 'Uint16Array' });
@@ -221,6 +251,7 @@ async function child(name, base) {
     const reopened = { indexed: again.restoreReport.indexed, stored_entries: again.stats.storedEntries, bad: reopenBad };
     await again.close({ flush: false });
     const result = {
+      paging: cache.paging,
       config: { ...cfg, unique_tokens: unique, cap_bytes: capBytes, bytes_per_token: BYTES_PER_TOKEN, seconds },
       written_source: source,
       write_wrap: wrap,
@@ -247,32 +278,163 @@ async function child(name, base) {
   }
 }
 
+// ---- a memory-only run (storage 'none'), in a child process --------------------------
+/** capBytes for a run: twice the unique tokens' KV and one more conversation, in whole MiB. */
+const capFor = (cfg) => Math.ceil((2 * (SYSTEM_TOKENS + cfg.chats * cfg.turns * cfg.perTurn) + SYSTEM_TOKENS + cfg.turns * cfg.perTurn) * BYTES_PER_TOKEN / 2 ** 20) * 2 ** 20;
+
+/** Insert times of the turns nearest `at` tokens in each repetition, pooled: median and p90 (nearest rank). */
+function insertNear(reps, at, around = AROUND) {
+  const picked = reps.map((turns) => [...turns].sort((a, b) => Math.abs(a.tokens - at) - Math.abs(b.tokens - at)).slice(0, around).sort((a, b) => a.tokens - b.tokens));
+  const all = picked.flat().map((r) => r.insert_ms);
+  return {
+    at, turns: picked[0].map((r) => r.turn), tokens: picked[0].map((r) => r.tokens), reps: reps.length, samples: all.length,
+    insert_ms: picked.map((p) => p.map((r) => r.insert_ms)), median_ms: median(all), p90_ms: quantile(all, 0.9),
+  };
+}
+
+/**
+ * What writing one turn's KV (100 tokens, 1,228,800 bytes) costs into
+ * wasm memory never touched before (grown, not yet written: the pages are
+ * faulted in) and into the same bytes again: the floor of an insert while
+ * a cache's heap grows. Medians of 40 writes each, in a WebAssembly.Memory
+ * of its own.
+ */
+function pageProbe(bytes = 100 * BYTES_PER_TOKEN, n = 40) {
+  const mem = new WebAssembly.Memory({ initial: 1, maximum: 65536 });
+  mem.grow(Math.ceil((n * bytes + 65536) / 65536));
+  const u8 = new Uint8Array(mem.buffer);
+  const src = new Uint8Array(bytes).fill(0x5a);
+  const pass = () => Array.from({ length: n }, (_, i) => { const t0 = performance.now(); u8.set(src, i * bytes); return performance.now() - t0; });
+  const fresh = pass(), again = pass();
+  return { bytes, writes: n, fresh_ms: median(fresh), again_ms: median(again) };
+}
+
+async function memChild(name) {
+  const { default: init } = await import('../js/index.js');
+  const cfg = MEM_RUNS[name];
+  const unique = SYSTEM_TOKENS + cfg.chats * cfg.turns * cfg.perTurn;
+  const capBytes = capFor(cfg);
+  const openOn = (r) => r.openCache({ capBytes, fingerprint: FP, storage: 'none', layout: LAYOUT, f16As: 'Uint16Array' });
+  const long = name === 'mem:long';
+  // A collection before each timed insert (the child runs with --expose-gc):
+  // the pauses of freeing the last turn's ~100 MB of KV arrays stay out of it.
+  const collect = typeof globalThis.gc === 'function' ? () => globalThis.gc() : null;
+  const probe = pageProbe();
+  // Warm-up on a throwaway module instance (its own wasm memory): the JS and
+  // wasm code warm, the measured instance's heap untouched.
+  {
+    const w = await init({ newInstance: true });
+    const warm = await openOn(w);
+    await runChats(warm, { chats: 1, turns: 10, perTurn: cfg.perTurn });
+    await warm.close();
+  }
+  const rlx = await init({ newInstance: true });
+  // Repetition 0 grows the heap (every turn's new KV lands on pages never
+  // touched); the long chat's later repetitions, each on a fresh cache of
+  // the same instance, reuse the memory the previous one freed.
+  const reps = [];
+  let first = null;
+  for (let rep = 0; rep < (long ? 1 + MEM_REPS : 1); rep++) {
+    const cache = await openOn(rlx);
+    // After every turn: what the cache holds against the unique tokens' KV so far.
+    let seen = 0;
+    const measure = async () => {
+      const st = cache.stats;
+      const uniq = seen === 0 ? 0 : SYSTEM_TOKENS + (seen - 1) * cfg.perTurn;
+      seen++;
+      return uniq ? { resident_bytes: st.bytes, entries: st.entries, evictions: st.evictions, unique_tokens: uniq, resident_ratio: st.bytes / (uniq * BYTES_PER_TOKEN) } : {};
+    };
+    const log = (r) => {
+      if (rep === 0 && r.turn % Math.max(1, Math.floor(cfg.turns / 5)) === 0 && r.chat === cfg.chats - 1) {
+        console.error(`  ${name}: turn ${r.turn}/${cfg.turns}, ${r.tokens} tokens, insert ${r.insert_ms.toFixed(2)} ms, resident ${(r.resident_bytes / 1e6).toFixed(1)} MB = ${r.resident_ratio.toFixed(3)}x unique`);
+      }
+    };
+    const t0 = performance.now();
+    const run = await runChats(cache, { ...cfg, measure, onTurn: log, beforeInsert: collect });
+    const seconds = (performance.now() - t0) / 1e3;
+    reps.push(run.turns);
+    if (rep > 0) { await cache.close(); continue; }
+    const st = cache.stats;
+    // Every conversation looked up whole, values checked at turn boundaries too.
+    const bounds = (n) => { const p = []; for (let at = SYSTEM_TOKENS + cfg.perTurn; at < n; at += cfg.perTurn * Math.max(1, Math.floor(cfg.turns / 4))) p.push(at - 1, at); return p; };
+    const bad = [];
+    const check = async (what, tokens) => { const why = await verify(cache, tokens, { lookup: true, positions: bounds(tokens.length) }); if (why) bad.push(`${what}: ${why}`); };
+    for (let c = 0; c < run.conversations.length; c++) await check(`chat ${c}`, run.conversations[c]);
+    await check('system prompt', run.systemTokens);
+    let prefixes = 0;
+    if (long) {
+      for (let t = 8; t < cfg.turns; t += 8, prefixes++) await check(`turn ${t}'s prefix`, run.conversations[0].subarray(0, SYSTEM_TOKENS + t * cfg.perTurn));
+    }
+    const ratios = run.turns.map((r) => r.resident_ratio);
+    const worst = run.turns.reduce((w, r) => (r.resident_ratio > w.resident_ratio ? r : w));
+    first = {
+      paging: cache.paging,
+      storage: cache.storage,
+      config: { ...cfg, storage: 'none', unique_tokens: unique, cap_bytes: capBytes, bytes_per_token: BYTES_PER_TOKEN, seconds, reused_reps: long ? MEM_REPS : 0, warmup_turns: 10, gc_before_insert: !!collect },
+      unique_tokens: unique,
+      unique_kv_bytes: unique * BYTES_PER_TOKEN,
+      resident_bytes: st.bytes,
+      resident_ratio: st.bytes / (unique * BYTES_PER_TOKEN),
+      resident_ratio_max: Math.max(...ratios),
+      resident_ratio_max_at: { chat: worst.chat, turn: worst.turn, tokens: worst.tokens, unique_tokens: worst.unique_tokens },
+      resident_ratio_min: Math.min(...ratios),
+      insert_ms_median: median(run.turns.map((r) => r.insert_ms)),
+      insert_ms_p90: quantile(run.turns.map((r) => r.insert_ms), 0.9),
+      page_probe: probe,
+      stats: {
+        entries: st.entries, bytes: st.bytes, pinned_entries: st.pinnedEntries, pinned_bytes: st.pinnedBytes, evictions: st.evictions,
+      },
+      wasm_memory_bytes: rlx.memoryBytes,
+      verify: { checked: run.conversations.length, system: true, prefixes, bad, how: 'cache.lookup (copies)' },
+      system: run.system,
+      turns: run.turns,
+    };
+    await cache.close();
+  }
+  if (long) {
+    first.insert_near = {
+      fresh: NEAR.map((at) => insertNear(reps.slice(0, 1), at)),
+      reused: NEAR.map((at) => insertNear(reps.slice(1), at)),
+    };
+    first.reused_turns = reps.slice(1).map((turns) => turns.map((r) => ({ turn: r.turn, tokens: r.tokens, insert_ms: r.insert_ms, resident_bytes: r.resident_bytes })));
+    first.wasm_memory_bytes_end = rlx.memoryBytes;
+  }
+  return first;
+}
+
 if (args.includes('--child')) {
   const name = opt('--child');
-  const result = await child(name, opt('--dir'));
+  const result = name.startsWith('mem:') ? await memChild(name) : await child(name, opt('--dir'));
   fs.writeFileSync(opt('--result'), JSON.stringify(result));
   process.exit(0);
 }
 
 // ---- parent: each run in a child, then the table --------------------------------------
-const out = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--dir') || join(here, '../build/bench/chat.json');
+const out = args.find((a, i) => !a.startsWith('--') && args[i - 1] !== '--dir' && args[i - 1] !== '--only') || join(here, '../build/bench/chat.json');
 const base = opt('--dir') || tmpdir();
 const results = {
   config: {
     quick, node: process.version, storage: 'fs', dir: base, layout: LAYOUT, dtype: 'f16', bytes_per_token: BYTES_PER_TOKEN,
     system_tokens: SYSTEM_TOKENS, runs: RUNS, flush_near: { at: NEAR, turns: AROUND }, targets: TARGETS,
+    memory: { storage: 'none', runs: MEM_RUNS, reused_reps: MEM_REPS, insert_near: { at: NEAR, turns: AROUND } },
     fs_type: (() => { try { return execFileSync('stat', ['-f', '-c', '%T', base], { encoding: 'utf8' }).trim(); } catch { return null; } })(),
   },
 };
 const tmpResult = join(base, `rlxkv-bench-chat-result-${process.pid}.json`);
-for (const name of Object.keys(RUNS)) {
-  const c = RUNS[name];
+const only = opt('--only') ? opt('--only').split(',') : null;
+const ALL = { ...RUNS, ...MEM_RUNS };
+results.memory = {};
+for (const name of Object.keys(ALL)) {
+  if (only && !only.includes(name)) continue;
+  const c = ALL[name];
   console.error(`chat: ${name}, ${c.chats} chats x ${c.turns} turns x ${c.perTurn} tokens after a ${SYSTEM_TOKENS}-token pinned system prompt`);
   try {
-    execFileSync(process.execPath, [self, '--child', name, '--dir', base, '--result', tmpResult, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'inherit', 'inherit'] });
-    results[name] = JSON.parse(fs.readFileSync(tmpResult, 'utf8'));
+    execFileSync(process.execPath, [...(name.startsWith('mem:') ? ['--expose-gc'] : []), self, '--child', name, '--dir', base, '--result', tmpResult, ...(quick ? ['--quick'] : [])], { stdio: ['ignore', 'inherit', 'inherit'] });
+    const r = JSON.parse(fs.readFileSync(tmpResult, 'utf8'));
+    if (name.startsWith('mem:')) results.memory[name.slice(4)] = r; else results[name] = r;
   } catch (err) {
-    results[name] = { error: String(err.message || err).split('\n')[0] };
+    const r = { error: String(err.message || err).split('\n')[0] };
+    if (name.startsWith('mem:')) results.memory[name.slice(4)] = r; else results[name] = r;
   } finally {
     fs.rmSync(tmpResult, { force: true });
   }
@@ -281,6 +443,16 @@ const L = results.long;
 if (L && L.flush_near) {
   const [a, b] = L.flush_near;
   results.flush_growth = { at_1000_ms: a.median_ms, at_8000_ms: b.median_ms, ratio: b.median_ms / a.median_ms };
+}
+const ML = results.memory.long;
+if (ML && ML.insert_near) {
+  results.memory.insert_growth = {};
+  for (const [heap, [a, b]] of Object.entries(ML.insert_near)) {
+    results.memory.insert_growth[heap] = {
+      at_1000_ms: a.median_ms, at_8000_ms: b.median_ms, ratio: b.median_ms / a.median_ms,
+      at_1000_p90_ms: a.p90_ms, at_8000_p90_ms: b.p90_ms, p90_ratio: b.p90_ms / a.p90_ms, samples: a.samples,
+    };
+  }
 }
 fs.mkdirSync(dirname(out), { recursive: true });
 fs.writeFileSync(out, JSON.stringify(results, null, 2) + '\n');

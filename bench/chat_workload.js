@@ -112,19 +112,30 @@ export class Conversation {
 /**
  * Whether `cache` serves all of `tokens` (match of tokens + 1 more, so
  * the entry itself is the hit) with the right values at a few positions.
- * Returns a string saying what is wrong, or null.
+ * Returns a string saying what is wrong, or null. opts.lookup: ask
+ * cache.lookup(tokens) instead (synchronous, copies: what an app of a
+ * memory-only cache does); opts.positions: more token positions to check
+ * (e.g. where one turn's KV ends and the next begins).
  */
-export async function verify(cache, tokens) {
-  const q = new Uint32Array(tokens.length + 1);
-  q.set(tokens); q[tokens.length] = 7;
-  const hit = await cache.match(q, { view: true, partial: true, maxMatched: tokens.length });
+export async function verify(cache, tokens, { lookup = false, positions = [] } = {}) {
+  let hit;
+  if (lookup) {
+    hit = cache.lookup(tokens);
+  } else {
+    const q = new Uint32Array(tokens.length + 1);
+    q.set(tokens); q[tokens.length] = 7;
+    hit = await cache.match(q, { view: true, partial: true, maxMatched: tokens.length });
+  }
   if (!hit) return 'no hit';
   if (hit.matched !== tokens.length) return `matched ${hit.matched} of ${tokens.length}`;
   if (hit.dtype !== 'f16') return `dtype ${hit.dtype}`;
   const n = tokens.length;
   const bitsAt = (arr, i) => (arr instanceof Uint16Array ? arr[i] : new Uint16Array(arr.buffer, arr.byteOffset, arr.length)[i]);
-  for (const pos of [0, SYSTEM_TOKENS - 1, SYSTEM_TOKENS, n >> 1, n - 1]) {
-    if (pos >= n) continue;
+  for (const [b, block] of [...hit.k, ...hit.v].entries()) {
+    if (block.length !== HEADS * n * HEAD_DIM) return `block ${b}: ${block.length} values, not ${HEADS * n * HEAD_DIM}`;
+  }
+  for (const pos of [0, SYSTEM_TOKENS - 1, SYSTEM_TOKENS, n >> 1, n - 1, ...positions]) {
+    if (pos < 0 || pos >= n) continue;
     for (const [layer, kind, head, d] of [[0, 0, 0, 0], [LAYERS - 1, 1, HEADS - 1, HEAD_DIM - 1], [11, 0, 1, 17], [5, 1, 0, 40]]) {
       const block = (kind ? hit.v : hit.k)[layer];
       const got = bitsAt(block, head * n * HEAD_DIM + pos * HEAD_DIM + d);
@@ -143,9 +154,11 @@ export async function verify(cache, tokens) {
  * `measure()` is awaited after every flush (untimed) and returns what the
  * caller counts since its last call (bytes written, files...); it is called
  * once before the system prompt, to start from the open's state.
+ * `beforeInsert()`, if given, runs before each turn's timed insert, after
+ * its KV is made (untimed: e.g. a garbage collection).
  * Returns { system, turns: [{ chat, turn, tokens, new_tokens, insert_ms, flush_ms, ...measure() }], conversations }.
  */
-export async function runChats(cache, { chats, turns, perTurn, measure = async () => ({}), now = () => performance.now(), onTurn = null }) {
+export async function runChats(cache, { chats, turns, perTurn, measure = async () => ({}), now = () => performance.now(), onTurn = null, beforeInsert = null }) {
   const sys = new Conversation(systemTokens());
   await measure();
   let t0 = now();
@@ -162,6 +175,7 @@ export async function runChats(cache, { chats, turns, perTurn, measure = async (
       const c = convs[chat];
       c.append(turnTokens(chat, turn, perTurn));
       const kv = c.kv(); // the model's present.*: made before the timing starts
+      if (beforeInsert) beforeInsert();
       t0 = now();
       cache.insert(c.tokens, kv);
       const insertMs = now() - t0;
@@ -182,6 +196,13 @@ export function median(a) {
   const s = [...a].sort((x, y) => x - y);
   const m = s.length >> 1;
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** The q-quantile of an array of numbers, nearest rank (0.9: the value 90% of them do not exceed; null for none). */
+export function quantile(a, q) {
+  if (!a.length) return null;
+  const s = [...a].sort((x, y) => x - y);
+  return s[Math.min(s.length, Math.max(1, Math.ceil(q * s.length))) - 1];
 }
 
 /**
@@ -229,4 +250,5 @@ export const TARGETS = {
   stored: 1.05, // stored bytes over the unique tokens' KV
   resident: 1.05, // resident KV bytes over the unique tokens' KV
   flush_growth: 1.2, // flush at ~8,000 tokens over flush at ~1,000
+  insert_growth: 1.2, // memory only: insert at ~8,000 tokens over insert at ~1,000 (medians)
 };

@@ -1,5 +1,5 @@
 // The BENCHMARKS.md section for chat sessions (growing conversations), from
-// the JSON of bench/bench_chat.mjs (chat.json, Node 'fs') and
+// the JSON of bench/bench_chat.mjs (chat.json, Node 'fs' and memory only) and
 // bench/bench_chat_browser.mjs (chat_browser.json, Chromium 'idb' and
 // 'opfs') in one directory. bench/report.mjs calls chatMarkdown(dir); the
 // benches print chatTable(data) / chatTable(null, browser).
@@ -51,6 +51,8 @@ function build(node, browser) {
       runRows(S, long, { full: true });
     }
     for (const [k, r] of Object.entries({ chats, small, long })) if (r && r.error) row(S, `${k}: failed`, r.error);
+    const pg = Object.entries({ chats, small, long }).filter(([, r]) => ok(r) && r.paging !== undefined);
+    if (pg.length) row(S, `cache.paging (${pg.map(([k]) => k).join(', ')})`, pg.map(([, r]) => String(r.paging)).join(', '));
     const w = (r) => (ok(r) ? r.written_ratio : null);
     target(`Node: written ≤ ${times(T.written)} the new tokens' KV, 100-token turns`, w(chats), T.written, ok(chats) ? `${times(chats.written_ratio)} (${shape(chats.config)})` : 'not measured');
     target(`Node: written ≤ ${times(T.written_small)} the new tokens' KV, 10-token turns`, w(small), T.written_small, ok(small) ? `${times(small.written_ratio)} (${shape(small.config)})` : 'not measured');
@@ -58,6 +60,50 @@ function build(node, browser) {
     target(`Node: resident ≤ ${times(T.resident)} the unique tokens' KV`, ok(chats) ? chats.resident_ratio : null, T.resident, ok(chats) ? `${times(chats.resident_ratio)} (${shape(chats.config)})` : 'not measured');
     target(`Node: flush at ~8,000 tokens ≤ ${times(T.flush_growth)} the flush at ~1,000`, node.flush_growth ? node.flush_growth.ratio : null, T.flush_growth,
       node.flush_growth ? `${times(node.flush_growth.ratio)} (${ms(node.flush_growth.at_8000_ms)} vs ${ms(node.flush_growth.at_1000_ms)})` : 'not measured');
+
+    // Memory only (storage 'none'): resident per turn and at the end, insert times, lookups.
+    const M = node.memory || {};
+    const MS = "Chat sessions under Node, memory only (storage 'none')";
+    const served = (r) => (r.verify.bad.length ? `**wrong**: ${r.verify.bad.join('; ')}`
+      : `${r.verify.checked === 1 ? 'the conversation' : `all ${n0(r.verify.checked)} conversations`}${r.verify.system ? ', the system prompt' : ''}${r.verify.prefixes ? ` and ${n0(r.verify.prefixes)} earlier turns' prefixes` : ''} whole by ${r.verify.how}`);
+    const pms = (x, p90) => `${ms(x)} (p90 ${ms(p90)})`;
+    const memRows = (r) => {
+      const c = r.config;
+      row(MS, `${shape(c)}: cache.paging`, String(r.paging));
+      row(MS, `${shape(c)}: resident at the end (cache.stats.bytes; capBytes ${mb(c.cap_bytes)}, ${n0(r.stats.evictions)} evictions, ${n0(r.stats.entries)} entries)`,
+        mb(r.resident_bytes), `unique tokens' KV ${mb(r.unique_kv_bytes)}`, times(r.resident_ratio));
+      const at = r.resident_ratio_max_at;
+      row(MS, `${shape(c)}: resident after each turn over the unique tokens' KV so far: highest (chat ${n0(at.chat)}, turn ${n0(at.turn)}, ${n0(at.unique_tokens)} unique tokens), lowest ${times(r.resident_ratio_min)}`,
+        '—', '—', times(r.resident_ratio_max));
+      row(MS, `${shape(c)}: insert per turn, median over all turns (heap growing: every turn's new KV on wasm pages not touched before)`, pms(r.insert_ms_median, r.insert_ms_p90));
+      row(MS, `${shape(c)}: KV served back (lookup)`, served(r));
+    };
+    if (ok(M.chats)) memRows(M.chats);
+    const ML = M.long;
+    if (ok(ML)) {
+      memRows(ML);
+      const heaps = { fresh: 'heap growing (new KV on fresh pages)', reused: `heap reused (${n0(ML.config.reused_reps)} more runs, each on a fresh cache in the memory the last one freed; pooled)` };
+      for (const [heap, label] of Object.entries(heaps)) {
+        const near = ML.insert_near[heap], g = M.insert_growth[heap];
+        for (const p of near) row(MS, `${shape(ML.config)}: insert near ${n0(p.at)} tokens, ${label}: median and p90 of ${n0(p.samples)} (turns ${p.turns.join(', ')}: ${n0(p.tokens[0])}–${n0(p.tokens[p.tokens.length - 1])} tokens)`, pms(p.median_ms, p.p90_ms));
+        row(MS, `${shape(ML.config)}: insert at ~${n0(near[1].at)} tokens over ~${n0(near[0].at)}, ${heap === 'fresh' ? 'heap growing' : 'heap reused'}, medians (p90s: ${times(g.p90_ratio)})`, ms(g.at_8000_ms), ms(g.at_1000_ms), times(g.ratio));
+      }
+      const pp = ML.page_probe;
+      if (pp) row(MS, `Writing one turn's KV (${mb(pp.bytes)}) into wasm memory grown but never written, against the same bytes again (median of ${n0(pp.writes)}): the floor under an insert while the heap grows`, ms(pp.fresh_ms), ms(pp.again_ms), times(pp.fresh_ms / pp.again_ms));
+    }
+    for (const [k, r] of Object.entries(M)) if (r && r.error) row(MS, `${k}: failed`, r.error);
+    if (node.memory) {
+      const runs = [M.chats, ML].filter(ok);
+      const worst = runs.length ? Math.max(...runs.map((r) => r.resident_ratio_max)) : null;
+      target(`Node, memory only: resident ≤ ${times(T.resident)} the unique tokens' KV`, worst, T.resident,
+        runs.length ? `highest after any turn ${times(worst)}; at the end ${runs.map((r) => `${times(r.resident_ratio)} (${shape(r.config)}, paging ${r.paging}, ${n0(r.stats.evictions)} evictions)`).join(', ')}` : 'not measured');
+      const G = T.insert_growth ?? 1.2;
+      for (const heap of ['reused', 'fresh']) {
+        const g = M.insert_growth && M.insert_growth[heap];
+        target(`Node, memory only: insert at ~8,000 tokens ≤ ${times(G)} the insert at ~1,000, ${heap === 'fresh' ? 'heap growing' : 'heap reused'} (medians)`, g ? g.ratio : null, G,
+          g ? `${times(g.ratio)} (${ms(g.at_8000_ms)} vs ${ms(g.at_1000_ms)}; p90 ${ms(g.at_8000_p90_ms)} vs ${ms(g.at_1000_p90_ms)}, ${n0(g.samples)} turns each)` : 'not measured');
+      }
+    }
   }
   if (browser) {
     for (const [kind, b] of Object.entries(browser.stores || {})) {
@@ -115,6 +161,11 @@ export function chatMarkdown(dir) {
   if (node) {
     const w = node.chats && node.chats.write_wrap;
     how.push(`Node: each run in a fresh child process, a fresh module instance and a fresh store directory in ${node.config.fs_type ? `a ${node.config.fs_type} file system` : 'the temporary directory'}; capBytes twice the unique tokens' KV plus one conversation's. Bytes written are counted after every flush two ways: the bytes passed to node:fs's write calls (writeSync, writevSync, write, writev, FileHandle write/writev/writeFile/appendFile, writeFile/appendFile and their Sync forms), wrapped before the library loads${w ? ` (a check at start wrote known sizes through each: ${w.ok ? 'all counted exactly' : `**miscounted**: ${Object.entries(w.calls).filter(([, v]) => v.counted !== v.expected).map(([k, v]) => `${k} ${v.counted} of ${v.expected}`).join(', ')}`})` : ''}, and by listing the store directory (the whole size of every file new since the last listing, by name or inode, or whose size or mtime changed). The ratios use the write calls when they saw any, else the listing. Stored: the sizes of every file in the directory at the end; resident: cache.stats.bytes, which capBytes bounds (a cache that keeps more than the unique tokens shows its cap there, with evictions). The flush comparison is one chat of ${n0(node.long && node.long.config ? node.long.config.turns : 0)} turns of ${n0(node.long && node.long.config ? node.long.config.perTurn : 0)} tokens: the median flush of the ${node.config.flush_near.turns} turns nearest each length. After each run every conversation is matched in full (values checked at a few places) and a cache reopened on the directory matches the first and last chats and the system prompt.`);
+  }
+  if (node && node.memory && (ok(node.memory.chats) || ok(node.memory.long))) {
+    const m = node.memory, L = m.long;
+    const R0 = [m.chats, L].find(ok);
+    how.push(`Node, memory only: rlx.openCache({ storage: 'none' }) (a memory-only cache; cache.paging ${R0.paging}: with paging, an insert that extends a held prefix copies and keeps only the new tokens' KV), the same workload (its flush has nothing to write), each run in a fresh child process${R0.config.gc_before_insert ? ' run with --expose-gc that collects before every timed insert (after that turn\'s KV is made)' : ''}, with capBytes as for 'fs', room enough for a cache that keeps each token once (the evictions are counted); both runs first chat 10 untimed turns on a throwaway module instance, so the code is warm and the measured heap untouched. Resident: cache.stats.bytes after every turn, over the KV of the unique tokens so far, and at the end. Insert times: one chat of ${L && L.config ? `${n0(L.config.turns)} turns of ${n0(L.config.perTurn)} tokens` : 'many turns'}, the ${node.config.flush_near.turns} turns nearest ~1,000 and ~8,000 tokens (median and p90, nearest rank), first on a heap that grows as the chat does (each turn's new KV written to wasm pages for the first time, which fault in: the probe row times that write alone), then ${L && L.config ? n0(L.config.reused_reps) : 'more'} runs on fresh caches in memory the earlier run freed, pooled. The bytes an insert copies are not observable through the public API and are not reported. Every conversation and the system prompt${L && L.verify && L.verify.prefixes ? ', and for the long chat every 8th turn\'s prefix,' : ''} is looked up with cache.lookup (copies) and must match in full, its values checked at a few places, turn boundaries included.`);
   }
   if (browser) {
     how.push(`Chromium ${browser.config.chromium} (headless, on-disk profile, page ${browser.config.entry}): the same workload, smaller (the runs' shapes are in the rows), each run on a fresh page load with the origin's IndexedDB databases and OPFS files deleted first. Bytes written: for 'idb', the byte sizes of ArrayBuffer, typed-array and Blob values (and of such fields of object values) passed to IDBObjectStore put and add; for 'opfs', the bytes given to FileSystemSyncAccessHandle.write and to FileSystemWritableFileStream write (and its writers' write), wrapped in the page and the bench's worker before the library is imported, and in the workers the library starts from blob: URLs (its OPFS helper), whose scripts get the counting prepended (URL.createObjectURL wrapped) and report back over a BroadcastChannel, awaited after each flush. Stored: ${browser.config.stored_how}. Resident: cache.stats.bytes.`);
