@@ -59,7 +59,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, TARGETS, flushNear, median, quantile, runChats, summarize, verify,
+  BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, TARGETS, flushNear, median, quantile, runChats, summarize, verify, verifyReopened,
 } from './chat_workload.js';
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -241,13 +241,7 @@ async function child(name, base) {
     await cache.close({ flush: false });
     const rlx2 = await init({ newInstance: true });
     const again = await rlx2.openCache({ capBytes, fingerprint: FP, storage: 'fs', path: dir, layout: LAYOUT, f16As: 'Uint16Array' });
-    const reopenBad = [];
-    for (const c of [0, run.conversations.length - 1]) {
-      const why = await verify(again, run.conversations[c]);
-      if (why) reopenBad.push(`chat ${c}: ${why}`);
-    }
-    const sysWhy = await verify(again, run.systemTokens);
-    if (sysWhy) reopenBad.push(`system prompt: ${sysWhy}`);
+    const reopenBad = await verifyReopened(again, run);
     const reopened = { indexed: again.restoreReport.indexed, stored_entries: again.stats.storedEntries, bad: reopenBad };
     await again.close({ flush: false });
     const result = {

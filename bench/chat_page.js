@@ -4,7 +4,7 @@
 // the bytes written counted by bench/chat_counter.js, installed here before
 // the library is imported.
 import { installWriteCounter } from './chat_counter.js';
-import { BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, runChats, summarize, verify } from './chat_workload.js';
+import { BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, runChats, summarize, verify, verifyReopened } from './chat_workload.js';
 
 const counter = installWriteCounter(self);
 const FP = 0x0c4a7b0e5cn;
@@ -81,13 +81,7 @@ export async function runStore({ entry, storage, cfg, path = '/chat-bench' }) {
   const stored = storage === 'idb' ? await idbStored() : await opfsStored();
   const estimate = navigator.storage && navigator.storage.estimate ? await navigator.storage.estimate() : null;
   const again = await rlx.openCache(opts);
-  const reopenBad = [];
-  for (const c of [0, run.conversations.length - 1]) {
-    const why = await verify(again, run.conversations[c]);
-    if (why) reopenBad.push(`chat ${c}: ${why}`);
-  }
-  const sysWhy = await verify(again, run.systemTokens);
-  if (sysWhy) reopenBad.push(`system prompt: ${sysWhy}`);
+  const reopenBad = await verifyReopened(again, run);
   await again.close({ flush: false });
   const result = {
     config: { ...cfg, unique_tokens: unique, cap_bytes: capBytes, bytes_per_token: BYTES_PER_TOKEN, seconds },

@@ -158,6 +158,21 @@ export async function verify(cache, tokens, { lookup = false, positions = [] } =
  * its KV is made (untimed: e.g. a garbage collection).
  * Returns { system, turns: [{ chat, turn, tokens, new_tokens, insert_ms, flush_ms, ...measure() }], conversations }.
  */
+/**
+ * A reopened cache's check: the first and last chats and the system prompt
+ * match with their KV; what failed, as strings (empty when all did).
+ */
+export async function verifyReopened(again, run) {
+  const bad = [];
+  for (const c of [0, run.conversations.length - 1]) {
+    const why = await verify(again, run.conversations[c]);
+    if (why) bad.push(`chat ${c}: ${why}`);
+  }
+  const sysWhy = await verify(again, run.systemTokens);
+  if (sysWhy) bad.push(`system prompt: ${sysWhy}`);
+  return bad;
+}
+
 export async function runChats(cache, { chats, turns, perTurn, measure = async () => ({}), now = () => performance.now(), onTurn = null, beforeInsert = null }) {
   const sys = new Conversation(systemTokens());
   await measure();

@@ -122,14 +122,18 @@ struct rlxkv_cache {
 
 /* ---- recency lists ---------------------------------------------------- */
 
-static void slot_link(slot *s, uint32_t i, uint32_t list) {
-    uint32_t first = s[list].next;
+/* Links slot i into `list` right after slot `at` (the list's head: as its
+ * most recent; its last slot: as its least recent). */
+static void slot_link_after(slot *s, uint32_t i, uint32_t list, uint32_t at) {
+    uint32_t next = s[at].next;
     s[i].list = list;
-    s[i].prev = list;
-    s[i].next = first;
-    s[first].prev = i;
-    s[list].next = i;
+    s[i].prev = at;
+    s[i].next = next;
+    s[next].prev = i;
+    s[at].next = i;
 }
+
+static void slot_link(slot *s, uint32_t i, uint32_t list) { slot_link_after(s, i, list, list); }
 
 static void slot_unlink(slot *s, uint32_t i) {
     s[s[i].prev].next = s[i].next;
@@ -232,16 +236,7 @@ static rlxkv_entry *lru_tail(const rlxkv_cache *c) { return c->slots[c->slots[LR
  * `last`, to the back (the next to evict). */
 static void slot_move(slot *s, uint32_t i, uint32_t list, int last) {
     slot_unlink(s, i);
-    if (!last) {
-        slot_link(s, i, list);
-        return;
-    }
-    uint32_t tail = s[list].prev;
-    s[i].list = list;
-    s[i].prev = tail;
-    s[i].next = list;
-    s[tail].next = i;
-    s[list].prev = i;
+    slot_link_after(s, i, list, last ? s[list].prev : list);
 }
 
 /* ---- nodes and their children ----------------------------------------- */
