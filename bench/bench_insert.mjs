@@ -3,9 +3,14 @@
 // V block of 2,000 floats each, through cache.insert (js/index.js) and
 // through the reference's insert (bench/baseline.c, compiled here with
 // cc -O2 and driven over a pipe by bench/insert_baseline.c), the two run
-// back to back in every repetition. Then where the public insert's time
-// goes: the same fill in a child under node --cpu-prof, self time summed
-// by where it runs.
+// back to back in every repetition. Then the first fill of a fresh
+// process: fresh children, each doing one fill and nothing else (node with
+// no flags for rlxkv: init, one cache, the inserts; the reference's binary
+// answering one "rep"), in pairs, back to back, and what a fresh page of
+// memory costs here (a first write to each 4 KiB page of a new
+// ArrayBuffer, against a second write to the same pages). Then where the
+// public insert's time goes: the same fill in a child under node
+// --cpu-prof, self time summed by where it runs.
 //
 //   node bench/bench_insert.mjs [OUT.json] [--quick]     (default build/bench/insert.json)
 //
@@ -26,6 +31,7 @@ const root = join(here, '..');
 const args = process.argv.slice(2);
 const quick = args.includes('--quick');
 const child = args.includes('--child');
+const firstFillChild = args.includes('--first-fill');
 const out = args.find((a) => !a.startsWith('--')) || join(root, 'build/bench/insert.json');
 
 function mix32(x) {
@@ -44,18 +50,27 @@ const tokens = Array.from({ length: N }, (_, i) => {
 const kv = { k: [Float32Array.from({ length: L }, (_, j) => j)], v: [Float32Array.from({ length: L }, (_, j) => -j)] };
 
 const rlx = await init();
-/** One fill of an empty cache: microseconds per entry, and the cache's checksum (as the C driver's). */
+const minorFaults = () => process.resourceUsage().minorPageFault;
+/** One fill of an empty cache: microseconds per entry, the cache's checksum (as the C driver's) and the page faults of the timed part. */
 async function fill() {
   const cache = rlx.createCache({ capBytes: 2 ** 31, fingerprint: 1n });
+  const f0 = minorFaults();
   const t0 = performance.now();
   for (let i = 0; i < N; i++) cache.insert(tokens[i], kv);
   const us = ((performance.now() - t0) * 1000) / N;
+  const faults = minorFaults() - f0;
   let sum = cache.size;
   for (let i = 0; i < N; i++) sum += cache.lookup(tokens[i], { view: true }).tokens[SHARED];
   await cache.close();
-  return { us, sum };
+  return { us, sum, faults };
 }
 
+if (firstFillChild) {
+  // A fresh process's first fill, as an app's first inserts: nothing of the
+  // insert path has run before it.
+  process.stdout.write(JSON.stringify(await fill()) + '\n');
+  process.exit(0);
+}
 if (child) {
   // Profiled in a child: only the fills, so the profile holds nothing else.
   for (let r = 0; r < Number(args[args.indexOf('--child') + 1]); r++) await fill();
@@ -70,11 +85,15 @@ execFileSync(process.env.CC || 'cc', ['-O2', '-std=c11', '-Wall', '-Wextra', `-I
   join(here, 'baseline.c'), join(here, 'insert_baseline.c'), '-o', bin], { stdio: 'inherit' });
 const ref = spawn(bin, [String(N), String(L), String(SHARED)], { stdio: ['pipe', 'pipe', 'inherit'] });
 const lines = createInterface({ input: ref.stdout })[Symbol.asyncIterator]();
+/** One line of insert_baseline: "us sum faults". */
+function refLine(line) {
+  const [us, sum, faults] = line.trim().split(' ');
+  return { us: Number(us), sum: Number(sum), faults: Number(faults) };
+}
 async function refFill() {
   ref.stdin.write('rep\n');
   const { value } = await lines.next();
-  const [us, sum] = value.split(' ');
-  return { us: Number(us), sum: Number(sum) };
+  return refLine(value);
 }
 
 const R = quick ? 5 : 21;
@@ -91,6 +110,43 @@ for (let r = 0; r <= R; r++) {
   ratios.push(refR.us / jsR.us);
 }
 ref.stdin.end();
+
+// ---- the first fill of a fresh process ---------------------------------------
+// Each side in its own new process, one fill each, the two back to back
+// (which goes first alternates); the ratio is the median of the pairs'.
+const FIRST = quick ? 5 : 21;
+const freshJs = () => JSON.parse(execFileSync(process.execPath, [fileURLToPath(import.meta.url), '--first-fill'], { encoding: 'utf8' }).trim().split('\n').pop());
+const freshRef = () => refLine(execFileSync(bin, [String(N), String(L), String(SHARED)], { input: 'rep\n', encoding: 'utf8' }));
+const ff = { js: [], ref: [], ratios: [], jsFaults: [], refFaults: [] };
+for (let r = 0; r < FIRST; r++) {
+  let jsR, refR;
+  if (r % 2) { refR = freshRef(); jsR = freshJs(); } else { jsR = freshJs(); refR = freshRef(); }
+  if (refR.sum !== jsR.sum) throw new Error(`first fill: the caches differ: checksum ${jsR.sum} (rlxkv) vs ${refR.sum} (reference)`);
+  ff.js.push(jsR.us);
+  ff.ref.push(refR.us);
+  ff.ratios.push(refR.us / jsR.us);
+  ff.jsFaults.push(jsR.faults / N);
+  ff.refFaults.push(refR.faults / N);
+}
+
+// What a page of fresh memory costs on this machine: the first write to each
+// 4 KiB page of a new 32 MiB ArrayBuffer (mapped on that write: one fault
+// a page) against a second write to the same pages.
+const pageCost = { fresh: [], mapped: [], faults: [] };
+for (let r = 0; r < 5; r++) {
+  const bytes = 32 << 20, pages = bytes / 4096;
+  const u8 = new Uint8Array(bytes);
+  const f0 = minorFaults();
+  const t0 = performance.now();
+  for (let i = 0; i < bytes; i += 4096) u8[i] = 1;
+  const t1 = performance.now();
+  const f1 = minorFaults();
+  for (let i = 0; i < bytes; i += 4096) u8[i] = 2;
+  const t2 = performance.now();
+  pageCost.fresh.push(((t1 - t0) * 1000) / pages);
+  pageCost.mapped.push(((t2 - t1) * 1000) / pages);
+  pageCost.faults.push((f1 - f0) / pages);
+}
 
 // ---- where the time goes -----------------------------------------------------
 const profDir = mkdtempSync(join(tmpdir(), 'rlxkv-insert-prof-'));
@@ -136,6 +192,16 @@ const results = {
   baseline_us: median(bl),
   speedup: median(ratios),
   first_rep: first,
+  // The first fill of a fresh process (each side its own), medians over the runs.
+  first_fill: {
+    runs: FIRST,
+    rlxkv_us: median(ff.js),
+    baseline_us: median(ff.ref),
+    speedup: median(ff.ratios),
+    rlxkv_faults_per_entry: median(ff.jsFaults),
+    baseline_faults_per_entry: median(ff.refFaults),
+  },
+  fresh_page: { us_first_write: median(pageCost.fresh), us_written_again: median(pageCost.mapped), faults_per_page: median(pageCost.faults) },
   profile: { reps: PROF_REPS, sampled_us_per_entry: perEntry(total), rows: profile },
 };
 writeFileSync(out, JSON.stringify(results, null, 2) + '\n');
@@ -146,6 +212,12 @@ console.log(`  ${pad('cache.insert (rlxkv, wasm, JS API)', 44)} ${results.rlxkv_
 console.log(`  ${pad('reference insert (bench/baseline.c, cc -O2)', 44)} ${results.baseline_us.toFixed(1)} µs/entry`);
 console.log(`  ${pad('speed vs reference (per-repetition ratio)', 44)} ${results.speedup.toFixed(1)}×   (target ≥ 10×)`);
 console.log(`  ${pad('first repetition (cold JIT, heap growing)', 44)} ${first.rlxkv_us.toFixed(1)} µs vs ${first.baseline_us.toFixed(1)} µs`);
+const f = results.first_fill, pg = results.fresh_page;
+console.log(`\nFirst fill of a fresh process (each side its own process, medians of ${f.runs} pairs)`);
+console.log(`  ${pad('cache.insert (rlxkv)', 44)} ${f.rlxkv_us.toFixed(1)} µs/entry, ${f.rlxkv_faults_per_entry.toFixed(1)} page faults/entry`);
+console.log(`  ${pad('reference insert', 44)} ${f.baseline_us.toFixed(1)} µs/entry, ${f.baseline_faults_per_entry.toFixed(1)} page faults/entry`);
+console.log(`  ${pad('speed vs reference (per-pair ratio)', 44)} ${f.speedup.toFixed(2)}×   (target ≥ 10×)`);
+console.log(`  ${pad('a fresh 4 KiB page, first write', 44)} ${pg.us_first_write.toFixed(2)} µs (${pg.faults_per_page.toFixed(2)} faults/page; written again ${pg.us_written_again.toFixed(3)} µs)`);
 console.log(`\nWhere the public insert's time goes (node --cpu-prof, ${PROF_REPS} fills, self time)`);
 for (const p of profile) console.log(`  ${pad(p.where, 96)} ${p.us_per_entry.toFixed(2).padStart(6)} µs  ${(100 * p.share).toFixed(0).padStart(3)}%`);
 console.log(`wrote ${out}`);

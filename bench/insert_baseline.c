@@ -4,7 +4,8 @@
  * N entries of L tokens (the first SHARED shared) with one K and one V
  * block of L floats each, copied from the caller's arrays (bl_entry_make,
  * as the public JS insert copies them), and one line goes out: the time
- * per entry in microseconds, and a checksum of what the cache holds.
+ * per entry in microseconds, a checksum of what the cache holds, and the
+ * page faults the fill took (getrusage ru_minflt, over the timed part).
  *
  *   cc -O2 -Ibench bench/baseline.c bench/insert_baseline.c -o insert_baseline
  *   insert_baseline N L SHARED
@@ -14,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 /* The token sets of bench_insert.mjs (and bench_native.c): mix32 as there. */
@@ -21,6 +23,11 @@ static uint32_t mix32(uint32_t x) {
     x = (x ^ (x >> 16)) * 0x85ebca6bu;
     x = (x ^ (x >> 13)) * 0xc2b2ae35u;
     return x ^ (x >> 16);
+}
+
+static long minflt(void) {
+    struct rusage ru;
+    return getrusage(RUSAGE_SELF, &ru) ? 0 : ru.ru_minflt;
 }
 
 static double now_us(void) {
@@ -51,16 +58,18 @@ int main(int argc, char **argv) {
     while (fgets(line, sizeof line, stdin)) {
         bl_cache c;
         bl_cache_init(&c, (size_t)1 << 40);
+        long f0 = minflt();
         double t0 = now_us();
         for (size_t i = 0; i < N; i++) {
             bl_entry e;
             if (bl_entry_make(&e, toks + i * L, L, 1, kp, lens, vp, lens) || bl_insert(&c, &e)) return 1;
         }
         double us = (now_us() - t0) / (double)N;
+        long faults = minflt() - f0;
         uint64_t sum = c.len;
         for (size_t i = 0; i < c.len; i++) sum += c.entries[i].tokens[S];
         bl_cache_drop(&c);
-        printf("%.4f %llu\n", us, (unsigned long long)sum);
+        printf("%.4f %llu %ld\n", us, (unsigned long long)sum, faults);
         fflush(stdout);
     }
     return 0;
