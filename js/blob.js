@@ -12,10 +12,18 @@ import { LITTLE_ENDIAN, widenF16 } from './f16.js';
 const MAGICS = {
   RLXKV001: [82, 76, 88, 75, 86, 48, 48, 49], // f32 values
   RLXKVF16: [82, 76, 88, 75, 86, 70, 49, 54], // f16 values (binary16 bit patterns)
+  // Pages (FORMATS.md): the values of tokens start..n-1 only; start in
+  // past_len's place, the parent's token count and name hash after the tokens.
+  RLXKVPG1: [82, 76, 88, 75, 86, 80, 71, 49], // f32 values
+  RLXKVPH1: [82, 76, 88, 75, 86, 80, 72, 49], // f16 values
 };
 /** The format that holds each value type, and back. */
 const FORMAT_OF = { f32: 'RLXKV001', f16: 'RLXKVF16' };
-const DTYPE_OF = { RLXKV001: 'f32', RLXKVF16: 'f16' };
+const PAGE_FORMAT_OF = { f32: 'RLXKVPG1', f16: 'RLXKVPH1' };
+const DTYPE_OF = { RLXKV001: 'f32', RLXKVF16: 'f16', RLXKVPG1: 'f32', RLXKVPH1: 'f16' };
+const isPage = (format) => format === 'RLXKVPG1' || format === 'RLXKVPH1';
+/** Bytes a page has after its tokens before n_layers: the parent's token count and name hash. */
+const PARENT = 16;
 const HEAD = 32; // magic, fingerprint, past_len, n_tokens
 /** The most layers a blob may have (RLXKV_MAX_LAYERS in src/rlxkv.h): more are refused with LIMIT. */
 export const MAX_LAYERS = 4096;
@@ -57,10 +65,10 @@ function formatFor(blocks, as) {
   throw new RangeError(`as must be 'RLXKV001' or the blocks' own format (${own}), got ${String(as)}`);
 }
 
-/** Bytes of the blob of nTokens tokens and these K and V blocks, in their format or as `as`. */
-export function blobSize(nTokens, blocks, { as } = {}) {
+/** Bytes of the blob of nTokens tokens and these K and V blocks, in their format or as `as`; of a page with `page`. */
+export function blobSize(nTokens, blocks, { as, page } = {}) {
   const size = formatFor(blocks, as) === 'RLXKV001' ? 4 : 2;
-  return blocks.reduce((n, b) => n + 8 + size * b.length, HEAD + 8 + 8 * nTokens);
+  return blocks.reduce((n, b) => n + 8 + size * b.length, HEAD + 8 + 8 * nTokens + (page ? PARENT : 0));
 }
 
 // f16 -> f32, exactly: js/f16.js (the one table of it), re-exported here
@@ -84,18 +92,18 @@ export const bitsOf = (blocks) => blocks.map((b) => (b instanceof Float32Array |
  * RlxkvError LIMIT. bytewise: the per-value path of big-endian hosts
  * (right on any host, so testable here).
  */
-export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !LITTLE_ENDIAN } = {}) {
-  const format = formatFor(blocks, as);
+export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !LITTLE_ENDIAN, page } = {}) {
+  const format = page ? PAGE_FORMAT_OF[dtypeOf(blocks)] : formatFor(blocks, as);
   const widen = format === 'RLXKV001' && dtypeOf(blocks) === 'f16';
-  const vsize = format === 'RLXKV001' ? 4 : 2;
+  const vsize = DTYPE_OF[format] === 'f32' ? 4 : 2;
   if (blocks.length / 2 > MAX_LAYERS) {
     throw new RlxkvError('LIMIT', `encoding blob: ${blocks.length / 2} layers, more than the ${MAX_LAYERS} a blob may have`);
   }
-  const size = blobSize(tokens.length, blocks, { as });
+  const size = blobSize(tokens.length, blocks, { as, page });
   out ??= new Uint8Array(size); // too large: a RangeError
   if (out.length < size) throw new RangeError(`opts.out holds ${out.length} bytes, the blob needs ${size}`);
   const dv = new DataView(out.buffer, out.byteOffset, size);
-  let at = writePreamble(out, dv, format, fingerprint, tokens, blocks.length / 2);
+  let at = writePreamble(out, dv, format, fingerprint, tokens, blocks.length / 2, page);
   for (const block of blocks) {
     setU64(dv, at, block.length);
     at += 8;
@@ -113,14 +121,23 @@ export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !L
   return out.subarray(0, size);
 }
 
-/** Magic, fingerprint, past_len, n_tokens, the tokens and n_layers at the start of out; the offset after. */
-function writePreamble(out, dv, format, fingerprint, tokens, nLayers) {
+/**
+ * Magic, fingerprint, past_len (a page's start), n_tokens, the tokens, (a
+ * page's parent: { start, parentN, parent: its name's hash, a bigint }) and
+ * n_layers at the start of out; the offset after.
+ */
+function writePreamble(out, dv, format, fingerprint, tokens, nLayers, page) {
   out.set(MAGICS[format]);
   dv.setBigUint64(8, fingerprint, true);
-  setU64(dv, 16, tokens.length); // past_len
+  setU64(dv, 16, page ? page.start : tokens.length); // past_len
   setU64(dv, 24, tokens.length);
   let at = HEAD;
   for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
+  if (page) {
+    setU64(dv, at, page.parentN);
+    dv.setBigUint64(at + 8, page.parent, true);
+    at += PARENT;
+  }
   setU64(dv, at, nLayers);
   return at + 8;
 }
@@ -136,15 +153,15 @@ function writePreamble(out, dv, format, fingerprint, tokens, nLayers) {
  * moved, e.g. of the wasm heap across awaits; it may throw to stop).
  * Little-endian hosts only (others: encodeBlob).
  */
-export function* encodePieces(tokens, blocksAt, fingerprint) {
+export function* encodePieces(tokens, blocksAt, fingerprint, page) {
   const first = blocksAt();
-  const format = formatFor(first);
+  const format = page ? PAGE_FORMAT_OF[dtypeOf(first)] : formatFor(first);
   if (first.length / 2 > MAX_LAYERS) {
     throw new RlxkvError('LIMIT', `encoding blob: ${first.length / 2} layers, more than the ${MAX_LAYERS} a blob may have`);
   }
   if (!LITTLE_ENDIAN) throw new RangeError('encodePieces: little-endian hosts only');
-  const pre = new Uint8Array(HEAD + 8 * tokens.length + 8);
-  writePreamble(pre, new DataView(pre.buffer), format, fingerprint, tokens, first.length / 2);
+  const pre = new Uint8Array(HEAD + 8 * tokens.length + 8 + (page ? PARENT : 0));
+  writePreamble(pre, new DataView(pre.buffer), format, fingerprint, tokens, first.length / 2, page);
   yield pre;
   let buf = null, dv = null;
   for (let i = 0; i < first.length; i++) {
@@ -165,7 +182,7 @@ export function* encodePieces(tokens, blocksAt, fingerprint) {
 /** The fingerprint of a blob whose head decodeBlob has accepted (16+ bytes). */
 export const blobFingerprint = (bytes) => new DataView(bytes.buffer, bytes.byteOffset + 8, 8).getBigUint64(0, true);
 
-/** The format a buffer's magic names, as far as it goes: 'RLXKV001', 'RLXKVF16' or null. */
+/** The format a buffer's magic names, as far as it goes: 'RLXKV001', 'RLXKVF16', a page's ('RLXKVPG1', 'RLXKVPH1') or null. */
 export function blobFormat(bytes) {
   for (const [name, magic] of Object.entries(MAGICS)) {
     if (magic.every((m, i) => i >= bytes.length || bytes[i] === m)) return name;
@@ -175,7 +192,9 @@ export function blobFormat(bytes) {
 
 /**
  * Decodes bytes (Uint8Array) to { fingerprint, pastLen, tokens, k, v,
- * dtype, format }, or null when expectFp (a bigint) is given and the
+ * dtype, format, page }, or null when expectFp (a bigint) is given and the
+ * blob's differs; page: null, or for a page { start, parentN, parent }
+ * (its blocks then hold the values of tokens start..n-1). Else as when the
  * blob's differs. dtype 'f32' (RLXKV001: K/V blocks are Float32Array) or
  * 'f16' (RLXKVF16: Uint16Array of binary16 bits). Throws RlxkvError
  * BAD_MAGIC / TRUNCATED / CORRUPT / LIMIT as src/codec.c does, every
@@ -187,7 +206,7 @@ export function blobFormat(bytes) {
 export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_ENDIAN) {
   const st = readStructure((at, n) => bytes.subarray(at, at + n), bytes.length, expectFp, bytes.length);
   if (!st) return null;
-  const { fingerprint, format, dtype, tokens, spans } = st;
+  const { fingerprint, format, dtype, tokens, spans, page } = st;
   const nLayers = spans.length / 2, vsize = dtype === 'f16' ? 2 : 4;
   const Type = dtype === 'f16' ? Uint16Array : Float32Array;
   const zeroCopy = view && !bytewise && bytes.byteOffset % vsize === 0;
@@ -206,7 +225,7 @@ export function decodeBlob(bytes, expectFp, view = false, bytewise = !LITTLE_END
     }
     return a;
   });
-  return { fingerprint, pastLen: tokens.length, tokens, k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), dtype, format };
+  return { fingerprint, pastLen: tokens.length, tokens, k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), dtype, format, page };
 }
 
 /**
@@ -240,8 +259,11 @@ function readStructure(bytesAt, len, expectFp, firstRead) {
   if (expectFp !== undefined && fingerprint !== expectFp) return null;
   need(len >= HEAD);
   const dv = new DataView(head.buffer, head.byteOffset, HEAD);
-  need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT'); // past_len
-  const nTokens = getU64(dv, 24);
+  const paged = isPage(format), nTokens = getU64(dv, 24);
+  if (!paged) need(dv.getBigUint64(16, true) === dv.getBigUint64(24, true), 'CORRUPT'); // past_len
+  // A page's start, in past_len's place: past its first token, before its last.
+  const start = paged ? getU64(dv, 16) : 0;
+  if (paged) need(start > 0 && start < nTokens, 'CORRUPT');
   need(nTokens <= (len - HEAD) / 8);
   const tb = at0(HEAD, 8 * nTokens);
   need(tb.length === 8 * nTokens);
@@ -262,6 +284,15 @@ function readStructure(bytesAt, len, expectFp, firstRead) {
     }
   }
   let at = HEAD + 8 * nTokens;
+  let page = null;
+  if (paged) {
+    need(len - at >= PARENT);
+    const parentN = u64At(at), pb = at + PARENT <= head.length ? head.subarray(at + 8, at + PARENT) : bytesAt(at + 8, 8);
+    need(pb.length === 8);
+    need(parentN >= start, 'CORRUPT');
+    page = { start, parentN, parent: new DataView(pb.buffer, pb.byteOffset, 8).getBigUint64(0, true) };
+    at += PARENT;
+  }
   need(len - at >= 8);
   const nLayers = u64At(at);
   at += 8;
@@ -280,7 +311,7 @@ function readStructure(bytesAt, len, expectFp, firstRead) {
     at += vsize * n;
   }
   need(at === len, 'CORRUPT'); // trailing bytes
-  return { fingerprint, format, dtype, tokens, spans };
+  return { fingerprint, format, dtype, tokens, spans, page };
 }
 
 /**
@@ -288,7 +319,8 @@ function readStructure(bytesAt, len, expectFp, firstRead) {
  * values: null when `head` (the first bytes of a blob of `size` bytes) is
  * too short to tell, else { ok: false } for a blob that cannot be valid
  * ({ ok: false, tooLarge: true }: valid maybe, but past MAX_LAYERS), or
- * { ok: true, fingerprint, dtype, tokens, nLayers, nValues, rowMajor } where
+ * { ok: true, fingerprint, dtype, tokens, nLayers, nValues, rowMajor, page } (page:
+ * null, or a page's { start, parentN, parent }) where
  * nValues follows from the size (exact if the blob is valid, which only a
  * full decode shows) and rowMajor from the first block's length (a hint).
  */
@@ -297,12 +329,13 @@ export function blobHead(head, size) {
   if (len < HEAD) return size < HEAD ? { ok: false } : null;
   const format = blobFormat(head.subarray(0, 8));
   if (!format) return { ok: false };
-  const f16 = format === 'RLXKVF16';
+  const f16 = DTYPE_OF[format] === 'f16', paged = isPage(format);
   const dv = new DataView(head.buffer, head.byteOffset, len);
-  if (dv.getBigUint64(16, true) !== dv.getBigUint64(24, true)) return { ok: false };
-  const nTokens = getU64(dv, 24);
-  if (nTokens > (size - HEAD - 8) / 8) return { ok: false };
-  const afterTokens = HEAD + 8 * nTokens;
+  const nTokens = getU64(dv, 24), start = paged ? getU64(dv, 16) : 0;
+  if (paged ? !(start > 0 && start < nTokens) : dv.getBigUint64(16, true) !== dv.getBigUint64(24, true)) return { ok: false };
+  const extra = paged ? PARENT : 0;
+  if (nTokens > (size - HEAD - 8 - extra) / 8) return { ok: false };
+  const afterTokens = HEAD + 8 * nTokens + extra;
   if (len < afterTokens + 16 && size >= afterTokens + 16) return null;
   const tokens = new Uint32Array(nTokens);
   for (let i = 0, at = HEAD; i < nTokens; i++, at += 8) {
@@ -310,12 +343,15 @@ export function blobHead(head, size) {
     tokens[i] = dv.getUint32(at, true);
   }
   if (size < afterTokens + 8) return { ok: false };
+  const page = paged ? { start, parentN: getU64(dv, afterTokens - PARENT), parent: dv.getBigUint64(afterTokens - 8, true) } : null;
+  if (page && page.parentN < start) return { ok: false };
   const nLayers = getU64(dv, afterTokens);
   if (nLayers > MAX_LAYERS && 16 * nLayers <= size - afterTokens - 8) return { ok: false, tooLarge: true };
   const valueBytes = size - afterTokens - 8 - 16 * nLayers;
   const esize = f16 ? 2 : 4;
   if (valueBytes < 0 || valueBytes % esize) return { ok: false };
   const first = nLayers && len >= afterTokens + 16 ? getU64(dv, afterTokens + 8) : 0;
+  const rows = nTokens - start;
   return {
     ok: true,
     fingerprint: blobFingerprint(head),
@@ -323,12 +359,13 @@ export function blobHead(head, size) {
     tokens,
     nLayers,
     nValues: valueBytes / esize,
-    rowMajor: nTokens > 0 && first % nTokens === 0,
+    rowMajor: rows > 0 && first % rows === 0,
+    page,
   };
 }
 
-/** The bytes of a blob of nTokens tokens before its first value: header, tokens, layer count, first block's length. */
-export const headBytes = (nTokens) => HEAD + 8 * nTokens + 16;
+/** The bytes of a blob of nTokens tokens before its first value: header, tokens, layer count, first block's length (a page's: its parent's too). */
+export const headBytes = (nTokens, page = false) => HEAD + 8 * nTokens + 16 + (page ? PARENT : 0);
 
 /** Bytes of a blob of nTokens tokens whose 2 × nLayers blocks hold `block` values of dtype each. */
 export const uniformBlobSize = (nTokens, dtype, nLayers, block) =>
@@ -365,7 +402,7 @@ export function isUniformHead(head, tokens, fingerprint, dtype, nLayers, block) 
  */
 export function uniformBlockLength(head, size) {
   const format = head.length >= HEAD ? blobFormat(head.subarray(0, 8)) : null;
-  if (!format) return -1;
+  if (!format || isPage(format)) return -1; // a page: read by its structure
   const dv = new DataView(head.buffer, head.byteOffset, head.length);
   const nTokens = getU64(dv, 24), afterTokens = HEAD + 8 * nTokens;
   if (head.length < afterTokens + 16) return -1; // headBytes(n_tokens)

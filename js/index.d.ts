@@ -279,7 +279,7 @@ export interface Cache {
   readonly closed: boolean;
   /**
    * Whether entries share the KV of their common prefixes (pages): an insert that extends a held
-   * prefix copies and keeps only the new tokens' KV. True for memory-only caches.
+   * prefix copies and keeps only the new tokens' KV, and a flush writes it as a page of those tokens.
    */
   readonly paging: boolean;
   /** What opening found in storage; null for a memory-only cache. */

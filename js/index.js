@@ -128,8 +128,7 @@ class Rlxkv {
       return v;
     };
     const preload = flag('preload'), watch = flag('watch');
-    // Stored caches keep whole entries until the page store lands (#23).
-    const cache = new Cache(this.#core, { ...base, paging: kind === 'none' });
+    const cache = new Cache(this.#core, base);
     if (kind === 'none') return cache;
     try {
       await cache.attach(kind, path, storageCap, { preload, watch });

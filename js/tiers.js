@@ -22,6 +22,10 @@
 //          structure first, then the values.
 //   watch: stores on one store tell each other what they saved and
 //          deleted (a BroadcastChannel); a watching one takes it in.
+//   pages: an entry that extends another is written as a page of its own
+//          tokens' values, after its parent (FORMATS.md, Pages); a hit on a
+//          page reads its parents first where memory lacks them, and a
+//          prune takes pages that others need only after them.
 //   flush: each dirty entry encoded from the heap and written on its own
 //          (a directory: temporary file + rename or move, then, in OPFS,
 //          one update of the index file; IndexedDB: batches of records and
@@ -48,7 +52,8 @@ const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000
 const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
 const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
-const INDEX_MAGIC = 'RLXKVIX2';
+const INDEX_MAGIC = 'RLXKVIX3';
+const INDEX_MAGIC_V2 = 'RLXKVIX2'; // read as a store of blobs only (no page columns)
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -189,7 +194,7 @@ export class TieredStore {
       if (!info) {
         // More tokens than the first read holds: read up to the first block's length.
         const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
-        const more = await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens)));
+        const more = await this.#blobs.head(name, Math.min(bytes, headBytes(nTokens, true)));
         if (!more) return null;
         info = blobHead(more, bytes);
       }
@@ -288,10 +293,41 @@ export class TieredStore {
   load(tokens, name = this.#native.blobName(tokens)) {
     let p = this.#loading.get(name);
     if (!p) {
-      p = this.#load(name, tokens).finally(() => this.#loading.delete(name));
+      p = this.#loadPage(name, tokens).finally(() => this.#loading.delete(name));
       this.#loading.set(name, p);
     }
     return p;
+  }
+
+  /**
+   * A page needs the tokens before its start held: its parent is loaded
+   * first (and so on up, until a page whose first tokens memory holds, or
+   * a blob), the parent the page names and whose tokens begin as its own.
+   * A page whose parent is gone or not its own is an orphan: it never
+   * serves, and leaves the tree like a bad blob.
+   */
+  async #loadPage(name, tokens) {
+    if (this.#isResident(tokens)) return true;
+    const record = this.#known.get(name);
+    if (record?.start && !this.#holdsStart(tokens, record)) {
+      const parent = this.#known.get(record.parent);
+      const own = parent && parent.status === 'ok' && parent.tokens?.length === record.parentN &&
+        sameTokens(parent.tokens.subarray(0, record.start), tokens.subarray(0, record.start));
+      if (!own || !(await this.load(parent.tokens, parent.name))) {
+        this.#native.blobGone(tokens); // found again at the next open, if its parent is
+        return false;
+      }
+    }
+    return this.#load(name, tokens);
+  }
+
+  /** Whether memory holds the first tokens of the page `record` describes (a layout tells its rows; else unknown: no). */
+  #holdsStart(tokens, record) {
+    const l = this.#layout;
+    if (!l) return false;
+    const layers = record.nValues / (2 * (tokens.length - record.start) * l.heads * l.headDim);
+    if (!Number.isInteger(layers)) return false;
+    return this.#native.held(tokens, DTYPE[record.dtype], new Array(2 * layers).fill(0)) >= record.start;
   }
 
   #load(name, tokens) {
@@ -317,7 +353,7 @@ export class TieredStore {
     try {
       entry = bytes && decodeBlob(bytes, this.#fp, true);
       if (entry && !sameTokens(entry.tokens, tokens)) entry = null;
-      if (entry) checkShape(entry.tokens.length, entry, this.#layout, 'blob');
+      if (entry) checkShape(entry.tokens.length - (entry.page?.start ?? 0), entry, this.#layout, 'blob');
     } catch (err) {
       refuse(record, err);
       entry = null;
@@ -327,9 +363,20 @@ export class TieredStore {
       this.#native.blobGone(tokens);
       return false;
     }
-    const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype], true);
+    const st = this.#native.put(entry.tokens, [...entry.k, ...entry.v], DTYPE[entry.dtype], true, entry.page?.start ?? 0);
+    if (st === STATUS.NOTFOUND) return this.#parentLost(tokens);
     if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, tokens);
+  }
+
+  /**
+   * A page read whole whose first tokens memory no longer held when it was
+   * put (its parent evicted meanwhile): this match goes on without it (a
+   * shorter hit), and the next open finds it again.
+   */
+  #parentLost(tokens) {
+    this.#native.blobGone(tokens);
+    return false;
   }
 
   #isResident(tokens) {
@@ -387,7 +434,7 @@ export class TieredStore {
       if (this.#isResident(tokens)) return { st: 'resident' }; // inserted while the file opened
       const read = known ? this.#readKnown(f, tokens, known) : RETRY;
       if (read !== RETRY) return read;
-      const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length)));
+      const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length, true)));
       const first = uniformBlockLength(head, f.size);
       const guessed = first >= 0 ? this.#readInto(f, head, u64Bytes(first), tokens) : RETRY;
       return guessed === RETRY ? this.#readInto(f, head, null, tokens) : guessed;
@@ -402,6 +449,7 @@ export class TieredStore {
       this.#native.blobGone(tokens);
       return false;
     }
+    if (st === STATUS.NOTFOUND) return this.#parentLost(tokens);
     if (st < 0) throw putFailed(st, name);
     return this.#loaded(name, tokens);
   }
@@ -414,7 +462,7 @@ export class TieredStore {
    */
   #shapeOf(record, tokens) {
     const layout = this.#layout;
-    if (!layout || !record || record.status !== 'ok' || !record.dtype || !LITTLE_ENDIAN) return null;
+    if (!layout || !record || record.status !== 'ok' || !record.dtype || record.start || !LITTLE_ENDIAN) return null;
     const block = layout.heads * layout.headDim * tokens.length;
     const layers = layout.layers || record.nValues / (2 * block);
     if (!block || !Number.isInteger(layers) || layers < 1 || layers > MAX_LAYERS || 2 * layers * block !== record.nValues) return null;
@@ -474,7 +522,7 @@ export class TieredStore {
       if (plan) {
         const lens = plan.spans.map(([, n]) => ({ length: n }));
         const layers = lens.length / 2;
-        checkShape(plan.tokens.length, { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
+        checkShape(plan.tokens.length - (plan.page?.start ?? 0), { k: lens.slice(0, layers), v: lens.slice(layers) }, this.#layout, 'blob');
       }
     } catch (err) {
       if (!(err instanceof RlxkvError) && !(err instanceof RangeError)) throw err;
@@ -482,7 +530,7 @@ export class TieredStore {
     }
     if (!plan) return guess ? RETRY : { st: 'refused' };
     try {
-      return { st: this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values), true) };
+      return { st: this.#native.putFilled(plan.tokens, plan.spans.map(([, n]) => n), DTYPE[plan.dtype], (values) => readValues(f, plan, values), true, plan.page?.start ?? 0) };
     } catch (err) {
       if (err === MISPREDICTED && guess) return RETRY;
       if (err === MISPREDICTED || err === CHANGED) return { st: 'changed' };
@@ -523,8 +571,10 @@ export class TieredStore {
     const failed = new Set(await this.#removePending(this.#removalFailed));
     // Least recently used first, so that file times follow use.
     const dirty = [];
-    this.#native.forEachDirty(({ tokens, serial }) => dirty.push({ tokens, serial }));
+    this.#native.forEachDirty(({ tokens, serial, start }) => dirty.push({ tokens, serial, start }));
     dirty.reverse();
+    // A page after its parent: a page is never stored before the one it needs.
+    dirty.sort((a, b) => a.start - b.start);
     let batch = [], batchBytes = 0;
     const idb = this.#blobs.kind === 'idb';
     let failure = null;
@@ -607,19 +657,35 @@ export class TieredStore {
    * one block at a time as they are written, each from the entry as it is
    * then (a part asked for after the entry changed stops the save with
    * CHANGED), so no whole copy of it is made and no long task runs; for
-   * IndexedDB, whose record is one value, and OPFS, encoded whole.
+   * IndexedDB, whose record is one value, and OPFS, encoded whole. A page
+   * (an entry that extends another) is written as a page: its own values,
+   * its parent's name; or, with `whole` (its parent is not stored), as a
+   * blob of all its values, gathered.
    */
-  #encode({ tokens, serial }, pieces = false) {
-    const e = this.#native.get(tokens);
+  #encode({ tokens, serial }, pieces = false, whole = false) {
+    // A page: the values the entry holds itself, after its parent's name.
+    const own = !whole;
+    const e = this.#native.get(tokens, { own });
     if (!e || !e.dirty || e.serial !== serial) return null;
     const blocks = [...e.k, ...e.v];
+    let page;
+    if (own && e.start) {
+      // A page needs its parent stored (or being stored, before it, in this
+      // flush); else it goes whole, gathered, and needs none.
+      const parentName = this.#native.blobName(e.parent);
+      if (this.#known.get(parentName)?.status === 'ok' || this.#saving.has(parentName)) {
+        page = { start: e.start, parentN: e.parent.length, parent: hashOfName(parentName) };
+      } else {
+        return this.#encode({ tokens, serial }, pieces, true);
+      }
+    }
     // Pieces: each block taken from the entry as it is when it is written:
     // the same views while nothing was freed (the C generation) and the
     // heap did not grow (which detaches them), else the entry again.
     let gen = this.#native.generation(), bits = bitsOf(blocks);
     const blocksAt = () => {
       if (this.#native.generation() === gen && !(bits.length && bits[0].buffer.byteLength === 0)) return bits;
-      const now = this.#native.get(tokens);
+      const now = this.#native.get(tokens, { own });
       if (!now || !now.dirty || now.serial !== serial) throw new RlxkvError('CHANGED', 'the entry changed while it was saved');
       gen = this.#native.generation();
       bits = bitsOf([...now.k, ...now.v]);
@@ -628,12 +694,13 @@ export class TieredStore {
     const name = this.#native.blobName(tokens);
     // Whole: encoded from views of the heap into JS memory (nothing here
     // allocates in wasm, so the views hold).
-    const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp) : [encodeBlob(tokens, bits, this.#fp)];
-    const bytes = pieces ? blobSize(tokens.length, bits) : parts[0].length;
+    const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp, page) : [encodeBlob(tokens, bits, this.#fp, undefined, { page })];
+    const bytes = pieces ? blobSize(tokens.length, bits, { page }) : parts[0].length;
+    const rows = tokens.length - (page ? e.start : 0);
     const record = {
       name, bytes, lastUse: Date.now(), fingerprint: this.#fp, status: 'ok', dtype: e.dtype, tokens,
       nValues: blocks.reduce((n, b) => n + b.length, 0),
-      rowMajor: tokens.length > 0 && blocks.every((b) => b.length % tokens.length === 0),
+      rowMajor: rows > 0 && blocks.every((b) => b.length % rows === 0), ...pageOf(page),
     };
     const step = ++this.#step;
     this.#saving.set(name, step);
@@ -681,7 +748,7 @@ export class TieredStore {
     let kept = 0, keptBytes = 0;
     const mine = [];
     for (const r of this.#known.values()) {
-      if (r.status === 'corrupt' || (stale && r.status === 'stale')) gone.push(r);
+      if (r.status === 'corrupt' || (stale && r.status === 'stale') || this.#isOrphan(r)) gone.push(r);
       else if (r.status === 'ok') mine.push(r);
       else { kept++; keptBytes += r.bytes; }
     }
@@ -698,13 +765,12 @@ export class TieredStore {
       if (resident) for (const tokens of native.tokensOf('resident').reverse()) order.push([native.blobName(tokens), tokens]);
     }
     const drop = [];
-    for (const [name, tokens] of order) {
-      if (total <= maxBytes) break;
-      const r = byName.get(name);
-      if (!r || pinned.has(name)) continue;
-      drop.push({ r, tokens });
-      byName.delete(name);
-      total -= r.bytes;
+    const picked = leavesFirst(order.map(([name, tokens]) => ({ r: byName.get(name), tokens })).filter((d) => d.r && !pinned.has(d.r.name)),
+      total - maxBytes, childCounts(this.#known.values()));
+    for (const d of picked) {
+      drop.push(d);
+      byName.delete(d.r.name);
+      total -= d.r.bytes;
     }
     for (const r of byName.values()) { kept++; keptBytes += r.bytes; }
     const removing = [...gone, ...drop.map((d) => d.r)];
@@ -735,7 +801,16 @@ export class TieredStore {
     const name = this.#native.blobName(tokens);
     const r = this.#known.get(name);
     if ((!r || r.status !== 'ok') && !this.#saving.has(name)) return false;
+    // A page others stored after it need stays, for them (as a hidden entry in memory).
+    if (childCounts(this.#known.values()).get(name)) return false;
     return this.#giveUp(name);
+  }
+
+  /** A page whose parent this store no longer holds (or holds as something else): it can never be served. */
+  #isOrphan(r) {
+    if (!r.start || r.status !== 'ok') return false;
+    const p = this.#known.get(r.parent);
+    return !p || (p.status !== 'ok' && p.status !== 'stale') || p.tokens?.length !== r.parentN;
   }
 
   /** Gives up blob `name` (deleted at the next flush), unless it is already: whether it was not. */
@@ -847,12 +922,11 @@ export class TieredStore {
       else { kept++; keptBytes += r.bytes; }
     }
     counted.sort((a, b) => a.lastUse - b.lastUse);
-    let total = counted.reduce((n, r) => n + r.bytes, 0);
+    const total = counted.reduce((n, r) => n + r.bytes, 0);
+    const picked = new Set(leavesFirst(counted.map((r) => ({ r })), total - maxBytes, childCounts(this.#known.values())).map((d) => d.r));
     for (const r of counted) {
-      if (total > maxBytes) {
-        gone.push(r);
-        total -= r.bytes;
-      } else {
+      if (picked.has(r)) gone.push(r);
+      else {
         kept++;
         keptBytes += r.bytes;
       }
@@ -1031,7 +1105,7 @@ export class TieredStore {
       if (record.fingerprint !== this.#fp) { record.status = 'stale'; continue; }
       // A blob under a name not its own (copied in by hand) is left alone:
       // saves would write its entry under the right name beside it. (An
-      // RLXKVIX2 index records such a blob as foreign.)
+      // index records such a blob as foreign.)
       if (!record.indexed && this.#native.blobName(record.tokens) !== record.name) { record.status = 'foreign'; continue; }
       const e = opening ? null : this.#native.get(record.tokens);
       if (!e) fresh.push(record);
@@ -1254,56 +1328,110 @@ function infoOf(r, status) {
   };
 }
 
+/** How many stored pages name each blob as their parent (name -> count). */
+function childCounts(records) {
+  const out = new Map();
+  for (const r of records) if (r.start && r.status === 'ok') out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
+  return out;
+}
+
+/**
+ * Of `candidates` ({ r: record }, least recently used first), those a prune
+ * removes to free `excess` bytes, leaves first: a page others still need
+ * (children: childCounts) waits until they have gone, then goes in its
+ * turn. Passes over the list until the bytes are freed or none can go.
+ */
+function leavesFirst(candidates, excess, children) {
+  const picked = [], left = [...candidates];
+  let freed = 0, progress = true;
+  while (freed < excess && progress) {
+    progress = false;
+    for (let i = 0; i < left.length && freed < excess; i++) {
+      const d = left[i];
+      if (!d || children.get(d.r.name)) continue;
+      picked.push(d);
+      freed += d.r.bytes;
+      left[i] = null;
+      progress = true;
+      if (d.r.start) children.set(d.r.parent, children.get(d.r.parent) - 1);
+    }
+  }
+  return picked;
+}
+
 /** A blob record from what blobHead said of it. */
 function recordOf(name, bytes, lastUse, info) {
   if (!info || !info.ok) return { name, bytes, lastUse, fingerprint: null, status: info?.tooLarge ? 'too-large' : 'corrupt' };
   return {
     name, bytes, lastUse, fingerprint: info.fingerprint, status: 'ok',
-    dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor,
+    dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor, ...pageOf(info.page),
   };
 }
 
+/**
+ * A page's fields of a record: start (its first token of values of its
+ * own), parentN and parent (its parent's token count and blob name); none
+ * for a blob (start 0).
+ */
+function pageOf(page) {
+  return page ? { start: page.start, parentN: page.parentN, parent: nameOfHash(page.parent) } : {};
+}
+/** The blob name a page's parent field holds (the hash rlxkv_blob_name prints), and back. */
+const nameOfHash = (h) => `${h.toString(16).padStart(16, '0')}.rlxkv`;
+const hashOfName = (name) => BigInt(`0x${name.slice(0, 16)}`);
+
 // ---- the IndexedDB index record --------------------------------------
-// 'RLXKVIX2': a header of six u32 words (the magic's two, count, tokens:
+// 'RLXKVIX3': a header of six u32 words (the magic's two, count, tokens:
 // all blobs', high: how many of those are 0x10000 or more, names: bytes
 // of the names), then columns, a value per blob, oldest use first:
-//   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, u32 n (tokens),
+//   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, f64 start,
+//   f64 parentN, u64 parent (a page's: its first own token, its parent's
+//   token count and name hash; 0 for a blob), u32 n (tokens),
 //   u8 flags (1 corrupt, 2 f16, 4 rowMajor, 8 foreign: under a name not
 //   its own, 16 too large), zero bytes to a multiple of 4,
 //   u16 the low 16 bits of every token (blob after blob, n each), zero
 //   bytes to a multiple of 4, u32 each high token's place among them, u16
 //   its high 16 bits, zero bytes to a multiple of 4,
 //   the names in UTF-8, each followed by '/' (no name holds one).
-// Tokens take 2 bytes, not 4 (most of any vocabulary's are below 0x10000;
-// the read of this record is most of an open's time), widened in one
-// typed-array conversion; each blob's tokens are a view of the result. The
-// columns and the names are read as whole arrays, not field by field.
-// (An index of another magic, such as the RLXKVIX1 of development builds
-// before any release, is rebuilt from the blobs, as a damaged one is.)
+// 'RLXKVIX2' (0.1 and stores before pages) is the same without the three
+// page columns, and is read as such. Tokens take 2 bytes, not 4 (most of
+// any vocabulary's are below 0x10000; the read of this record is most of
+// an open's time), widened in one typed-array conversion; each blob's
+// tokens are a view of the result. The columns and the names are read as
+// whole arrays, not field by field. (An index of another magic is rebuilt
+// from the blobs, as a damaged one is.)
 const pad4 = (at) => (at + 3) & ~3;
 const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
 const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
 
 /**
- * A blob record as an index describes it: flags as RLXKVIX2's; indexed
+ * A blob record as an index describes it: flags as the index's; indexed
  * (its name is not checked against its tokens again: the index says foreign).
  */
-function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues) {
+function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, page) {
   if (flags & (FLAG_CORRUPT | FLAG_TOO_LARGE)) {
     return { name, bytes, lastUse, fingerprint: null, status: flags & FLAG_CORRUPT ? 'corrupt' : 'too-large' };
   }
   return {
     name, bytes, lastUse, fingerprint, status: flags & FLAG_FOREIGN ? 'foreign' : 'ok', dtype: flags & FLAG_F16 ? 'f16' : 'f32',
-    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true,
+    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true, ...pageOf(page),
   };
 }
 const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
 
-/** Where each part of an RLXKVIX2 record of count blobs, total tokens, high of them high, lies. */
-function indexLayout(count, total, high, nameBytes) {
-  const cols = 24, tokensAt = pad4(cols + 37 * count), highAt = pad4(tokensAt + 2 * total);
+/**
+ * Where each part of an index record of count blobs, total tokens, high of
+ * them high, lies: RLXKVIX3's, or without `pages` RLXKVIX2's. Column
+ * offsets are from cols, in bytes.
+ */
+function indexLayout(count, total, high, nameBytes, pages = true) {
+  const extra = pages ? 24 : 0, cols = 24, width = 37 + extra;
+  const tokensAt = pad4(cols + width * count), highAt = pad4(tokensAt + 2 * total);
   const namesAt = pad4(highAt + 6 * high);
-  return { cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes };
+  return {
+    cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes,
+    fps: 24 * count, pageAt: 32 * count, ns: (32 + extra) * count, flags: (36 + extra) * count,
+  };
 }
 
 /**
@@ -1348,9 +1476,11 @@ function encodeIndex(map) {
   for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
   head.set([count, total, high, names.length], 2);
   const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
-  const fps = new BigUint64Array(out.buffer, at.cols + 24 * count, count);
-  const ns = new Uint32Array(out.buffer, at.cols + 32 * count, count);
-  const flags = new Uint8Array(out.buffer, at.cols + 36 * count, count);
+  const fps = new BigUint64Array(out.buffer, at.cols + at.fps, count);
+  const starts = new Float64Array(out.buffer, at.cols + at.pageAt, 2 * count);
+  const parents = new BigUint64Array(out.buffer, at.cols + at.pageAt + 16 * count, count);
+  const ns = new Uint32Array(out.buffer, at.cols + at.ns, count);
+  const flags = new Uint8Array(out.buffer, at.cols + at.flags, count);
   const low = new Uint16Array(out.buffer, at.tokensAt, total);
   const places = new Uint32Array(out.buffer, at.highAt, high), highs = new Uint16Array(out.buffer, at.highAt + 4 * high, high);
   out.set(names, at.namesAt);
@@ -1360,6 +1490,9 @@ function encodeIndex(map) {
     f64[count + i] = r.nValues ?? 0;
     f64[2 * count + i] = r.lastUse;
     fps[i] = r.fingerprint ?? 0n;
+    starts[i] = r.start ?? 0;
+    starts[count + i] = r.parentN ?? 0;
+    parents[i] = r.start ? hashOfName(r.parent) : 0n;
     flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
     const t = r.tokens, n = t ? t.length : 0;
     ns[i] = n;
@@ -1378,14 +1511,17 @@ function parseIndex(bytes) {
   if (!bytes || bytes.length < 12) return null;
   const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
   try {
-    if (magic !== INDEX_MAGIC || bytes.length < 24) return null;
+    const pages = magic === INDEX_MAGIC;
+    if ((!pages && magic !== INDEX_MAGIC_V2) || bytes.length < 24) return null;
     const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
     const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
-    const at = indexLayout(count, total, high, nameBytes);
+    const at = indexLayout(count, total, high, nameBytes, pages);
     if (at.size !== b.length) return null;
     const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
-    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + 24 * count, count);
-    const ns = view(Uint32Array, at.cols + 32 * count, count), flags = view(Uint8Array, at.cols + 36 * count, count);
+    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + at.fps, count);
+    const ns = view(Uint32Array, at.cols + at.ns, count), flags = view(Uint8Array, at.cols + at.flags, count);
+    const starts = pages ? view(Float64Array, at.cols + at.pageAt, 2 * count) : null;
+    const parents = pages ? view(BigUint64Array, at.cols + at.pageAt + 16 * count, count) : null;
     // One conversion widens the stream; the few high halves go in after.
     const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
     const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
@@ -1401,7 +1537,11 @@ function parseIndex(bytes) {
       if (next + n > total) return null;
       // Sizes and times a blob can have (a budget sums them): else damaged.
       if (!isCount(f64[i]) || !isCount(f64[count + i]) || !Number.isFinite(f64[2 * count + i])) return null;
-      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i]));
+      // A page's start past its first token and before its last, its parent at least that long.
+      const start = starts ? starts[i] : 0, parentN = starts ? starts[count + i] : 0;
+      if (!isCount(start) || !isCount(parentN) || (start && (start >= n || parentN < start))) return null;
+      const page = start ? { start, parentN, parent: parents[i] } : null;
+      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], page));
     }
     return map;
   } catch {

@@ -24,6 +24,10 @@
 
 static const uint8_t kMagic32[8] = {'R', 'L', 'X', 'K', 'V', '0', '0', '1'};
 static const uint8_t kMagic16[8] = {'R', 'L', 'X', 'K', 'V', 'F', '1', '6'};
+/* Pages (FORMATS.md): a blob's layout with the values of tokens start..n-1
+ * only, and its parent's token count and name after the tokens. */
+static const uint8_t kPage32[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'G', '1'};
+static const uint8_t kPage16[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'H', '1'};
 
 /* Values are little-endian in a blob; on little-endian hosts a block is one
  * memcpy, elsewhere each value's bits are placed byte by byte (a path that
@@ -230,18 +234,25 @@ int rlxkv_encode_f32(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf, s
  * ---------------------------------------------------------------------- */
 
 /* A short buffer that agrees with a magic as far as it goes is a truncated
- * blob, not a foreign one. */
-int rlxkv_blob_head(const uint8_t *buf, size_t len, uint64_t *fp, int *dtype) {
+ * blob, not a foreign one. *page (may be NULL) tells a page's magic. */
+static int head_of(const uint8_t *buf, size_t len, uint64_t *fp, int *dtype, int *page) {
     size_t m = len < 8 ? len : 8;
-    int is32, is16;
+    int is32, is16, p32, p16;
     if (!buf) return len ? RLXKV_ERR_INVALID : RLXKV_ERR_TRUNCATED;
     is32 = memcmp(buf, kMagic32, m) == 0;
     is16 = memcmp(buf, kMagic16, m) == 0;
-    if (!is32 && !is16) return RLXKV_ERR_BAD_MAGIC;
+    p32 = memcmp(buf, kPage32, m) == 0;
+    p16 = memcmp(buf, kPage16, m) == 0;
+    if (!is32 && !is16 && !p32 && !p16) return RLXKV_ERR_BAD_MAGIC;
     if (len < 16) return RLXKV_ERR_TRUNCATED;
     if (fp) *fp = rlxkv_load_u64le(buf + 8);
-    if (dtype) *dtype = is32 ? RLXKV_F32 : RLXKV_F16;
+    if (dtype) *dtype = is32 || p32 ? RLXKV_F32 : RLXKV_F16;
+    if (page) *page = p32 || p16;
     return RLXKV_OK;
+}
+
+int rlxkv_blob_head(const uint8_t *buf, size_t len, uint64_t *fp, int *dtype) {
+    return head_of(buf, len, fp, dtype, NULL);
 }
 
 /* A read position in a source. */
@@ -298,11 +309,11 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
                      rlxkv_blob_meta *meta, uint64_t *fp_out) {
     uint8_t head[HEAD_BYTES] = {0}, word[8], *scratch = NULL, chunk[CHUNK];
     const uint8_t *p, *toks = NULL;
-    uint64_t fp, n_tokens, n_layers, rem, cap, used = 0;
+    uint64_t fp, n_tokens, n_layers, rem, cap, used = 0, start = 0, parent_n = 0, parent = 0;
     size_t h, vsize;
     rlxkv_entry *e = NULL;
     cursor c;
-    int rc = RLXKV_OK, dtype;
+    int rc = RLXKV_OK, dtype, page = 0;
 
     if (out) *out = NULL;
     if (!src) return RLXKV_ERR_INVALID;
@@ -314,7 +325,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
      * it has, and staleness (as in the reference) by nothing more. */
     h = src->len < HEAD_BYTES ? (size_t)src->len : HEAD_BYTES;
     if (!(p = next(&c, head, h, &rc))) return rc;
-    rc = rlxkv_blob_head(p, h, &fp, &dtype);
+    rc = head_of(p, h, &fp, &dtype, &page);
     if (rc) return rc;
     vsize = rlxkv_dtype_size(dtype);
     if (fp_out) *fp_out = fp;
@@ -323,8 +334,11 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
      * held. */
     if (out && src->len > SIZE_MAX) return RLXKV_ERR_LIMIT;
     if (h < HEAD_BYTES) return RLXKV_ERR_TRUNCATED;
-    if (rlxkv_load_u64le(p + 16) != (n_tokens = rlxkv_load_u64le(p + 24)))
-        return RLXKV_ERR_CORRUPT; /* past_len */
+    n_tokens = rlxkv_load_u64le(p + 24);
+    if (!page && rlxkv_load_u64le(p + 16) != n_tokens) return RLXKV_ERR_CORRUPT; /* past_len */
+    /* A page's start is in past_len's place: its own values begin past
+     * the first token and before the last (a page of start 0 is a blob). */
+    if (page && ((start = rlxkv_load_u64le(p + 16)) == 0 || start >= n_tokens)) return RLXKV_ERR_CORRUPT;
 
     /* Every length is compared, as a u64 before any narrowing, with the
      * bytes that remain: each token takes 8. */
@@ -352,6 +366,18 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
         }
     }
     rc = RLXKV_ERR_TRUNCATED;
+    if (page) {
+        /* The parent: its token count (at least start) and its name's hash. */
+        if (rem < 16) goto done;
+        if (!(p = next(&c, word, 8, &rc))) goto done;
+        parent_n = rlxkv_load_u64le(p);
+        if (!(p = next(&c, word, 8, &rc))) goto done;
+        parent = rlxkv_load_u64le(p);
+        rem -= 16;
+        rc = RLXKV_ERR_CORRUPT;
+        if (parent_n < start) goto done;
+        rc = RLXKV_ERR_TRUNCATED;
+    }
     if (rem < 8) goto done;
     if (!(p = next(&c, word, 8, &rc))) goto done;
     n_layers = rlxkv_load_u64le(p);
@@ -368,6 +394,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
     if (out) {
         e = rlxkv_entry_alloc((size_t)n_tokens, (size_t)n_layers, (size_t)cap, dtype, &rc);
         if (!e) goto done;
+        e->start = (size_t)start;
         for (size_t i = 0; i < n_tokens; i++)
             e->tokens[i] = (uint32_t)rlxkv_load_u64le(toks + 8 * i);
     }
@@ -410,6 +437,9 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
         meta->dtype = dtype;
         meta->n_values = used;
         meta->blob_bytes = src->len;
+        meta->start = start;
+        meta->parent_n = parent_n;
+        meta->parent = parent;
     }
 done:
     free(scratch);

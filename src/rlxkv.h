@@ -384,6 +384,10 @@ typedef struct rlxkv_blob_meta {
     int dtype;              /* rlxkv_dtype: RLXKV_F32 for RLXKV001, RLXKV_F16 for RLXKVF16 */
     uint64_t n_values;      /* sum of all block lengths */
     uint64_t blob_bytes;
+    /* A page (RLXKVPG1, RLXKVPH1; FORMATS.md): the first token of its own
+     * values, its parent's token count and the hash its parent's name is
+     * made of (rlxkv_blob_name); all 0 for a blob. */
+    uint64_t start, parent_n, parent;
 } rlxkv_blob_meta;
 
 /* Exact size of the entry's blob in its own format (RLXKV001 for f32,
@@ -407,7 +411,8 @@ void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n);
  * error. Fills *meta (may be NULL). Stale-ness is not judged here. */
 int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta);
 /* Decodes a blob of either format into a new entry of its dtype (*out,
- * owned by the caller). When expect_fp is non-NULL and the blob's
+ * owned by the caller); a page into an entry of its start (a paging cache
+ * takes it once it holds the page's first `start` tokens). When expect_fp is non-NULL and the blob's
  * fingerprint differs, returns RLXKV_STALE with *out = NULL (after
  * checking only the magic and the fingerprint). *fp_out (may be NULL)
  * gets the blob's fingerprint. */

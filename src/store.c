@@ -795,6 +795,10 @@ int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c) {
 /* ---------------------------------------------------------------------- *
  * List / remove / prune
  * ---------------------------------------------------------------------- */
+static int cmp_info_name(const void *key, const void *b) {
+    return strcmp(key, ((const rlxkv_blob_info *)b)->name);
+}
+
 static int cmp_cand_name(const void *a, const void *b) {
     return strcmp(((const cand *)a)->name, ((const cand *)b)->name);
 }
@@ -802,7 +806,7 @@ static int cmp_cand_name(const void *a, const void *b) {
 /* One info per scanned file (blobs judged, temporaries dated), in name
  * order; files gone since the scan are left out. */
 static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob_info **out,
-                size_t *n_out) {
+                size_t *n_out, uint64_t **parents_out) {
     rlxkv_blob_info *info;
     size_t n = 0, k = 0;
     cand *v = NULL;
@@ -815,7 +819,9 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
     if (rc) return rc;
     if (n > 1) qsort(v, n, sizeof *v, cmp_cand_name);
     info = calloc(n ? n : 1, sizeof *info);
-    if (!info) {
+    uint64_t *parents = parents_out ? calloc(n ? n : 1, sizeof *parents) : NULL;
+    if (!info || (parents_out && !parents)) {
+        free(info);
         free(v);
         return RLXKV_ERR_NOMEM;
     }
@@ -849,10 +855,12 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
             b->kv_bytes = kv_bytes_of(&vd.m);
             b->dtype = vd.m.dtype;
         }
+        if (parents && vd.rc == RLXKV_OK && vd.m.start) parents[k - 1] = vd.m.parent;
     }
     free(v);
     *out = info;
     *n_out = k;
+    if (parents_out) *parents_out = parents;
     return RLXKV_OK;
 }
 
@@ -861,7 +869,7 @@ int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, unsigned flags,
     if (out) *out = NULL;
     if (n_out) *n_out = 0;
     if (!s || !out || !n_out) return RLXKV_ERR_INVALID;
-    return list(s, fingerprint, flags, out, n_out);
+    return list(s, fingerprint, flags, out, n_out, NULL);
 }
 
 int rlxkv_store_remove(rlxkv_store *s, const char *name) {
@@ -905,27 +913,41 @@ static int cmp_oldest_first(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
+/* The info (in name order) of the blob a page names as its parent (the
+ * hash its name prints), or NULL. */
+static rlxkv_blob_info *parent_info(rlxkv_blob_info *info, size_t n, uint64_t parent) {
+    char name[RLXKV_NAME_CAP] = {0};
+    memcpy(put_hex(name, parent, 16), SUFFIX, SUFFIX_LEN + 1);
+    return bsearch(name, info, n, sizeof *info, cmp_info_name);
+}
+
 int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
                       unsigned flags, const rlxkv_cache *keep,
                       rlxkv_prune_report *report) {
     rlxkv_prune_report r;
     rlxkv_blob_info *info = NULL, **victims = NULL, **lru = NULL;
     char (*kept)[32] = NULL;
-    size_t n = 0, n_kept = 0, n_victims = 0, n_lru = 0;
-    uint64_t counted = 0, blob_bytes = 0, blobs = 0;
+    size_t n = 0, n_kept = 0, n_victims = 0, n_lru = 0, *children = NULL;
+    uint64_t counted = 0, blob_bytes = 0, blobs = 0, *parents = NULL;
     int dry = (flags & RLXKV_PRUNE_DRY_RUN) != 0, rc;
 
     memset(&r, 0, sizeof r);
     if (report) *report = r;
     if (!s) return RLXKV_ERR_INVALID;
-    rc = list(s, fingerprint, flags & RLXKV_ANY_FINGERPRINT, &info, &n);
+    rc = list(s, fingerprint, flags & RLXKV_ANY_FINGERPRINT, &info, &n, &parents);
     if (rc) return rc;
     rc = keep_names(keep, (flags & RLXKV_PRUNE_KEEP_PINNED) != 0, &kept, &n_kept);
     if (rc) goto done;
     rc = RLXKV_ERR_NOMEM;
     victims = malloc((n ? n : 1) * sizeof *victims);
     lru = malloc((n ? n : 1) * sizeof *lru);
-    if (!victims || !lru) goto done;
+    children = calloc(n ? n : 1, sizeof *children);
+    if (!victims || !lru || !children) goto done;
+    /* Pages (FORMATS.md): how many stored pages name each blob their parent. */
+    for (size_t i = 0; i < n; i++) {
+        rlxkv_blob_info *p = parents[i] ? parent_info(info, n, parents[i]) : NULL;
+        if (p) children[p - info]++;
+    }
 
     /* Corrupt, stale (unless kept) and abandoned files first; then the
      * fingerprint's least recently used until its blobs and the live
@@ -955,9 +977,23 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
         }
     }
     if (n_lru > 1) qsort(lru, n_lru, sizeof *lru, cmp_oldest_first);
-    for (size_t j = 0; j < n_lru && counted > max_bytes; j++) {
-        victims[n_victims++] = lru[j];
-        counted -= lru[j]->file_bytes;
+    /* Leaves first: a blob other pages need waits until they have gone.
+     *   1. pass over the blobs, least recently used first, taking each
+     *      that no page names its parent, until they fit;
+     *   2. a page taken frees its parent of one child;
+     *   3. pass again while a pass took any and they do not fit yet. */
+    for (int took = 1; took && counted > max_bytes;) {
+        took = 0;
+        for (size_t j = 0; j < n_lru && counted > max_bytes; j++) {
+            size_t at;
+            if (!lru[j] || children[at = (size_t)(lru[j] - info)]) continue; /* taken, or needed */
+            victims[n_victims++] = lru[j];
+            counted -= lru[j]->file_bytes;
+            rlxkv_blob_info *p = parents[at] ? parent_info(info, n, parents[at]) : NULL;
+            if (p) children[p - info]--;
+            lru[j] = NULL;
+            took = 1;
+        }
     }
 
     /* Stop at the first failure: what was removed is gone, the rest is
@@ -990,6 +1026,8 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
     r.kept_bytes = blob_bytes - r.removed_bytes;
 done:
     if (report) *report = r;
+    free(children);
+    free(parents);
     free(lru);
     free(victims);
     free(kept);

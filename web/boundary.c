@@ -28,7 +28,9 @@ enum {
     REC_N_TOKENS = 9,   /* the entry's own token count (>= matched) */
     REC_PIECES = 10,    /* how many entries the hit's values lie in (rlxkv_hit_pieces) */
     REC_START = 11,     /* the entry's first token with values of its own (rlxkv_entry_start) */
-    REC_HEAD = 12,
+    REC_PARENT_N = 12,  /* its parent's token count, or 0 (rlxkv_entry_parent) */
+    REC_PARENT_TOKENS = 13, /* address of its parent's tokens, or 0 */
+    REC_HEAD = 16,
     /* then, for a stored-only entry (no blocks) from rlxkv_web_match, its
      * blob's file name (rlxkv_blob_name: NAME_WORDS words, NUL-terminated);
      * or per piece, first tokens first: its tokens from and to, then per
@@ -147,6 +149,9 @@ static int record(web_cache *w, const rlxkv_hit *h, int own_only) {
     r[REC_N_TOKENS] = (uint32_t)rlxkv_entry_n_tokens(e);
     r[REC_PIECES] = (uint32_t)count;
     r[REC_START] = (uint32_t)rlxkv_entry_start(e);
+    const rlxkv_entry *parent = rlxkv_entry_is_resident(e) ? rlxkv_entry_parent(e) : NULL;
+    r[REC_PARENT_N] = parent ? (uint32_t)rlxkv_entry_n_tokens(parent) : 0;
+    r[REC_PARENT_TOKENS] = parent ? (uint32_t)(uintptr_t)rlxkv_entry_tokens(parent) : 0;
     if (own_only) w->pieces[0] = (rlxkv_piece){e, rlxkv_entry_start(e), rlxkv_entry_n_tokens(e)};
     else rlxkv_hit_pieces(h, w->pieces, count);
     int whole = count == 1 && !own_only && w->pieces[0].entry == e && !rlxkv_entry_start(e);
@@ -160,6 +165,10 @@ static int record(web_cache *w, const rlxkv_hit *h, int own_only) {
             uint32_t *s = at + 2 + 4 * b;
             if (whole) rlxkv_hit_block(h, b, &sp);
             else rlxkv_piece_block(pc, b, &sp);
+            if (count == 1 && sp.count > 1 && sp.stride == sp.run) { /* one piece, its runs back to back: one run (a page's own rows) */
+                sp.run *= sp.count;
+                sp.count = 1;
+            }
             s[0] = (uint32_t)((uintptr_t)rlxkv_entry_block(pc->entry, b) + sp.offset * vsize);
             s[1] = (uint32_t)sp.run;
             s[2] = (uint32_t)sp.stride;
@@ -192,11 +201,12 @@ int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
     return RLXKV_HIT;
 }
 
-/* The entry with exactly the n scratch tokens, whole, into the record (no
- * LRU touch): RLXKV_HIT, RLXKV_MISS, or an error. */
-int rlxkv_web_get(web_cache *w, size_t n) {
+/* The entry with exactly the n scratch tokens, whole (or with own_only
+ * the values it holds itself, its page), into the record (no LRU touch):
+ * RLXKV_HIT, RLXKV_MISS, or an error. */
+int rlxkv_web_get(web_cache *w, size_t n, int own_only) {
     rlxkv_hit h = {rlxkv_cache_get(w->cache, w->tokens, n), n};
-    return record(w, &h, 0);
+    return record(w, &h, own_only);
 }
 
 /* Entry e (from rlxkv_cache_next or _next_stored) into the record: whole,

@@ -8,7 +8,7 @@ import { toSize } from './core.js';
 // The result record (web/boundary.c, enum REC_*), in u32 words.
 export const REC = {
   MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, FLAGS: 7, SERIAL: 8, N_TOKENS: 9,
-  PIECES: 10, START: 11, HEAD: 12,
+  PIECES: 10, START: 11, PARENT_N: 12, PARENT_TOKENS: 13, HEAD: 16,
 };
 /** REC.FLAGS bits (web/boundary.c) */
 export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
@@ -341,17 +341,19 @@ export class NativeCache {
   setStoredIndex(on) { this.#C.rlxkv_cache_set_stored_index(this.#cache, on ? 1 : 0); }
 
   /**
-   * Calls fn({ tokens, serial, dtype, k, v }) for every resident entry that
-   * is dirty (not yet stored): tokens a copy, k/v views of the heap valid
-   * only during the call (fn must not change the cache).
+   * Calls fn({ tokens, serial, start, dtype, k, v }) for every resident
+   * entry that is dirty (not yet stored): tokens a copy, k/v views of the
+   * heap of the values it holds itself (of tokens start..n-1), valid only
+   * during the call (fn must not change the cache).
    */
   forEachDirty(fn) {
     const core = this.#core, C = this.#C, c = this.#cache;
     for (let e = C.rlxkv_cache_next(c, 0) >>> 0; e; e = C.rlxkv_cache_next(c, e) >>> 0) {
       if (!C.rlxkv_cache_is_dirty(c, e)) continue;
-      C.rlxkv_web_entry(this.#web, e, 0);
+      C.rlxkv_web_entry(this.#web, e, 1);
       const hit = this.#readHit(true);
-      fn({ tokens: hit.tokens.slice(), serial: core.u32[this.#rec() + REC.SERIAL], dtype: hit.dtype, k: hit.k, v: hit.v });
+      const r = this.#rec();
+      fn({ tokens: hit.tokens.slice(), serial: core.u32[r + REC.SERIAL], start: core.u32[r + REC.START], dtype: hit.dtype, k: hit.k, v: hit.v });
     }
   }
 
@@ -413,22 +415,37 @@ export class NativeCache {
   /**
    * The entry with exactly these tokens, whole, as views (no LRU touch), or
    * null; with { serial, dirty, resident, pinned } (a stored-only entry has
-   * no k/v values: empty arrays).
+   * no k/v values: empty arrays). With own: the values it holds itself (its
+   * page: of tokens start..n-1), and { start, parent: its parent's tokens
+   * (a copy), or null }.
    */
-  get(tokens) {
+  get(tokens, { own = false } = {}) {
     const core = this.#core;
     this.#scratch(tokens);
-    const st = this.#C.rlxkv_web_get(this.#web, tokens.length);
+    const st = this.#C.rlxkv_web_get(this.#web, tokens.length, own ? 1 : 0);
     if (st < 0) throw core.fail(st, 'reading an entry');
     if (st !== STATUS.HIT) return null;
     const u32 = core.u32, r = this.#rec(), flags = u32[r + REC.FLAGS];
+    const start = u32[r + REC.START], parentN = u32[r + REC.PARENT_N], parentAt = u32[r + REC.PARENT_TOKENS] >>> 2;
+    const parent = own && parentN ? u32.slice(parentAt, parentAt + parentN) : null;
     const hit = this.#readHit(true);
     return Object.assign(hit, {
       serial: u32[r + REC.SERIAL],
       dirty: (flags & REC_FLAG.DIRTY) !== 0,
       resident: (flags & REC_FLAG.RESIDENT) !== 0,
       pinned: (flags & REC_FLAG.PINNED) !== 0,
+      start,
+      parent,
     });
+  }
+
+  /**
+   * How many leading tokens of these the cache holds for a put of blocks
+   * of dtype with `units` values per token each (see #skip): a page of
+   * start s can be put once this is at least s.
+   */
+  held(tokens, dtype, units) {
+    return this.#skip(tokens, dtype, units, 0);
   }
 
   /**

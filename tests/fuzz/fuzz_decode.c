@@ -128,15 +128,19 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 static const uint8_t kMagic[8] = {'R', 'L', 'X', 'K', 'V', '0', '0', '1'};
 static const uint8_t kMagic16[8] = {'R', 'L', 'X', 'K', 'V', 'F', '1', '6'};
+static const uint8_t kPage[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'G', '1'};
+static const uint8_t kPage16[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'H', '1'};
 
-/* Whether data starts as a magic does, as far as it goes (-1: neither;
- * else the dtype). */
-static int magic_of(const uint8_t *data, size_t size) {
+/* Whether data starts as a magic does, as far as it goes (-1: none; else
+ * the dtype); *page (may be NULL) says a page's. */
+static int magic_kind(const uint8_t *data, size_t size, int *page) {
     size_t m = size < 8 ? size : 8;
-    if (memcmp(data, kMagic, m) == 0) return RLXKV_F32;
-    if (memcmp(data, kMagic16, m) == 0) return RLXKV_F16;
+    if (page) *page = memcmp(data, kPage, m) == 0 || memcmp(data, kPage16, m) == 0;
+    if (memcmp(data, kMagic, m) == 0 || memcmp(data, kPage, m) == 0) return RLXKV_F32;
+    if (memcmp(data, kMagic16, m) == 0 || memcmp(data, kPage16, m) == 0) return RLXKV_F16;
     return -1;
 }
+static int magic_of(const uint8_t *data, size_t size) { return magic_kind(data, size, NULL); }
 
 /* binary16 to binary32 bits by cases, apart from the codec's own. */
 static uint32_t widen_ref(uint16_t h) {
@@ -207,6 +211,19 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
     REQUIRE(rlxkv_entry_block(e, 2 * m->n_layers) == NULL);
     REQUIRE(rlxkv_entry_block_len(e, 2 * m->n_layers) == 0);
 
+    /* A page: its start inside its tokens, a parent at least that long;
+     * no blob of its own to write (rlxkv_encode refuses it). */
+    int page;
+    magic_kind(data, size, &page);
+    REQUIRE(rlxkv_entry_start(e) == m->start);
+    if (page) {
+        REQUIRE(m->start > 0 && m->start < m->n_tokens && m->parent_n >= m->start);
+        REQUIRE(rlxkv_encoded_size(e) == 0);
+        REQUIRE(rlxkv_encode(e, fp, NULL, 0, &written) == RLXKV_ERR_INVALID);
+        return;
+    }
+    REQUIRE(m->start == 0 && m->parent_n == 0 && m->parent == 0);
+
     /* Re-encode: exactly the input bytes. */
     enc = rlxkv_encoded_size(e);
     if (enc != size) FAIL("encoded_size %zu != input size %zu", enc, size);
@@ -261,16 +278,25 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
 /* Whether every length check before the block lengths passes and the layer
  * count is over the limit: exactly then is LIMIT the verdict. */
 static int over_layer_limit(const uint8_t *data, size_t size) {
-    uint64_t n_tokens, rem, n_layers;
-    if (size < 32 || magic_of(data, size) < 0) return 0;
-    if (load_u64le(data + 16) != (n_tokens = load_u64le(data + 24))) return 0;
+    uint64_t n_tokens, rem, n_layers, start, at;
+    int page;
+    if (size < 32 || magic_kind(data, size, &page) < 0) return 0;
+    n_tokens = load_u64le(data + 24);
+    start = load_u64le(data + 16);
+    if (page ? start == 0 || start >= n_tokens : start != n_tokens) return 0;
     rem = size - 32;
     if (n_tokens > rem / 8) return 0;
     for (uint64_t i = 0; i < n_tokens; i++)
         if (load_u64le(data + 32 + 8 * i) > UINT32_MAX) return 0;
     rem -= 8 * n_tokens;
+    at = 32 + 8 * n_tokens;
+    if (page) { /* the parent's token count (at least start) and name */
+        if (rem < 16 || load_u64le(data + at) < start) return 0;
+        rem -= 16;
+        at += 16;
+    }
     if (rem < 8) return 0;
-    n_layers = load_u64le(data + 32 + 8 * n_tokens);
+    n_layers = load_u64le(data + at);
     return n_layers <= (rem - 8) / 16 && n_layers > RLXKV_MAX_LAYERS;
 }
 

@@ -163,7 +163,7 @@ function tokensOf(blob, n) {
   return Uint32Array.from({ length: n }, (_, i) => dv.getUint32(32 + 8 * i, true));
 }
 
-async function agreeOnDamage(good, name, dir, tokenCount, rand, content) {
+async function agreeOnDamage(good, name, dir, tokenCount, rand, content, { servedWhenValid = true, layout } = {}) {
   const store = await rlx.openStore(dir);
   const tokenLow = (i) => i >= 32 && i < 32 + 8 * tokenCount && (i - 32) % 8 < 4;
   const u64s = [0n, 1n, 2n, 3n, BigInt(tokenCount), 2n ** 32n - 1n, 2n ** 32n, 2n ** 53n, 2n ** 64n - 1n];
@@ -208,16 +208,19 @@ async function agreeOnDamage(good, name, dir, tokenCount, rand, content) {
     // valid under another fingerprint's name is foreign (the name hashes it).
     const want = js === 'ok' ? (fp === FP ? 'ok' : 'foreign') : js === 'LIMIT' ? 'too-large' : 'corrupt';
 
-    const [info] = store.list(FP);
+    const info = store.list(FP).find((b) => b.name === name);
     assert.equal(info.status, want, `mutant ${i} (${m.length} bytes): JS ${js}, C lists ${info.status}`);
     if (want === 'corrupt') assert.equal(CODES[info.error], js, `mutant ${i}: the same error`);
 
     // A cache over the store indexes it at open and reads it whole on a
     // hit: exactly the valid blob of its fingerprint hits.
-    const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
+    // (A page that is valid hits only if the parent it names is its own:
+    // with servedWhenValid false, only "never served when invalid" holds.)
+    const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir, layout });
     const hit = await cache.match(tokensOf(good, tokenCount));
-    assert.equal(hit !== null, want === 'ok', `mutant ${i}: JS ${js}, the cache ${hit ? 'hits' : 'misses'}`);
-    if (hit && content) {
+    const full = hit !== null && hit.matched === tokenCount;
+    if (servedWhenValid || want !== 'ok') assert.equal(full, want === 'ok', `mutant ${i}: JS ${js}, the cache ${full ? 'hits' : 'misses'}`);
+    if (full && content) {
       content(m, cache);
       contentChecked++;
     }
@@ -260,4 +263,24 @@ test('damaged RLXKVF16 blobs: the JS decoder and the C store agree on every one'
   await store.close();
   assert.deepEqual([info.status, info.dtype, info.tokens, info.kvBytes], ['ok', 'f16', 4, 2 * 23]);
   await agreeOnDamage(good, name, dir, tokens.length, rand);
+});
+
+test('damaged pages: the JS decoder and the C store agree on every one, and a damaged page never serves', async () => {
+  const rand = rng(4242);
+  const layout = { order: 'head-major', heads: 2, headDim: 3, layers: 2 };
+  const row = 2 * 3, parentTokens = Uint32Array.of(5, 6, 7, 8), tokens = Uint32Array.of(5, 6, 7, 8, 9, 10, 11);
+  const kvOf = (n) => {
+    const block = (s) => Float32Array.from({ length: row * n }, (_, i) => s * 100 + i);
+    return { k: [block(1), block(2)], v: [block(3), block(4)] };
+  };
+  const dir = tempDir();
+  const seed = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir, layout });
+  seed.insert(parentTokens, kvOf(4));
+  seed.insert(tokens, kvOf(7));
+  await seed.close();
+  const name = blobName(FP, tokens);
+  const good = readFileSync(join(dir, name));
+  assert.equal(String.fromCharCode(...good.subarray(0, 8)), 'RLXKVPG1');
+  assert.equal(decodeBlob(good).page.start, 4);
+  await agreeOnDamage(good, name, dir, tokens.length, rand, null, { servedWhenValid: false, layout });
 });

@@ -24,7 +24,7 @@ test('entries flushed by one process are restored by another', () => {
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 0xfeedn, storage: 'fs', path: ${JSON.stringify(dir)} });
     const kv = (n, s) => ({ k: [Float32Array.from({ length: n * 4 }, (_, i) => s + i)], v: [Float32Array.from({ length: n * 4 }, (_, i) => -s - i)] });
     cache.insert([10, 11, 12], kv(3, 1));
-    cache.insert([10, 11, 12, 13, 14], kv(5, 100));
+    cache.insert([10, 11, 12, 13, 14], kv(5, 1)); // as a model's: the same KV of [10, 11, 12]
     await cache.close();
   `);
   assert.equal(readdirSync(dir).filter((f) => f.endsWith('.rlxkv')).length, 2);
@@ -38,10 +38,10 @@ test('entries flushed by one process are restored by another', () => {
   const got = JSON.parse(out);
   assert.equal(got.report.indexed, 2);
   assert.equal(got.before, null);
-  assert.equal(got.resident, 1);
+  assert.equal(got.resident, 2, 'the page of the hit and the one it extends');
   assert.equal(got.matched, 5);
-  assert.deepEqual(got.k, [100, 101, 102]);
-  assert.deepEqual(got.v, [-100, -101]);
+  assert.deepEqual(got.k, [1, 2, 3]);
+  assert.deepEqual(got.v, [-1, -2]);
 });
 
 test('the files written are RLXKV001 blobs, byte-identical to the reference', async () => {

@@ -176,9 +176,11 @@ for (const version of ['v4', 'v3']) {
       assert.ok(warm.editedAt > 10);
       assert.equal(warm.edited.reused, warm.editedAt);
       assert.deepEqual(warm.edited.tokens, warm.editedExpected);
-      // Every entry keeps the model's dtype; superseded turns were replaced.
+      // Every entry keeps the model's dtype; each turn is an entry of its
+      // own, sharing the KV of the one it extends (the first turn, the
+      // second over it, the edited prompt).
       assert.ok(warm.entries.every((e) => e.dtype === dtype));
-      assert.equal(warm.entries.length, 2, JSON.stringify(warm.entries));
+      assert.equal(warm.entries.length, 3, JSON.stringify(warm.entries));
       assert.match(warm.misShaped, /^RangeError: kv\.k\[0\] has \d+ values; the head-major layout needs 8 heads/);
       assert.equal(warm.misShapedEntries, 0);
     });

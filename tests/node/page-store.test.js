@@ -1,0 +1,215 @@
+// The page store through the public API: a chat app's turns are written as
+// pages (each turn's new tokens only), a restarted app reads a hit's pages
+// back exactly, and pages that lost their parent or were replaced behind
+// the index never serve.
+import 'fake-indexeddb/auto';
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import init from 'rlxkv';
+import { tempDir } from './helpers.js';
+
+const rlx = await init();
+const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const FP = 0x9a9en;
+const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
+const TOKEN_BYTES = 2 * 2 * 2 * 4 * 4; // K and V, 2 layers, 2 heads x 4 floats
+let dbs = 0;
+const where = (kind) => (kind === 'fs' ? tempDir() : `/page-store-${++dbs}`);
+const open = async (kind, path, opts = {}) => (await init({ newInstance: true }))
+  .openCache({ capBytes: 1 << 24, fingerprint: FP, storage: kind, path, layout, ...opts });
+
+/** A model's KV of tokens[from..]: each token's values a function of its whole prefix. */
+function kvOf(tokens, from = 0) {
+  const n = tokens.length - from, hashes = [];
+  let h = 2166136261;
+  for (const t of tokens) hashes.push((h = Math.imul(h ^ t, 16777619) >>> 0));
+  const block = (side, l) => {
+    const out = new Float32Array(layout.heads * n * layout.headDim);
+    for (let head = 0; head < layout.heads; head++) {
+      for (let r = 0; r < n; r++) {
+        for (let d = 0; d < layout.headDim; d++) out[(head * n + r) * layout.headDim + d] = (hashes[from + r] % 4096) + side / 2 + l / 4 + head / 8 + d / 64;
+      }
+    }
+    return out;
+  };
+  return { k: [block(0, 0), block(0, 1)], v: [block(1, 0), block(1, 1)] };
+}
+
+const system = Array.from({ length: 60 }, (_, i) => 500 + i);
+const conversation = (chat, turns) => [...system, ...Array.from({ length: 10 * turns }, (_, i) => chat * 1000 + i)];
+
+/** Bytes written by a flush: the sizes of a directory's files that are new or changed. */
+function snapshot(dir) {
+  return new Map(readdirSync(dir).filter((f) => f.endsWith('.rlxkv')).map((f) => {
+    const st = statSync(join(dir, f));
+    return [f, `${st.size}:${st.mtimeMs}`];
+  }));
+}
+function written(dir, before) {
+  let bytes = 0;
+  for (const [f, sig] of snapshot(dir)) if (before.get(f) !== sig) bytes += Number(sig.split(':')[0]);
+  return bytes;
+}
+
+test('fs: each turn writes only its new tokens, and a restarted app reads its pages back exactly', async () => {
+  const dir = where('fs');
+  const cache = await open('fs', dir);
+  cache.insert(system, kvOf(system));
+  cache.pin(system);
+  await cache.flush();
+  for (let turn = 1; turn <= 4; turn++) {
+    for (const chat of [1, 2, 3]) {
+      const tokens = conversation(chat, turn);
+      const before = snapshot(dir);
+      cache.insert(tokens, kvOf(tokens)); // the whole conversation's KV, as a model hands it back
+      await cache.flush();
+      const bytes = written(dir, before);
+      // The turn's 10 tokens' KV, and a page's header and its tokens (4 per token... 8 in the file).
+      assert.ok(bytes >= 10 * TOKEN_BYTES && bytes < 10 * TOKEN_BYTES + 8 * tokens.length + 200, `turn ${turn} of chat ${chat} wrote ${bytes} bytes`);
+    }
+  }
+  await cache.close();
+  const again = await open('fs', dir);
+  assert.equal(again.restoreReport.indexed, 1 + 3 * 4);
+  for (const chat of [1, 2, 3]) {
+    const tokens = conversation(chat, 4);
+    const hit = await again.match([...tokens, 7]);
+    assert.equal(hit.matched, tokens.length);
+    assert.deepEqual(hit.k, kvOf(tokens).k);
+    assert.deepEqual(hit.v, kvOf(tokens).v);
+  }
+  // Each token's KV once in memory, whatever number of pages it took.
+  assert.equal(again.bytes, (60 + 3 * 4 * 10) * TOKEN_BYTES);
+  await again.close();
+});
+
+for (const kind of ['fs', 'idb']) {
+  test(`${kind}: a page whose parent is gone never serves; the longest hit that can is served`, async () => {
+    const path = where(kind);
+    const cache = await open(kind, path);
+    const one = conversation(1, 1), two = conversation(1, 2), three = conversation(1, 3);
+    for (const t of [system, one, two, three]) cache.insert(t, kvOf(t));
+    await cache.close();
+    // Another process deletes the first turn's page (a prune of its own, by hand).
+    const deleter = await (await init({ newInstance: true })).openStore({ storage: kind, path });
+    const victim = deleter.list().find((b) => b.tokens === one.length);
+    await deleter.close();
+    if (kind === 'fs') unlinkSync(join(path, victim.name));
+    else {
+      const raw = await open(kind, path);
+      raw.remove(one); // has others after it: kept for them
+      await raw.flush();
+      await raw.close();
+    }
+    const again = await open(kind, path);
+    const hit = await again.match([...three, 9]);
+    if (kind === 'fs') {
+      assert.equal(hit.matched, system.length, 'the system prompt, not the turns over a lost page');
+      assert.deepEqual(hit.k, kvOf(system).k);
+    } else {
+      assert.equal(hit.matched, three.length, 'a page others need stays when its entry is removed');
+      assert.deepEqual(hit.k, kvOf(three).k);
+    }
+    await again.close();
+  });
+}
+
+test('fs: a page replaced behind the index by one of other tokens is refused, and nothing wrong is served', async () => {
+  const dir = where('fs');
+  const cache = await open('fs', dir);
+  const one = conversation(2, 1), other = conversation(3, 1);
+  for (const t of [system, one, other]) cache.insert(t, kvOf(t));
+  await cache.close();
+  const names = readdirSync(dir).filter((f) => f.endsWith('.rlxkv'));
+  const bySize = (n) => names.find((f) => readFileSync(join(dir, f)).readUInt32LE(24) === n);
+  // Both turns have 70 tokens: the second's page under the first's name.
+  const [a, b] = names.filter((f) => readFileSync(join(dir, f)).readUInt32LE(24) === one.length);
+  assert.ok(bySize(system.length) && a && b);
+  const cacheOpen = await open('fs', dir); // indexes the names as they are now
+  writeFileSync(join(dir, a), readFileSync(join(dir, b)));
+  for (const t of [one, other]) {
+    const hit = await cacheOpen.match([...t, 1]);
+    if (hit.matched === t.length) assert.deepEqual(hit.k, kvOf(t).k, 'a full hit is this prompt\'s KV');
+    else assert.equal(hit.matched, system.length);
+  }
+  await cacheOpen.close();
+});
+
+test('idb: a store of pages bounded by storageCapBytes keeps every page a stored page needs', async () => {
+  const path = where('idb');
+  const cache = await open('idb', path);
+  cache.insert(system, kvOf(system));
+  for (let turn = 1; turn <= 6; turn++) cache.insert(conversation(4, turn), kvOf(conversation(4, turn)));
+  await cache.close();
+  const bounded = await open('idb', path, { storageCapBytes: (60 + 30) * TOKEN_BYTES + 8192 });
+  const store = await (await init({ newInstance: true })).openStore({ storage: 'idb', path });
+  const left = store.list().map((b) => b.tokens).sort((x, y) => x - y);
+  await store.close();
+  // The newest turns went first: what is left is a chain from the system prompt.
+  assert.deepEqual(left, left.map((_, i) => 60 + 10 * i));
+  assert.ok(left.length >= 2 && left.length < 7);
+  const tokens = conversation(4, left.length - 1);
+  const hit = await bounded.match([...tokens, 5]);
+  assert.equal(hit.matched, tokens.length);
+  assert.deepEqual(hit.v, kvOf(tokens).v);
+  await bounded.close();
+});
+
+test('a store written with whole entries (before pages) opens and extends with pages', async () => {
+  const dir = where('fs');
+  const whole = await (await init({ newInstance: true })).openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir, layout });
+  const one = conversation(5, 1);
+  // A blob written whole: an entry of start 0, as every 0.1 blob is.
+  await whole.importBlob(encodeWhole(one));
+  await whole.close();
+  const cache = await open('fs', dir);
+  const two = conversation(5, 2);
+  const hit = await cache.match(two);
+  assert.equal(hit.matched, one.length);
+  cache.insert(two, kvOf(two, hit.matched), { start: hit.matched });
+  await cache.close();
+  const again = await open('fs', dir);
+  assert.deepEqual((await again.match([...two, 3])).k, kvOf(two).k);
+  await again.close();
+});
+
+/** The RLXKV001 blob of these tokens' KV, as 0.1 wrote every entry. */
+function encodeWhole(tokens) {
+  return rlx.encodeEntry({ tokens, ...kvOf(tokens) }, FP);
+}
+
+test('the CLI reads a page store: ls lists pages, verify passes them, prune takes leaves first', async () => {
+  const dir = where('fs');
+  const cache = await open('fs', dir);
+  cache.insert(system, kvOf(system));
+  const turns = [1, 2, 3, 4, 5].map((t) => conversation(6, t));
+  for (const t of turns) {
+    cache.insert(t, kvOf(t));
+    await cache.flush(); // one turn at a time: the newest is the most recently written
+  }
+  await cache.close();
+  const cli = (...args) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8' });
+  const ls = cli('ls', dir, '--fingerprint', `0x${FP.toString(16)}`);
+  assert.equal(ls.status, 0, ls.stderr);
+  assert.equal((ls.stdout.match(/ ok$/gm) ?? []).length, 6, ls.stdout);
+  const verify = cli('verify', ...readdirSync(dir).map((f) => join(dir, f)));
+  assert.equal(verify.status, 0, verify.stdout + verify.stderr);
+  // The system prompt and the oldest turn are the least recently used; the
+  // newest turns need them, so the newest go first.
+  const sizes = readdirSync(dir).map((f) => statSync(join(dir, f)).size).sort((a, b) => b - a);
+  const budget = sizes[0] + sizes[1] + sizes[2];
+  const prune = cli('prune', dir, '--fingerprint', `0x${FP.toString(16)}`, '--max-bytes', String(budget));
+  assert.equal(prune.status, 0, prune.stderr);
+  const again = await open('fs', dir);
+  const left = again.restoreReport.indexed;
+  assert.ok(left >= 2 && left < 6, `${left} left`);
+  const deepest = turns[left - 2];
+  const hit = await again.match([...deepest, 1]);
+  assert.equal(hit.matched, deepest.length, 'what is left is a chain from the system prompt, every page served');
+  assert.deepEqual(hit.k, kvOf(deepest).k);
+  await again.close();
+});
