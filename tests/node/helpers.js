@@ -15,6 +15,30 @@ export function kvFor(n, { layers = 2, width = 4, seed = 1 } = {}) {
   };
 }
 
+/**
+ * A model's KV of tokens[from..] under a head-major layout with layers
+ * layers: each token's values a function of its whole prefix, as a real
+ * model's are, so a prefix's KV is the same in every entry that holds it.
+ */
+export function modelKv(tokens, layout, from = 0) {
+  const n = tokens.length - from, hashes = [];
+  let h = 2166136261;
+  for (const t of tokens) hashes.push((h = Math.imul(h ^ t, 16777619) >>> 0));
+  const block = (side, l) => {
+    const out = new Float32Array(layout.heads * n * layout.headDim);
+    for (let head = 0; head < layout.heads; head++) {
+      for (let r = 0; r < n; r++) {
+        for (let d = 0; d < layout.headDim; d++) {
+          out[(head * n + r) * layout.headDim + d] = ((hashes[from + r] >>> 8) % 65536) + side / 2 + l / 4 + head / 8 + d / 64;
+        }
+      }
+    }
+    return out;
+  };
+  const layers = Array.from({ length: layout.layers }, (_, l) => l);
+  return { k: layers.map((l) => block(0, l)), v: layers.map((l) => block(1, l)) };
+}
+
 /** Bytes of a KV: 4 per float. */
 export const kvBytes = (kv) => [...kv.k, ...kv.v].reduce((s, b) => s + b.length * 4, 0);
 

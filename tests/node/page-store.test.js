@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
-import { tempDir } from './helpers.js';
+import { modelKv, tempDir } from './helpers.js';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -22,22 +22,7 @@ const where = (kind) => (kind === 'fs' ? tempDir() : `/page-store-${++dbs}`);
 const open = async (kind, path, opts = {}) => (await init({ newInstance: true }))
   .openCache({ capBytes: 1 << 24, fingerprint: FP, storage: kind, path, layout, ...opts });
 
-/** A model's KV of tokens[from..]: each token's values a function of its whole prefix. */
-function kvOf(tokens, from = 0) {
-  const n = tokens.length - from, hashes = [];
-  let h = 2166136261;
-  for (const t of tokens) hashes.push((h = Math.imul(h ^ t, 16777619) >>> 0));
-  const block = (side, l) => {
-    const out = new Float32Array(layout.heads * n * layout.headDim);
-    for (let head = 0; head < layout.heads; head++) {
-      for (let r = 0; r < n; r++) {
-        for (let d = 0; d < layout.headDim; d++) out[(head * n + r) * layout.headDim + d] = (hashes[from + r] % 4096) + side / 2 + l / 4 + head / 8 + d / 64;
-      }
-    }
-    return out;
-  };
-  return { k: [block(0, 0), block(0, 1)], v: [block(1, 0), block(1, 1)] };
-}
+const kvOf = (tokens, from = 0) => modelKv(tokens, layout, from);
 
 const system = Array.from({ length: 60 }, (_, i) => 500 + i);
 const conversation = (chat, turns) => [...system, ...Array.from({ length: 10 * turns }, (_, i) => chat * 1000 + i)];

@@ -4,30 +4,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import init from 'rlxkv';
+import { modelKv } from './helpers.js';
 
 const rlx = await init();
 const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
 const TOKEN_BYTES = 2 * 2 * 2 * 4 * 4; // K and V, 2 layers, 2 heads x 4 floats
 
-/** A model's KV of these tokens: each token's values a function of its whole prefix. */
-function kvOf(tokens, from = 0) {
-  const n = tokens.length - from;
-  const hashes = [];
-  let h = 2166136261;
-  for (const t of tokens) hashes.push((h = Math.imul(h ^ t, 16777619) >>> 0));
-  const block = (side, l) => {
-    const out = new Float32Array(layout.heads * n * layout.headDim);
-    for (let head = 0; head < layout.heads; head++) {
-      for (let r = 0; r < n; r++) {
-        for (let d = 0; d < layout.headDim; d++) {
-          out[(head * n + r) * layout.headDim + d] = ((hashes[from + r] >>> 8) % 65536) + side * 0.5 + l * 0.25 + head * 0.125 + d / 64;
-        }
-      }
-    }
-    return out;
-  };
-  return { k: [block(0, 0), block(0, 1)], v: [block(1, 0), block(1, 1)] };
-}
+const kvOf = (tokens, from = 0) => modelKv(tokens, layout, from);
 
 const system = Array.from({ length: 50 }, (_, i) => 1000 + i);
 const turn = (chat, k) => Array.from({ length: 10 }, (_, i) => chat * 10000 + k * 100 + i);
