@@ -22,8 +22,8 @@ const FORMAT_OF = { f32: 'RLXKV001', f16: 'RLXKVF16' };
 const PAGE_FORMAT_OF = { f32: 'RLXKVPG1', f16: 'RLXKVPH1' };
 const DTYPE_OF = { RLXKV001: 'f32', RLXKVF16: 'f16', RLXKVPG1: 'f32', RLXKVPH1: 'f16' };
 const isPage = (format) => format === 'RLXKVPG1' || format === 'RLXKVPH1';
-/** Bytes a page has after its tokens before n_layers: the parent's token count and name hash. */
-const PARENT = 16;
+/** Bytes a page has after its tokens before n_layers: the parent's token count and key (two u64s). */
+const PARENT = 24;
 const HEAD = 32; // magic, fingerprint, past_len, n_tokens
 /** The most layers a blob may have (RLXKV_MAX_LAYERS in src/rlxkv.h): more are refused with LIMIT. */
 export const MAX_LAYERS = 4096;
@@ -123,7 +123,7 @@ export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !L
 
 /**
  * Magic, fingerprint, past_len (a page's start), n_tokens, the tokens, (a
- * page's parent: { start, parentN, parent: its name's hash, a bigint }) and
+ * page's parent: { start, parentN, parent: its key, two bigints }) and
  * n_layers at the start of out; the offset after.
  */
 function writePreamble(out, dv, format, fingerprint, tokens, nLayers, page) {
@@ -135,7 +135,8 @@ function writePreamble(out, dv, format, fingerprint, tokens, nLayers, page) {
   for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
   if (page) {
     setU64(dv, at, page.parentN);
-    dv.setBigUint64(at + 8, page.parent, true);
+    dv.setBigUint64(at + 8, page.parent[0], true);
+    dv.setBigUint64(at + 16, page.parent[1], true);
     at += PARENT;
   }
   setU64(dv, at, nLayers);
@@ -193,7 +194,8 @@ export function blobFormat(bytes) {
 /**
  * Decodes bytes (Uint8Array) to { fingerprint, pastLen, tokens, k, v,
  * dtype, format, page }, or null when expectFp (a bigint) is given and the
- * blob's differs; page: null, or for a page { start, parentN, parent }
+ * blob's differs; page: null, or for a page { start, parentN, parent: its
+ * parent's key, two bigints }
  * (its blocks then hold the values of tokens start..n-1). Else as when the
  * blob's differs. dtype 'f32' (RLXKV001: K/V blocks are Float32Array) or
  * 'f16' (RLXKVF16: Uint16Array of binary16 bits). Throws RlxkvError
@@ -287,10 +289,11 @@ function readStructure(bytesAt, len, expectFp, firstRead) {
   let page = null;
   if (paged) {
     need(len - at >= PARENT);
-    const parentN = u64At(at), pb = at + PARENT <= head.length ? head.subarray(at + 8, at + PARENT) : bytesAt(at + 8, 8);
-    need(pb.length === 8);
+    const parentN = u64At(at), pb = at + PARENT <= head.length ? head.subarray(at + 8, at + PARENT) : bytesAt(at + 8, 16);
+    need(pb.length === 16);
     need(parentN >= start, 'CORRUPT');
-    page = { start, parentN, parent: new DataView(pb.buffer, pb.byteOffset, 8).getBigUint64(0, true) };
+    const pdv = new DataView(pb.buffer, pb.byteOffset, 16);
+    page = { start, parentN, parent: [pdv.getBigUint64(0, true), pdv.getBigUint64(8, true)] };
     at += PARENT;
   }
   need(len - at >= 8);
@@ -343,7 +346,9 @@ export function blobHead(head, size) {
     tokens[i] = dv.getUint32(at, true);
   }
   if (size < afterTokens + 8) return { ok: false };
-  const page = paged ? { start, parentN: getU64(dv, afterTokens - PARENT), parent: dv.getBigUint64(afterTokens - 8, true) } : null;
+  const page = paged ? {
+    start, parentN: getU64(dv, afterTokens - PARENT), parent: [dv.getBigUint64(afterTokens - 16, true), dv.getBigUint64(afterTokens - 8, true)],
+  } : null;
   if (page && page.parentN < start) return { ok: false };
   const nLayers = getU64(dv, afterTokens);
   if (nLayers > MAX_LAYERS && 16 * nLayers <= size - afterTokens - 8) return { ok: false, tooLarge: true };

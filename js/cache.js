@@ -222,7 +222,7 @@ export class Cache {
       if (!this.#storage) return this.#matched(null, t, source, t0);
       const before = this.#evictionsNow();
       try {
-        await this.#storage.load(hit.entryTokens, hit.name);
+        await this.#storage.load(hit.entryTokens);
         this.#tellEvicted(before);
       } catch (err) {
         // Closed while the blob was read: whatever the read met after.

@@ -6,7 +6,7 @@
 import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
-import { copyBlobs, deleteBlobs, TieredStore } from './tiers.js';
+import { copyBlobs, deleteBlobs, ownName, TieredStore } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore } from '../web/storage.js';
 import { NativeCache } from '../web/native-cache.js';
@@ -174,10 +174,10 @@ class Rlxkv {
     if (places[0].kind === places[1].kind && places[0].path === places[1].path) {
       throw new RangeError('from and to are the same store');
     }
-    // The C naming rule, from a cache that holds nothing, to judge each blob's name.
+    // The C naming rules, from a cache that holds nothing, to judge each blob's name.
     const namer = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
-      return await copyBlobs(places[0], places[1], (tokens, fp) => namer.blobName(tokens, fp));
+      return await copyBlobs(places[0], places[1], (record) => ownName(namer, record));
     } finally {
       namer.free();
     }

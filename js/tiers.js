@@ -290,7 +290,7 @@ export class TieredStore {
    * whether it is resident now. name: the blob's, if the caller has it
    * (a match gives it).
    */
-  load(tokens, name = this.#native.blobName(tokens)) {
+  load(tokens, name = this.#nameOf(tokens)) {
     let p = this.#loading.get(name);
     if (!p) {
       p = this.#loadPage(name, tokens).finally(() => this.#loading.delete(name));
@@ -298,6 +298,25 @@ export class TieredStore {
     }
     return p;
   }
+
+  /**
+   * The name the store knows the entry of these tokens by: its page name
+   * (of `dtype`, or of either), or in a store written before pages its
+   * blob name; the page name of dtype (f32 if not given) when it knows
+   * neither, as a new save names it.
+   */
+  #nameOf(tokens, dtype) {
+    const names = this.#namesOf(tokens, dtype);
+    return names.find((n) => this.#known.has(n) || this.#saving.has(n)) ?? names[0];
+  }
+
+  /** The names an entry of these tokens may be stored under: page names (of dtype, or both), then its blob name. */
+  #namesOf(tokens, dtype) {
+    const n = this.#native;
+    return [...(dtype ? [dtype] : ['f32', 'f16']).map((d) => n.pageName(tokens, d)), n.blobName(tokens)];
+  }
+
+  #ownName(r) { return ownName(this.#native, r); }
 
   /**
    * A page needs the tokens before its start held: its parent is loaded
@@ -672,9 +691,9 @@ export class TieredStore {
     if (own && e.start) {
       // A page needs its parent stored (or being stored, before it, in this
       // flush); else it goes whole, gathered, and needs none.
-      const parentName = this.#native.blobName(e.parent);
+      const parentName = this.#nameOf(e.parent, e.dtype);
       if (this.#known.get(parentName)?.status === 'ok' || this.#saving.has(parentName)) {
-        page = { start: e.start, parentN: e.parent.length, parent: hashOfName(parentName) };
+        page = { start: e.start, parentN: e.parent.length, parent: keyOfName(parentName) };
       } else {
         return this.#encode({ tokens, serial }, pieces, true);
       }
@@ -691,7 +710,7 @@ export class TieredStore {
       bits = bitsOf([...now.k, ...now.v]);
       return bits;
     };
-    const name = this.#native.blobName(tokens);
+    const name = this.#native.pageName(tokens, e.dtype);
     // Whole: encoded from views of the heap into JS memory (nothing here
     // allocates in wasm, so the views hold).
     const parts = pieces ? encodePieces(tokens, blocksAt, this.#fp, page) : [encodeBlob(tokens, bits, this.#fp, undefined, { page })];
@@ -715,6 +734,11 @@ export class TieredStore {
    */
   #saved(item) {
     this.#known.set(item.name, item.record);
+    // The same prefix stored under its other name (a store written before
+    // pages, or the other dtype): superseded, deleted at the flush's end.
+    for (const other of this.#namesOf(item.tokens)) {
+      if (other !== item.name && this.#known.get(other)?.status === 'ok' && !childCounts(this.#known.values()).get(other)) this.#giveUp(other);
+    }
     if (this.#toRemove.get(item.name) < item.step) {
       this.#toRemove.delete(item.name);
       this.#removalFailed.delete(item.name);
@@ -760,9 +784,11 @@ export class TieredStore {
     const order = [];
     const pinned = new Set();
     if (total > maxBytes) {
-      for (const e of native.entries()) if (e.pinned) pinned.add(native.blobName(e.tokens));
-      for (const tokens of native.tokensOf('stored').reverse()) order.push([native.blobName(tokens), tokens]);
-      if (resident) for (const tokens of native.tokensOf('resident').reverse()) order.push([native.blobName(tokens), tokens]);
+      const entries = native.entries();
+      for (const e of entries) if (e.pinned) pinned.add(this.#nameOf(e.tokens, e.dtype));
+      const resident_ = entries.filter((e) => e.resident), stored = entries.filter((e) => !e.resident);
+      for (const e of stored.reverse()) order.push([this.#nameOf(e.tokens, e.dtype), e.tokens]);
+      if (resident) for (const e of resident_.reverse()) order.push([this.#nameOf(e.tokens, e.dtype), e.tokens]);
     }
     const drop = [];
     const picked = leavesFirst(order.map(([name, tokens]) => ({ r: byName.get(name), tokens })).filter((d) => d.r && !pinned.has(d.r.name)),
@@ -798,12 +824,16 @@ export class TieredStore {
    * Whether there was one not given up already.
    */
   forget(tokens) {
-    const name = this.#native.blobName(tokens);
-    const r = this.#known.get(name);
-    if ((!r || r.status !== 'ok') && !this.#saving.has(name)) return false;
-    // A page others stored after it need stays, for them (as a hidden entry in memory).
-    if (childCounts(this.#known.values()).get(name)) return false;
-    return this.#giveUp(name);
+    let given = false;
+    const children = childCounts(this.#known.values());
+    for (const name of this.#namesOf(tokens)) {
+      const r = this.#known.get(name);
+      if ((!r || r.status !== 'ok') && !this.#saving.has(name)) continue;
+      // A page others stored after it need stays, for them (as a hidden entry in memory).
+      if (children.get(name)) continue;
+      given = this.#giveUp(name) || given;
+    }
+    return given;
   }
 
   /** A page whose parent this store no longer holds (or holds as something else): it can never be served. */
@@ -889,7 +919,7 @@ export class TieredStore {
   #judged(fingerprint, any) {
     return [...this.#known.values()].map((r) => {
       if (r.status === 'corrupt' || r.status === 'too-large' || r.status === 'unreadable') return [r, r.status];
-      if (this.#native.blobName(r.tokens, r.fingerprint) !== r.name) return [r, 'foreign'];
+      if (!this.#ownName(r)) return [r, 'foreign'];
       return [r, any || r.fingerprint === fingerprint ? 'ok' : 'stale'];
     });
   }
@@ -1106,7 +1136,7 @@ export class TieredStore {
       // A blob under a name not its own (copied in by hand) is left alone:
       // saves would write its entry under the right name beside it. (An
       // index records such a blob as foreign.)
-      if (!record.indexed && this.#native.blobName(record.tokens) !== record.name) { record.status = 'foreign'; continue; }
+      if (!record.indexed && !this.#ownName(record)) { record.status = 'foreign'; continue; }
       const e = opening ? null : this.#native.get(record.tokens);
       if (!e) fresh.push(record);
       else if (e.resident && !e.dirty) this.#native.mark(record.tokens, e.serial, 'clean'); // stored again
@@ -1131,10 +1161,11 @@ const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
  * directory's file times keep their order). An IndexedDB destination gets
  * them in transactions of up to IDB_BATCH_BYTES, each with the index
  * records of its blobs (one index rewrite per transaction); an OPFS one
- * its index file once, at the end. Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
+ * its index file once, at the end. isOwn(record) judges a valid blob's name
+ * (ownName). Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
  * before staying.
  */
-export async function copyBlobs(from, to, nameOf) {
+export async function copyBlobs(from, to, isOwn) {
   const src = await BACKENDS[from.kind].open(from.path);
   let dst = null;
   try {
@@ -1170,7 +1201,7 @@ export async function copyBlobs(from, to, nameOf) {
         const item = { name, parts: [blob], bytes: blob.length };
         const record = dst.kind !== 'fs' && recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
         // A blob under a name not its own stays foreign in the copy's index (never counted, never served).
-        if (record && record.status === 'ok' && nameOf(record.tokens, record.fingerprint) !== name) record.status = 'foreign';
+        if (record && record.status === 'ok' && !isOwn(record)) record.status = 'foreign';
         if (dst.kind !== 'idb') {
           await dst.write([item]);
           if (record) indexed.push(record);
@@ -1328,6 +1359,15 @@ function infoOf(r, status) {
   };
 }
 
+/**
+ * Whether a valid record is under a name of its own: its page name or its
+ * blob name (what a cache's store, or a store before pages, saves it
+ * under), as `native` (a NativeCache) names them.
+ */
+export function ownName(native, r) {
+  return r.name === native.pageName(r.tokens, r.dtype, r.fingerprint) || r.name === native.blobName(r.tokens, r.fingerprint);
+}
+
 /** How many stored pages name each blob as their parent (name -> count). */
 function childCounts(records) {
   const out = new Map();
@@ -1374,19 +1414,28 @@ function recordOf(name, bytes, lastUse, info) {
  * for a blob (start 0).
  */
 function pageOf(page) {
-  return page ? { start: page.start, parentN: page.parentN, parent: nameOfHash(page.parent) } : {};
+  return page ? { start: page.start, parentN: page.parentN, parent: nameOfKey(page.parent) } : {};
 }
-/** The blob name a page's parent field holds (the hash rlxkv_blob_name prints), and back. */
-const nameOfHash = (h) => `${h.toString(16).padStart(16, '0')}.rlxkv`;
-const hashOfName = (name) => BigInt(`0x${name.slice(0, 16)}`);
+/**
+ * The name a page's parent key gives, and back (FORMATS.md, Pages): a page
+ * name's 32 hex digits as two u64s, or a blob's 16 (its 64-bit name) as 0
+ * and that.
+ */
+const hex16 = (x) => x.toString(16).padStart(16, '0');
+const nameOfKey = ([a, b]) => `${a ? hex16(a) : ''}${hex16(b)}.rlxkv`;
+function keyOfName(name) {
+  const hex = name.slice(0, name.length - '.rlxkv'.length);
+  return hex.length === 32 ? [BigInt(`0x${hex.slice(0, 16)}`), BigInt(`0x${hex.slice(16)}`)] : [0n, BigInt(`0x${hex}`)];
+}
 
 // ---- the IndexedDB index record --------------------------------------
 // 'RLXKVIX3': a header of six u32 words (the magic's two, count, tokens:
 // all blobs', high: how many of those are 0x10000 or more, names: bytes
 // of the names), then columns, a value per blob, oldest use first:
 //   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, f64 start,
-//   f64 parentN, u64 parent (a page's: its first own token, its parent's
-//   token count and name hash; 0 for a blob), u32 n (tokens),
+//   f64 parentN, u64 parent key's first half, u64 its second (a page's:
+//   its first own token, its parent's token count and key; 0 for a blob),
+//   u32 n (tokens),
 //   u8 flags (1 corrupt, 2 f16, 4 rowMajor, 8 foreign: under a name not
 //   its own, 16 too large), zero bytes to a multiple of 4,
 //   u16 the low 16 bits of every token (blob after blob, n each), zero
@@ -1425,12 +1474,19 @@ const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
  * offsets are from cols, in bytes.
  */
 function indexLayout(count, total, high, nameBytes, pages = true) {
-  const extra = pages ? 24 : 0, cols = 24, width = 37 + extra;
+  const extra = pages ? 32 : 0, cols = 24, width = 37 + extra;
   const tokensAt = pad4(cols + width * count), highAt = pad4(tokensAt + 2 * total);
   const namesAt = pad4(highAt + 6 * high);
   return {
     cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes,
     fps: 24 * count, pageAt: 32 * count, ns: (32 + extra) * count, flags: (36 + extra) * count,
+  };
+}
+/** RLXKVIX3's page columns: f64 start and parentN, then the parent key's two u64s. */
+function pageColumns(buffer, offset, count) {
+  return {
+    starts: new Float64Array(buffer, offset, 2 * count),
+    parents: new BigUint64Array(buffer, offset + 16 * count, 2 * count),
   };
 }
 
@@ -1477,8 +1533,7 @@ function encodeIndex(map) {
   head.set([count, total, high, names.length], 2);
   const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
   const fps = new BigUint64Array(out.buffer, at.cols + at.fps, count);
-  const starts = new Float64Array(out.buffer, at.cols + at.pageAt, 2 * count);
-  const parents = new BigUint64Array(out.buffer, at.cols + at.pageAt + 16 * count, count);
+  const { starts, parents } = pageColumns(out.buffer, at.cols + at.pageAt, count);
   const ns = new Uint32Array(out.buffer, at.cols + at.ns, count);
   const flags = new Uint8Array(out.buffer, at.cols + at.flags, count);
   const low = new Uint16Array(out.buffer, at.tokensAt, total);
@@ -1492,7 +1547,7 @@ function encodeIndex(map) {
     fps[i] = r.fingerprint ?? 0n;
     starts[i] = r.start ?? 0;
     starts[count + i] = r.parentN ?? 0;
-    parents[i] = r.start ? hashOfName(r.parent) : 0n;
+    [parents[i], parents[count + i]] = r.start ? keyOfName(r.parent) : [0n, 0n];
     flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
     const t = r.tokens, n = t ? t.length : 0;
     ns[i] = n;
@@ -1520,8 +1575,7 @@ function parseIndex(bytes) {
     const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
     const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + at.fps, count);
     const ns = view(Uint32Array, at.cols + at.ns, count), flags = view(Uint8Array, at.cols + at.flags, count);
-    const starts = pages ? view(Float64Array, at.cols + at.pageAt, 2 * count) : null;
-    const parents = pages ? view(BigUint64Array, at.cols + at.pageAt + 16 * count, count) : null;
+    const { starts, parents } = pages ? pageColumns(b.buffer, b.byteOffset + at.cols + at.pageAt, count) : {};
     // One conversion widens the stream; the few high halves go in after.
     const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
     const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
@@ -1540,7 +1594,7 @@ function parseIndex(bytes) {
       // A page's start past its first token and before its last, its parent at least that long.
       const start = starts ? starts[i] : 0, parentN = starts ? starts[count + i] : 0;
       if (!isCount(start) || !isCount(parentN) || (start && (start >= n || parentN < start))) return null;
-      const page = start ? { start, parentN, parent: parents[i] } : null;
+      const page = start ? { start, parentN, parent: [parents[i], parents[count + i]] } : null;
       map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], page));
     }
     return map;

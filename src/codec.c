@@ -28,6 +28,8 @@ static const uint8_t kMagic16[8] = {'R', 'L', 'X', 'K', 'V', 'F', '1', '6'};
  * only, and its parent's token count and name after the tokens. */
 static const uint8_t kPage32[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'G', '1'};
 static const uint8_t kPage16[8] = {'R', 'L', 'X', 'K', 'V', 'P', 'H', '1'};
+/* After a page's tokens: its parent's token count and key (two u64s). */
+#define PAGE_PARENT_BYTES 24
 
 /* Values are little-endian in a blob; on little-endian hosts a block is one
  * memcpy, elsewhere each value's bits are placed byte by byte (a path that
@@ -309,7 +311,7 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
                      rlxkv_blob_meta *meta, uint64_t *fp_out) {
     uint8_t head[HEAD_BYTES] = {0}, word[8], *scratch = NULL, chunk[CHUNK];
     const uint8_t *p, *toks = NULL;
-    uint64_t fp, n_tokens, n_layers, rem, cap, used = 0, start = 0, parent_n = 0, parent = 0;
+    uint64_t fp, n_tokens, n_layers, rem, cap, used = 0, start = 0, parent_n = 0, parent[2] = {0, 0};
     size_t h, vsize;
     rlxkv_entry *e = NULL;
     cursor c;
@@ -367,13 +369,15 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
     }
     rc = RLXKV_ERR_TRUNCATED;
     if (page) {
-        /* The parent: its token count (at least start) and its name's hash. */
-        if (rem < 16) goto done;
+        /* The parent: its token count (at least start) and its key. */
+        if (rem < PAGE_PARENT_BYTES) goto done;
         if (!(p = next(&c, word, 8, &rc))) goto done;
         parent_n = rlxkv_load_u64le(p);
-        if (!(p = next(&c, word, 8, &rc))) goto done;
-        parent = rlxkv_load_u64le(p);
-        rem -= 16;
+        for (int k = 0; k < 2; k++) {
+            if (!(p = next(&c, word, 8, &rc))) goto done;
+            parent[k] = rlxkv_load_u64le(p);
+        }
+        rem -= PAGE_PARENT_BYTES;
         rc = RLXKV_ERR_CORRUPT;
         if (parent_n < start) goto done;
         rc = RLXKV_ERR_TRUNCATED;
@@ -439,7 +443,8 @@ int rlxkv_decode_src(const rlxkv_src *src, const uint64_t *expect_fp, rlxkv_entr
         meta->blob_bytes = src->len;
         meta->start = start;
         meta->parent_n = parent_n;
-        meta->parent = parent;
+        meta->parent[0] = parent[0];
+        meta->parent[1] = parent[1];
     }
 done:
     free(scratch);

@@ -24,4 +24,31 @@ static inline uint64_t rlxkv_fnv_final(uint64_t h) {
     h ^= h >> 31;
     return h;
 }
+
+/* The page name's chain (rlxkv_page_name): two 64-bit lanes, seeded by the
+ * fingerprint and fed one token at a time, so the name of every prefix of
+ * a prompt follows in one pass over it; the dtype and the token count are
+ * mixed in at the end. */
+typedef struct rlxkv_chain {
+    uint64_t a, b;
+} rlxkv_chain;
+
+static inline rlxkv_chain rlxkv_chain_init(uint64_t fingerprint) {
+    rlxkv_chain c = {rlxkv_fnv_final(fingerprint ^ 0x243f6a8885a308d3ull),
+                     rlxkv_fnv_final(fingerprint + 0x13198a2e03707344ull)};
+    return c;
+}
+static inline void rlxkv_chain_token(rlxkv_chain *c, uint32_t t) {
+    c->a = (c->a ^ t) * 0x9e3779b97f4a7c15ull;
+    c->a ^= c->a >> 32;
+    c->b = (c->b + (t ^ 0xa0761d6478bd642full)) * 0xe7037ed1a0b428dbull;
+    c->b ^= (c->b >> 29) ^ c->a;
+}
+/* The two halves of the name: the first never 0 (a parent key of (0, h)
+ * names a blob by its 64-bit name, see FORMATS.md). */
+static inline void rlxkv_chain_final(const rlxkv_chain *c, int dtype, uint64_t n, uint64_t out[2]) {
+    out[0] = rlxkv_fnv_final(c->a ^ (n * 0x9e3779b97f4a7c15ull) ^ (uint64_t)dtype);
+    out[1] = rlxkv_fnv_final(c->b ^ (out[0] << 17 | out[0] >> 47) ^ ((uint64_t)dtype << 56));
+    if (!out[0]) out[0] = 1;
+}
 #endif

@@ -385,9 +385,9 @@ typedef struct rlxkv_blob_meta {
     uint64_t n_values;      /* sum of all block lengths */
     uint64_t blob_bytes;
     /* A page (RLXKVPG1, RLXKVPH1; FORMATS.md): the first token of its own
-     * values, its parent's token count and the hash its parent's name is
-     * made of (rlxkv_blob_name); all 0 for a blob. */
-    uint64_t start, parent_n, parent;
+     * values, its parent's token count and key (rlxkv_page_key, or 0 and
+     * the hash of a blob's 64-bit name); all 0 for a blob. */
+    uint64_t start, parent_n, parent[2];
 } rlxkv_blob_meta;
 
 /* Exact size of the entry's blob in its own format (RLXKV001 for f32,
@@ -421,14 +421,16 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
 
 /* ------------------------------------------------------------------------
  * Store: a directory of blobs, one file per entry, named from a hash of
- * (fingerprint, tokens): "<16 hex digits>.rlxkv". Saves stream the blob
+ * (fingerprint, tokens): "<16 hex digits>.rlxkv" (rlxkv_blob_name). A
+ * blob or page a cache's store wrote under its page name (rlxkv_page_name,
+ * 32 hex digits) is as much its own. Saves stream the blob
  * into a temporary file and rename it over the name: atomic. Plain POSIX,
  * so it runs natively and on Emscripten's NODEFS alike (the CLI and Node's
  * rlx.openStore; caches use js/tiers.js).
  *
  * One judge, one rule. Only regular files (symlinks are followed to one;
  * removing a symlinked blob removes the link) named "*.rlxkv" (shorter
- * than 32 characters) are blobs; fifos, sockets, devices and directories
+ * than RLXKV_PAGE_NAME_CAP characters) are blobs (or pages, see Pages); fifos, sockets, devices and directories
  * are never opened. Every blob is judged the same way by load, list and
  * prune, from its header, tokens and block lengths (its values are skipped,
  * not read), with the checks of rlxkv_decode:
@@ -540,8 +542,20 @@ void rlxkv_store_close(rlxkv_store *s);   /* NULL: a harmless no-op */
  * it; a success leaves it. NULL: 0. */
 int rlxkv_store_errno(const rlxkv_store *s);
 
-/* The file name of (fingerprint, tokens) into name (at least 32 bytes). */
+/* The file name of (fingerprint, tokens) into name (at least 32 bytes):
+ * 16 hex digits of a 64-bit hash, then ".rlxkv". */
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
+
+/* Longest page name, NUL included. */
+#define RLXKV_PAGE_NAME_CAP 48
+/* A page's key (FORMATS.md, Pages): a 128-bit hash chained over the
+ * fingerprint and the tokens one at a time, then the dtype and the count;
+ * its name is the key's 32 hex digits, then ".rlxkv". What a cache's store
+ * names each page it writes: the same prefix of the same model and dtype
+ * gets the same name in every tab and on every machine. */
+void rlxkv_page_key(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n, uint64_t key[2]);
+void rlxkv_page_name(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n,
+                     char name[RLXKV_PAGE_NAME_CAP]);
 
 /* Writes one entry's blob atomically, in its dtype's format, streamed from
  * the entry (no copy of the whole blob is made). A page (an entry of a

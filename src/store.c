@@ -169,6 +169,26 @@ static void name_from_hash(uint64_t h, char name[32]) {
     memcpy(put_hex(name, rlxkv_fnv_final(h), 16), SUFFIX, SUFFIX_LEN + 1);
 }
 
+/* A page's name from its key (rlxkv_chain_final): 32 hex digits; a key
+ * whose first half is 0 names a blob by its 64-bit name (16 digits). */
+static void name_from_key(const uint64_t key[2], char name[RLXKV_PAGE_NAME_CAP]) {
+    char *p = key[0] ? put_hex(put_hex(name, key[0], 16), key[1], 16) : put_hex(name, key[1], 16);
+    memcpy(p, SUFFIX, SUFFIX_LEN + 1);
+}
+
+void rlxkv_page_key(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n, uint64_t key[2]) {
+    rlxkv_chain c = rlxkv_chain_init(fingerprint);
+    for (size_t i = 0; i < n; i++) rlxkv_chain_token(&c, tokens[i]);
+    rlxkv_chain_final(&c, dtype, n, key);
+}
+
+void rlxkv_page_name(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n,
+                     char name[RLXKV_PAGE_NAME_CAP]) {
+    uint64_t key[2];
+    rlxkv_page_key(fingerprint, dtype, tokens, n, key);
+    name_from_key(key, name);
+}
+
 void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]) {
     uint64_t h = rlxkv_fnv_init(fingerprint);
     for (size_t i = 0; i < n; i++) h = name_hash_token(h, tokens[i]);
@@ -184,7 +204,7 @@ static int valid_name(const char *name) {
 
 static int is_blob_name(const char *name) {
     size_t n = strlen(name);
-    return n > SUFFIX_LEN && n < 32 && !strcmp(name + n - SUFFIX_LEN, SUFFIX);
+    return n > SUFFIX_LEN && n < RLXKV_PAGE_NAME_CAP && !strcmp(name + n - SUFFIX_LEN, SUFFIX);
 }
 
 /* Skips one run of lowercase hex digits, its value in *v (may be NULL;
@@ -200,13 +220,14 @@ static const char *skip_hex(const char *p, uint64_t *v) {
     return q > p ? q : NULL;
 }
 
-/* A name rlxkv_store_save gives its temporary files, exactly:
- * <16 hex>.rlxkv.<pid hex>-<hex>-<hex>.tmp; *pid gets the writer's PID.
+/* A name rlxkv_store_save (or a cache's store) gives its temporary files,
+ * exactly: <16 or 32 hex>.rlxkv.<pid hex>-<hex>-<hex>.tmp; *pid gets the
+ * writer's PID.
  * Nothing else is ever swept. */
 static int is_temp_name(const char *name, uint64_t *pid) {
     const char *p = skip_hex(name, NULL);
     if (strlen(name) >= NAME_CAP) return 0;
-    if (!p || p - name != 16 || strncmp(p, SUFFIX ".", SUFFIX_LEN + 1)) return 0;
+    if (!p || (p - name != 16 && p - name != 32) || strncmp(p, SUFFIX ".", SUFFIX_LEN + 1)) return 0;
     p += SUFFIX_LEN + 1;
     for (int i = 0; i < 3; i++) {
         if (!(p = skip_hex(p, i == 0 ? pid : NULL))) return 0;
@@ -376,6 +397,7 @@ typedef struct blob_file {
     uint64_t size;   /* as judged */
     uint64_t at;
     uint64_t hash;   /* the name hash of the fingerprint and the tokens so far */
+    rlxkv_chain chain; /* and the page name's chain of them (rlxkv_page_name) */
     int hashing;     /* hash started (at the first run of tokens) */
 } blob_file;
 
@@ -412,8 +434,11 @@ static int bf_skip(void *ctx, uint64_t n) {
 
 static void bf_tokens(void *ctx, uint64_t fp, const uint32_t *t, size_t n) {
     blob_file *f = ctx;
-    if (!f->hashing) f->hash = rlxkv_fnv_init(fp), f->hashing = 1;
-    for (size_t i = 0; i < n; i++) f->hash = name_hash_token(f->hash, t[i]);
+    if (!f->hashing) f->hash = rlxkv_fnv_init(fp), f->chain = rlxkv_chain_init(fp), f->hashing = 1;
+    for (size_t i = 0; i < n; i++) {
+        f->hash = name_hash_token(f->hash, t[i]);
+        rlxkv_chain_token(&f->chain, t[i]);
+    }
 }
 
 /* The file's size now, from its descriptor: what a changed file is told by. */
@@ -487,8 +512,15 @@ static void blob_pass(blob_file *f, const char *name, rlxkv_entry **out, verdict
         if (urc) rc = urc;
     }
     if (rc == RLXKV_OK) {
+        /* Its own name: the blob name of its fingerprint and tokens, or
+         * the page name of those and its dtype (what caches write). */
+        char page[RLXKV_PAGE_NAME_CAP];
+        uint64_t key[2];
+        rlxkv_chain c = f->hashing ? f->chain : rlxkv_chain_init(fp);
+        rlxkv_chain_final(&c, v->m.dtype, v->m.n_tokens, key);
+        name_from_key(key, page);
         name_from_hash(f->hashing ? f->hash : rlxkv_fnv_init(fp), want);
-        v->own_name = !strcmp(want, name);
+        v->own_name = !strcmp(want, name) || !strcmp(page, name);
     }
     v->rc = rc;
 }
@@ -806,7 +838,7 @@ static int cmp_cand_name(const void *a, const void *b) {
 /* One info per scanned file (blobs judged, temporaries dated), in name
  * order; files gone since the scan are left out. */
 static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob_info **out,
-                size_t *n_out, uint64_t **parents_out) {
+                size_t *n_out, uint64_t (**parents_out)[2]) {
     rlxkv_blob_info *info;
     size_t n = 0, k = 0;
     cand *v = NULL;
@@ -819,7 +851,7 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
     if (rc) return rc;
     if (n > 1) qsort(v, n, sizeof *v, cmp_cand_name);
     info = calloc(n ? n : 1, sizeof *info);
-    uint64_t *parents = parents_out ? calloc(n ? n : 1, sizeof *parents) : NULL;
+    uint64_t(*parents)[2] = parents_out ? calloc(n ? n : 1, sizeof *parents) : NULL;
     if (!info || (parents_out && !parents)) {
         free(info);
         free(v);
@@ -855,7 +887,7 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
             b->kv_bytes = kv_bytes_of(&vd.m);
             b->dtype = vd.m.dtype;
         }
-        if (parents && vd.rc == RLXKV_OK && vd.m.start) parents[k - 1] = vd.m.parent;
+        if (parents && vd.rc == RLXKV_OK && vd.m.start) memcpy(parents[k - 1], vd.m.parent, sizeof parents[0]);
     }
     free(v);
     *out = info;
@@ -915,9 +947,9 @@ static int cmp_oldest_first(const void *a, const void *b) {
 
 /* The info (in name order) of the blob a page names as its parent (the
  * hash its name prints), or NULL. */
-static rlxkv_blob_info *parent_info(rlxkv_blob_info *info, size_t n, uint64_t parent) {
+static rlxkv_blob_info *parent_info(rlxkv_blob_info *info, size_t n, const uint64_t parent[2]) {
     char name[RLXKV_NAME_CAP] = {0};
-    memcpy(put_hex(name, parent, 16), SUFFIX, SUFFIX_LEN + 1);
+    name_from_key(parent, name);
     return bsearch(name, info, n, sizeof *info, cmp_info_name);
 }
 
@@ -928,7 +960,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
     rlxkv_blob_info *info = NULL, **victims = NULL, **lru = NULL;
     char (*kept)[32] = NULL;
     size_t n = 0, n_kept = 0, n_victims = 0, n_lru = 0, *children = NULL;
-    uint64_t counted = 0, blob_bytes = 0, blobs = 0, *parents = NULL;
+    uint64_t counted = 0, blob_bytes = 0, blobs = 0, (*parents)[2] = NULL;
     int dry = (flags & RLXKV_PRUNE_DRY_RUN) != 0, rc;
 
     memset(&r, 0, sizeof r);
@@ -945,7 +977,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
     if (!victims || !lru || !children) goto done;
     /* Pages (FORMATS.md): how many stored pages name each blob their parent. */
     for (size_t i = 0; i < n; i++) {
-        rlxkv_blob_info *p = parents[i] ? parent_info(info, n, parents[i]) : NULL;
+        rlxkv_blob_info *p = parents[i][1] ? parent_info(info, n, parents[i]) : NULL;
         if (p) children[p - info]++;
     }
 
@@ -989,7 +1021,7 @@ int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
             if (!lru[j] || children[at = (size_t)(lru[j] - info)]) continue; /* taken, or needed */
             victims[n_victims++] = lru[j];
             counted -= lru[j]->file_bytes;
-            rlxkv_blob_info *p = parents[at] ? parent_info(info, n, parents[at]) : NULL;
+            rlxkv_blob_info *p = parents[at][1] ? parent_info(info, n, parents[at]) : NULL;
             if (p) children[p - info]--;
             lru[j] = NULL;
             took = 1;

@@ -31,9 +31,8 @@ enum {
     REC_PARENT_N = 12,  /* its parent's token count, or 0 (rlxkv_entry_parent) */
     REC_PARENT_TOKENS = 13, /* address of its parent's tokens, or 0 */
     REC_HEAD = 16,
-    /* then, for a stored-only entry (no blocks) from rlxkv_web_match, its
-     * blob's file name (rlxkv_blob_name: NAME_WORDS words, NUL-terminated);
-     * or per piece, first tokens first: its tokens from and to, then per
+    /* then (none for a stored-only entry, which has no values) per piece,
+     * first tokens first: its tokens from and to, then per
      * block b the address of its first run (bytes), run, stride and count
      * (values): rlxkv_span, with the block's address folded in. */
 };
@@ -41,8 +40,6 @@ enum {
 /* Words per piece in the record: from, to, then four per block. */
 #define PIECE_WORDS(blocks) (2 + 4 * (blocks))
 
-/* The record's words for a blob's file name (rlxkv_blob_name's 32 bytes). */
-enum { NAME_WORDS = 8 };
 
 /* REC_FLAGS bits. */
 enum { REC_RESIDENT = 1, REC_DIRTY = 2, REC_PINNED = 4 };
@@ -189,16 +186,11 @@ int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
 }
 
 /* rlxkv_cache_match over the n scratch tokens, into the record; a hit on
- * a stored-only entry with the name of the blob to read. */
+ * a stored-only entry too (its tokens and dtype: JS finds its blob or page). */
 int rlxkv_web_match(web_cache *w, size_t n, int partial, size_t max_match) {
     rlxkv_hit h;
     int st = rlxkv_cache_match(w->cache, w->tokens, n, max_match, partial ? RLXKV_MATCH_PARTIAL : 0, &h);
-    if (st < 0) return st;
-    if ((st = record(w, &h, 0)) != RLXKV_HIT || rlxkv_entry_is_resident(h.entry)) return st;
-    if (!reserve(&w->rec, &w->rec_cap, REC_HEAD + NAME_WORDS)) return RLXKV_ERR_NOMEM;
-    rlxkv_blob_name(rlxkv_cache_fingerprint(w->cache), rlxkv_entry_tokens(h.entry), rlxkv_entry_n_tokens(h.entry),
-                    (char *)(w->rec + REC_HEAD));
-    return RLXKV_HIT;
+    return st < 0 ? st : record(w, &h, 0);
 }
 
 /* The entry with exactly the n scratch tokens, whole (or with own_only

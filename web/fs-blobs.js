@@ -10,8 +10,8 @@ import { RlxkvError } from './errors.js';
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
 const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
 const SUFFIX = '.rlxkv';
-/** A save's temporary file: <16 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
-const TEMP = /^[0-9a-f]{16}\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
+/** A save's temporary file: <16 or 32 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
+const TEMP = /^[0-9a-f]{16}(?:[0-9a-f]{16})?\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 const ABANDONED_MS = 3600e3;
 
 /** Whether process pid runs here (signal 0 probes; EPERM: it runs, as another user). */

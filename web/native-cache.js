@@ -40,6 +40,7 @@ function bindings(core) {
     const M = core.M;
     c = Object.freeze({
       rlxkv_blob_name: M._rlxkv_blob_name,
+      rlxkv_page_name: M._rlxkv_page_name,
       rlxkv_cache_clear: M._rlxkv_cache_clear,
       rlxkv_cache_get: M._rlxkv_cache_get,
       rlxkv_cache_is_dirty: M._rlxkv_cache_is_dirty,
@@ -269,8 +270,8 @@ export class NativeCache {
   /**
    * The longest cached prefix over memory and storage (rlxkv_cache_match):
    * null on a miss, a hit as lookup gives for a resident entry, or, for a
-   * stored-only one, { stored: true, entryTokens, name } (name: its blob's;
-   * load it, put it, and look up again).
+   * stored-only one, { stored: true, entryTokens, dtype } (load its blob or
+   * page, put it, and look up again).
    */
   match(tokens, { partial = false, maxMatched = tokens.length, view = false } = {}) {
     const core = this.#core;
@@ -281,7 +282,7 @@ export class NativeCache {
     const u32 = core.u32, r = this.#rec();
     if (u32[r + REC.FLAGS] & REC_FLAG.RESIDENT) return this.#readHit(view);
     const at = u32[r + REC.TOKENS] >>> 2;
-    return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]), name: core.cstringAt(4 * (r + REC.HEAD)) };
+    return { stored: true, entryTokens: u32.slice(at, at + u32[r + REC.N_TOKENS]), dtype: u32[r + REC.DTYPE] === DTYPE.f16 ? 'f16' : 'f32' };
   }
 
   /**
@@ -403,7 +404,20 @@ export class NativeCache {
     }
   }
 
-  /** The store's file name of an entry of these tokens under this cache's fingerprint (or another). */
+  /**
+   * The page name (src/rlxkv.h, rlxkv_page_name) of an entry of these
+   * tokens and dtype ('f32' or 'f16') under this cache's fingerprint (or
+   * another): what a cache's store names what it saves.
+   */
+  pageName(tokens, dtype, fingerprint = this.#fp) {
+    const core = this.#core;
+    const p = this.#scratch(tokens, 12); // 48 bytes for the name after the tokens
+    const name = p + 4 * tokens.length;
+    this.#C.rlxkv_page_name(fingerprint, DTYPE[dtype], p, tokens.length, name);
+    return core.cstringAt(name);
+  }
+
+  /** The 64-bit blob name (rlxkv_blob_name) of an entry of these tokens under this cache's fingerprint (or another): what stores before pages, and the C store, name blobs. */
   blobName(tokens, fingerprint = this.#fp) {
     const core = this.#core;
     const p = this.#scratch(tokens, 8); // 32 bytes for the name after the tokens

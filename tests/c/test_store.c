@@ -622,7 +622,7 @@ static void make_messy_dir(const char *dir) {
     spit(dir, "00000000000000bb.rlxkv", "", 0);
     spit(dir, "notes.txt", "hello", 5);
     spit(dir, "00000000000000cc.rlxkv.1-2-3.tmp", blob, size);
-    spit(dir, "a_name_far_too_long_to_be_a_blob_name.rlxkv", blob, size);
+    spit(dir, "a_name_far_too_long_to_be_a_blob_name_or_a_page_name.rlxkv", blob, size);
     char *sub = path_of(dir, "00000000000000dd.rlxkv");
     mkdir(sub, 0755);
     free(sub);
@@ -668,6 +668,42 @@ static void test_corrupt_files(void) {
     rlxkv_entry_free(x);
     rlxkv_entry_free(y);
     rlxkv_cache_free(c);
+    rm_rf(dir);
+}
+
+/* A blob under its page name (what a cache's store names it) is its own,
+ * as under its 64-bit blob name; the page name is 32 hex digits of a key
+ * that every token, the fingerprint and the dtype change. */
+static void test_page_names(void) {
+    char *dir = tmpdir_new();
+    rlxkv_entry *x = make_entry(90, 3, 2, 4);
+    const uint32_t *t = rlxkv_entry_tokens(x);
+    char page[RLXKV_PAGE_NAME_CAP], other[RLXKV_PAGE_NAME_CAP];
+    uint64_t key[2];
+    rlxkv_page_name(FP_A, RLXKV_F32, t, 3, page);
+    CHECK_EQ(strlen(page), 32 + 6);
+    rlxkv_page_key(FP_A, RLXKV_F32, t, 3, key);
+    CHECK(key[0] != 0);
+    rlxkv_page_name(FP_A, RLXKV_F16, t, 3, other);
+    CHECK(strcmp(page, other) != 0);
+    rlxkv_page_name(FP_B, RLXKV_F32, t, 3, other);
+    CHECK(strcmp(page, other) != 0);
+    rlxkv_page_name(FP_A, RLXKV_F32, t, 2, other);
+    CHECK(strcmp(page, other) != 0);
+    size_t size = rlxkv_encoded_size(x);
+    uint8_t *blob = malloc(size);
+    rlxkv_encode(x, FP_A, blob, size, NULL);
+    spit(dir, page, blob, size);
+    rlxkv_store *s = rlxkv_store_open(dir, NULL, NULL);
+    rlxkv_blob_info *info = NULL;
+    size_t n = 0;
+    CHECK_EQ(rlxkv_store_list(s, FP_A, 0, &info, &n), RLXKV_OK);
+    CHECK_EQ(n, 1);
+    if (n == 1) CHECK_EQ(info[0].status, RLXKV_BLOB_OK);
+    free(info);
+    rlxkv_store_close(s);
+    free(blob);
+    rlxkv_entry_free(x);
     rm_rf(dir);
 }
 
@@ -1920,6 +1956,7 @@ int main(void) {
     RUN(test_two_fingerprints);
     RUN(test_corrupt_files);
     RUN(test_list);
+    RUN(test_page_names);
     RUN(test_fault_injection);
     RUN(test_tmp_name_taken);
     RUN(test_empty_directory);

@@ -290,10 +290,10 @@ static int over_layer_limit(const uint8_t *data, size_t size) {
         if (load_u64le(data + 32 + 8 * i) > UINT32_MAX) return 0;
     rem -= 8 * n_tokens;
     at = 32 + 8 * n_tokens;
-    if (page) { /* the parent's token count (at least start) and name */
-        if (rem < 16 || load_u64le(data + at) < start) return 0;
-        rem -= 16;
-        at += 16;
+    if (page) { /* the parent's token count (at least start) and key */
+        if (rem < 24 || load_u64le(data + at) < start) return 0;
+        rem -= 24;
+        at += 24;
     }
     if (rem < 8) return 0;
     n_layers = load_u64le(data + at);

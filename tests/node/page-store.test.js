@@ -11,6 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { modelKv, tempDir } from './helpers.js';
+import { blobName } from '../../js/cli.js';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -146,11 +147,9 @@ test('idb: a store of pages bounded by storageCapBytes keeps every page a stored
 
 test('a store written with whole entries (before pages) opens and extends with pages', async () => {
   const dir = where('fs');
-  const whole = await (await init({ newInstance: true })).openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir, layout });
   const one = conversation(5, 1);
-  // A blob written whole: an entry of start 0, as every 0.1 blob is.
-  await whole.importBlob(encodeWhole(one));
-  await whole.close();
+  // A blob written whole under its 64-bit name, as 0.1 wrote every entry.
+  writeFileSync(join(dir, blobName(FP, Uint32Array.from(one))), encodeWhole(one));
   const cache = await open('fs', dir);
   const two = conversation(5, 2);
   const hit = await cache.match(two);
@@ -160,6 +159,9 @@ test('a store written with whole entries (before pages) opens and extends with p
   const again = await open('fs', dir);
   assert.deepEqual((await again.match([...two, 3])).k, kvOf(two).k);
   await again.close();
+  // The page names the old blob as its parent by its 64-bit name.
+  const names = readdirSync(dir).sort((a, b) => a.length - b.length);
+  assert.deepEqual(names.map((n) => n.length), [16 + 6, 32 + 6]);
 });
 
 /** The RLXKV001 blob of these tokens' KV, as 0.1 wrote every entry. */

@@ -53,7 +53,7 @@ test('the files written are RLXKV001 blobs, byte-identical to the reference', as
   await cache.close();
   const files = readdirSync(dir);
   assert.equal(files.length, 1);
-  assert.match(files[0], /^[0-9a-f]{16}\.rlxkv$/);
+  assert.match(files[0], /^[0-9a-f]{32}\.rlxkv$/); // its page name: 128 bits of (fingerprint, dtype, tokens)
   assert.deepEqual(readFileSync(join(dir, files[0])), reference);
 });
 
