@@ -17,7 +17,10 @@
 #   6. chat sessions: bytes written per turn, stored and resident against the
 #      unique tokens' KV, and flush time as a conversation grows, in Node
 #      (bench/bench_chat.mjs, storage 'fs') and Chromium
-#      (bench/bench_chat_browser.mjs, 'idb' and 'opfs');
+#      (bench/bench_chat_browser.mjs, 'idb' and 'opfs'); pages: a hit read
+#      from 7 pages against readFile / a raw IndexedDB get of the same bytes,
+#      and its gather against memcpy (bench/bench_pages.mjs,
+#      bench/bench_pages_browser.mjs);
 #   7. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
@@ -31,7 +34,7 @@ mkdir -p "$out"
 rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
   "$out"/transformers-node.json "$out"/transformers-browser.json \
   "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json "$out"/opfs.json \
-  "$out"/chat.json "$out"/chat_browser.json
+  "$out"/chat.json "$out"/chat_browser.json "$out"/pages.json "$out"/pages_browser.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -70,9 +73,10 @@ if ! node bench/bench_transformers_browser.mjs "$out/transformers-browser.json" 
 fi
 
 for b in "tiers:--expose-gc bench/bench_tiers.mjs" "tiers_browser:bench/bench_tiers_browser.mjs" "insert:--expose-gc bench/bench_insert.mjs" "opfs:bench/bench_opfs.mjs" \
-  "chat:bench/bench_chat.mjs" "chat_browser:bench/bench_chat_browser.mjs"; do
+  "chat:bench/bench_chat.mjs" "chat_browser:bench/bench_chat_browser.mjs" \
+  "pages:--expose-gc bench/bench_pages.mjs" "pages_browser:bench/bench_pages_browser.mjs"; do
   name=${b%%:*}
-  echo "== storage tiers, f16, insert, OPFS, chat sessions: $name"
+  echo "== storage tiers, f16, insert, OPFS, chat sessions, pages: $name"
   # shellcheck disable=SC2086
   if ! node ${b#*:} "$out/$name.json" $quick; then
     echo "bench: $name failed; BENCHMARKS.md will say it was not measured" >&2
