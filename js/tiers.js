@@ -328,16 +328,20 @@ export class TieredStore {
   async #loadPage(name, tokens) {
     if (this.#isResident(tokens)) return true;
     const record = this.#known.get(name);
+    let bytes = null;
     if (record?.start && !this.#holdsStart(tokens, record)) {
       const parent = this.#known.get(record.parent);
       const own = parent && parent.status === 'ok' && parent.tokens?.length === record.parentN &&
         sameTokens(parent.tokens.subarray(0, record.start), tokens.subarray(0, record.start));
+      // A backend that reads into new memory reads this page while its
+      // parents load: the whole chain's reads are in flight at once.
+      if (own && !this.#blobs.sync) (bytes = this.#blobs.read(name)).catch(() => {});
       if (!own || !(await this.load(parent.tokens, parent.name))) {
         this.#native.blobGone(tokens); // found again at the next open, if its parent is
         return false;
       }
     }
-    return this.#load(name, tokens);
+    return this.#load(name, tokens, bytes);
   }
 
   /** Whether memory holds the first tokens of the page `record` describes (a layout tells its rows; else unknown: no). */
@@ -349,16 +353,17 @@ export class TieredStore {
     return this.#native.held(tokens, DTYPE[record.dtype], new Array(2 * layers).fill(0)) >= record.start;
   }
 
-  #load(name, tokens) {
-    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
+  /** Reads and puts blob or page `name` (bytes: its read, if one is under way). */
+  #load(name, tokens, bytes = null) {
+    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens, bytes);
   }
 
   /** load() over a backend's reads into new memory (read()): one copy, into the heap. */
-  async #loadCopying(name, tokens) {
+  async #loadCopying(name, tokens, reading = null) {
     const record = this.#known.get(name);
     let bytes;
     try {
-      bytes = await this.#blobs.read(name);
+      bytes = await (reading ?? this.#blobs.read(name));
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
       // Larger than this process can hold in one array: too large, kept.

@@ -431,8 +431,8 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
  * One judge, one rule. Only regular files (symlinks are followed to one;
  * removing a symlinked blob removes the link) named "*.rlxkv" (shorter
  * than RLXKV_PAGE_NAME_CAP characters) are blobs (or pages, see Pages);
- * fifos, sockets, devices and directories are never opened. Every blob is judged the same way by load, list and
- * prune, from its header, tokens and block lengths (its values are skipped,
+ * fifos, sockets, devices and directories are never opened. Every blob is
+ * judged the same way by load, list and prune, from its header, tokens and block lengths (its values are skipped,
  * not read), with the checks of rlxkv_decode:
  *   ok / stale   valid, under its own name; of the fingerprint asked for
  *                (or any, with RLXKV_ANY_FINGERPRINT) or not;
