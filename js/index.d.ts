@@ -71,23 +71,26 @@ export interface Hit {
   readonly k: KVBlock[];
   readonly v: KVBlock[];
   /**
-   * Whether k, v and tokens are views of wasm memory. Asked for with
-   * `view: true`, and given whenever the hit's values are contiguous: a
-   * whole hit, or a token-major partial one. A partial head-major hit is
-   * never a view (its rows lie heads apart): it is a copy, `view` false.
+   * Whether k, v and tokens are views of wasm memory, asked for with
+   * `view: true`. Where the hit lies in one entry's own values (one page)
+   * and they are contiguous (a whole hit, a token-major cut), views of the
+   * entry itself. Otherwise (a hit over several pages, or a head-major cut)
+   * views of the cache's gather buffer, where the hit's values are copied
+   * once (a buffer reused from hit to hit): valid until the next such hit.
    */
   view: boolean;
   /**
    * For a view: false once the cache has freed an entry since the lookup
    * (an insert that replaced or evicted one, remove, clear, a smaller
-   * capBytes, close); its getters then throw RlxkvError 'STALE_VIEW' rather
-   * than read what lies there now. Always true for copies.
+   * capBytes, close) or, for a gathered view, once another hit was
+   * gathered; its getters then throw RlxkvError 'STALE_VIEW' rather than
+   * read what lies there now. Always true for copies.
    */
   readonly valid: boolean;
 }
 
 export interface LookupOptions {
-  /** Views into wasm memory instead of copies where the hit is contiguous (see Hit.view, Hit.valid). */
+  /** Views into wasm memory instead of copies (see Hit.view, Hit.valid). */
   view?: boolean;
   /** Also reuse a longer entry, cut to the common prefix (see Layout for which entries can be cut). */
   partial?: boolean;

@@ -67,6 +67,8 @@ function bindings(core) {
       rlxkv_web_generation: M._rlxkv_web_generation,
       rlxkv_web_get: M._rlxkv_web_get,
       rlxkv_web_held: M._rlxkv_web_held,
+      rlxkv_web_gather: M._rlxkv_web_gather,
+      rlxkv_web_gathers: M._rlxkv_web_gathers,
       rlxkv_web_lookup: M._rlxkv_web_lookup,
       rlxkv_web_mark: M._rlxkv_web_mark,
       rlxkv_web_match: M._rlxkv_web_match,
@@ -498,7 +500,16 @@ export class NativeCache {
     }
     const Type = dtype === 'f16' ? this.#f16 : Float32Array;
     if (view && contiguous) {
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION]);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION], 0);
+    }
+    // A view of a hit over several pages (or cut head by head): gathered
+    // in wasm into a buffer reused from hit to hit, and viewed there.
+    const gathered = view && count ? this.#C.rlxkv_web_gather(this.#web) >>> 0 : 0;
+    if (gathered) {
+      const g = core.u32, at = r + REC.HEAD + 2;
+      const runs = [];
+      for (let b = 0; b < blocks; b++) runs.push([g[at + 4 * b], g[at + 4 * b + 1], g[at + 4 * b + 2], 1]);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, g[r + REC.GENERATION], gathered);
     }
     const buf = core.u8.buffer;
     const out = [];
@@ -516,6 +527,9 @@ export class NativeCache {
 
   /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
   generation() { return this.#C.rlxkv_web_generation(this.#web) >>> 0; }
+
+  /** Gathers so far into the gather buffer (rlxkv_web_gather): a view of it is valid while this stands. */
+  gathers() { return this.#C.rlxkv_web_gathers(this.#web) >>> 0; }
 
   /** C statuses: OK, NOTFOUND. */
   remove(tokens) { return this.#withTokens(this.#C.rlxkv_cache_remove, tokens); }
@@ -586,24 +600,30 @@ function gather(buf, Type, pieces, b, matched) {
 }
 
 /**
- * A zero-copy hit: typed arrays over the wasm heap, valid until the cache
- * frees an entry (the C generation moves on). Memory growth detaches views,
+ * A zero-copy hit: typed arrays over the wasm heap (the entries' own
+ * values, or a hit over several pages gathered into the cache's gather
+ * buffer), valid until the cache frees an entry (the C generation moves
+ * on) or, gathered, until the next hit that gathers. Memory growth detaches views,
  * so the getters re-derive them from the current buffer; once the entry may
  * be gone they throw RlxkvError 'STALE_VIEW' instead of reading what now
  * lies there.
  */
 class HeapHit {
   #s;
-  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation) {
+  /** gathered: 0 for views of the entries themselves, else the gather count its views are of (NativeCache.gathers). */
+  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation, gathered) {
     this.matched = matched;
     this.dtype = dtype;
     this.view = true;
-    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, buf: null };
+    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, gathered, buf: null };
   }
-  /** False once the cache has freed an entry since this hit (or was closed). */
+  /**
+   * False once the cache has freed an entry since this hit (or was
+   * closed), or, for a hit gathered from pages, once another was gathered.
+   */
   get valid() {
     const s = this.#s;
-    return !s.cache.closed && s.cache.generation() === s.generation;
+    return !s.cache.closed && s.cache.generation() === s.generation && (!s.gathered || s.cache.gathers() === s.gathered);
   }
   #derive() {
     const s = this.#s;

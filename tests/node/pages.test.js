@@ -63,17 +63,23 @@ test('insert with start brings only the new tokens, and refuses a gap', () => {
   cache.close();
 });
 
-test('a hit over pages is gathered into copies; a hit in one entry may be a view', () => {
+test('a hit over pages is gathered, once, into copies or into the gather buffer a view reads', () => {
   const cache = rlx.createCache({ capBytes: 1 << 24, layout });
   const one = conversation(2, 1), two = conversation(2, 2);
   cache.insert(one, kvOf(one));
   cache.insert(two, kvOf(two));
-  const whole = cache.lookup(one, { view: true });
+  const whole = cache.lookup(one, { view: true }); // one entry's own values: viewed in place
   assert.equal(whole.view, true);
   assert.deepEqual([...whole.k[1]], [...kvOf(one).k[1]]);
+  const copies = cache.lookup(two);
+  assert.equal(copies.view, false);
+  assert.deepEqual(copies.v, kvOf(two).v);
   const paged = cache.lookup(two, { view: true });
-  assert.equal(paged.view, false);
-  assert.deepEqual(paged.v, kvOf(two).v);
+  assert.equal(paged.view, true);
+  assert.deepEqual(paged.v.map((b) => [...b]), kvOf(two).v.map((b) => [...b]));
+  assert.equal(whole.valid, true, 'a gather frees nothing');
+  cache.lookup(two, { view: true });
+  assert.equal(paged.valid, false, 'the next gathered hit took the buffer');
   cache.close();
 });
 
