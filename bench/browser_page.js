@@ -3,6 +3,7 @@
 // get/put of the same bytes, one record per entry, in the same page.
 // The module under test: the browser bundle when the build made one (what
 // browsers get through the package's "browser" export), else js/index.js.
+import { request, openRaw } from './raw_idb.js';
 async function init(entry) {
   return (await import(entry)).default();
 }
@@ -11,22 +12,11 @@ const FP = 0xbe7cbn;
 // 1 MiB of KV per entry: 256 tokens x 4 layers x 128 floats, K and V.
 const TOKENS = 256, LAYERS = 4, ROW = 128;
 
-function request(r) {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-  });
-}
 function committed(tx) {
   return new Promise((resolve, reject) => {
     tx.oncomplete = () => resolve();
     tx.onabort = () => reject(tx.error || new Error('aborted'));
   });
-}
-function openRaw(name) {
-  const r = indexedDB.open(name, 1);
-  r.onupgradeneeded = () => r.result.createObjectStore('blobs');
-  return request(r);
 }
 
 /** Entry i of a set: distinct tokens, KV of pseudo-random floats (not compressible). */

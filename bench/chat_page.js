@@ -5,13 +5,11 @@
 // the library is imported.
 import { installWriteCounter } from './chat_counter.js';
 import { BYTES_PER_TOKEN, LAYOUT, SYSTEM_TOKENS, runChats, summarize, verify, verifyReopened } from './chat_workload.js';
+import { request } from './raw_idb.js';
 
 const counter = installWriteCounter(self);
 const FP = 0x0c4a7b0e5cn;
 
-function request(r) {
-  return new Promise((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
-}
 
 /** Every IndexedDB database and OPFS entry of the origin removed: each run starts from nothing. */
 async function wipe() {

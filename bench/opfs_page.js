@@ -5,6 +5,7 @@
 // IndexedDB get of the blob as one record, a File read of the OPFS file,
 // and a bare read of it through a sync access handle (worker). Imported by
 // the page and by opfs_worker.js.
+import { request, openRaw } from './raw_idb.js';
 const FP = 0x0bf5n;
 const TOKENS = 256, LAYERS = 4;
 const mib = (n) => n * 1048576;
@@ -27,14 +28,6 @@ function entryOf(size) {
 }
 const tokensOf = (size) => Uint32Array.from({ length: TOKENS }, (_, j) => 1000 * size + j);
 
-function request(r) {
-  return new Promise((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
-}
-function openRaw(name) {
-  const r = indexedDB.open(name, 1);
-  r.onupgradeneeded = () => r.result.createObjectStore('blobs');
-  return request(r);
-}
 
 /** ms that fn takes, and its result. */
 async function timed(fn) {

@@ -5,19 +5,12 @@
 // returning the k/v arrays, next to a raw IndexedDB get of the whole blob's
 // bytes as one record of a database of its own, in the same realm.
 import { CAP, FP, SHAPES, build, check, fullBlocks, layoutOf, queryOf, tokensOf } from './pages_workload.js';
+import { request, openRaw } from './raw_idb.js';
 
 const pathOf = (storage, shape, variant) => `/bench-pages-${storage}-${shape}-${variant}`;
 const rawDb = (shape) => `raw-pages-bench-${shape}`;
 const init = async (entry) => (await import(entry)).default();
 
-function request(r) {
-  return new Promise((resolve, reject) => { r.onsuccess = () => resolve(r.result); r.onerror = () => reject(r.error); });
-}
-function openRaw(name) {
-  const r = indexedDB.open(name, 1);
-  r.onupgradeneeded = () => r.result.createObjectStore('blobs');
-  return request(r);
-}
 const getRaw = (db, key) => request(db.transaction('blobs', 'readonly').objectStore('blobs').get(key));
 
 /**

@@ -2,6 +2,7 @@
 // (storage 'idb'), its index opened on a fresh page, and one entry's
 // hit-load (await cache.match) next to a raw IndexedDB get of the same
 // record in the same page.
+import { request } from './raw_idb.js';
 const FP = 0x71e25n;
 const PATH = '/tiers';
 const CAP = 256 << 20;
@@ -12,12 +13,6 @@ const SMALL = { tokens: 256, layers: 1, block: 256 };
 
 async function init(entry) {
   return (await import(entry)).default();
-}
-function request(r) {
-  return new Promise((resolve, reject) => {
-    r.onsuccess = () => resolve(r.result);
-    r.onerror = () => reject(r.error);
-  });
 }
 function mix32(x) {
   x = Math.imul(x ^ (x >>> 16), 0x85ebca6b);
