@@ -372,32 +372,38 @@ export function blobHead(head, size) {
 /** The bytes of a blob of nTokens tokens before its first value: header, tokens, layer count, first block's length (a page's: its parent's too). */
 export const headBytes = (nTokens, page = false) => HEAD + 8 * nTokens + 16 + (page ? PARENT : 0);
 
-/** Bytes of a blob of nTokens tokens whose 2 × nLayers blocks hold `block` values of dtype each. */
-export const uniformBlobSize = (nTokens, dtype, nLayers, block) =>
-  HEAD + 8 * nTokens + 8 + 2 * nLayers * (8 + (dtype === 'f16' ? 2 : 4) * block);
+/** Bytes of a blob (or with `page` a page) of nTokens tokens whose 2 × nLayers blocks hold `block` values of dtype each. */
+export const uniformBlobSize = (nTokens, dtype, nLayers, block, page = false) =>
+  HEAD + 8 * nTokens + 8 + (page ? PARENT : 0) + 2 * nLayers * (8 + (dtype === 'f16' ? 2 : 4) * block);
 
 /**
- * Whether `head` (a Uint8Array of the first headBytes(tokens.length)
- * bytes of a file) starts the blob of these tokens, fingerprint (bigint)
- * and dtype ('f32' or 'f16') whose nLayers layers have blocks of `block`
- * values each: its magic, fingerprint, past_len, tokens, layer count and
+ * Whether `head` (a Uint8Array of the first headBytes(tokens.length, page)
+ * bytes of a file) starts the blob (with `page` { start, parentN, parent },
+ * the page) of these tokens, fingerprint (bigint) and dtype ('f32' or
+ * 'f16') whose nLayers layers have blocks of `block` values each: its
+ * magic, fingerprint, past_len (start), tokens, (parent,) layer count and
  * first block length. A file of uniformBlobSize bytes that starts so, and
  * whose every later block header is u64Bytes(block), is that blob, valid
  * if nLayers <= MAX_LAYERS: what a load that knows a blob's shape checks.
  * Little-endian hosts.
  */
-export function isUniformHead(head, tokens, fingerprint, dtype, nLayers, block) {
+export function isUniformHead(head, tokens, fingerprint, dtype, nLayers, block, page = null) {
   const n = tokens.length;
-  if (head.length !== headBytes(n) || head.byteOffset % 4) return false;
+  if (head.length !== headBytes(n, !!page) || head.byteOffset % 4) return false;
   const w = new Uint32Array(head.buffer, head.byteOffset, head.length >> 2);
-  const magic = MAGICS[FORMAT_OF[dtype]];
+  const magic = MAGICS[(page ? PAGE_FORMAT_OF : FORMAT_OF)[dtype]];
   for (let i = 0; i < 8; i++) if (head[i] !== magic[i]) return false;
   const hi = (x) => Math.floor(x / 2 ** 32);
-  if (w[2] !== Number(fingerprint & 0xffffffffn) || w[3] !== Number(fingerprint >> 32n)) return false;
-  if (w[4] !== n >>> 0 || w[5] !== hi(n) || w[6] !== n >>> 0 || w[7] !== hi(n)) return false;
+  const u64Is = (i, x) => w[i] === x >>> 0 && w[i + 1] === hi(x);
+  const bigIs = (i, x) => w[i] === Number(x & 0xffffffffn) && w[i + 1] === Number(x >> 32n);
+  if (!bigIs(2, fingerprint) || !u64Is(4, page ? page.start : n) || !u64Is(6, n)) return false;
   for (let i = 0; i < n; i++) if (w[8 + 2 * i] !== tokens[i] || w[9 + 2 * i] !== 0) return false;
-  const at = 8 + 2 * n;
-  return w[at] === nLayers >>> 0 && w[at + 1] === hi(nLayers) && w[at + 2] === block >>> 0 && w[at + 3] === hi(block);
+  let at = 8 + 2 * n;
+  if (page) {
+    if (!u64Is(at, page.parentN) || !bigIs(at + 2, page.parent[0]) || !bigIs(at + 4, page.parent[1])) return false;
+    at += 6;
+  }
+  return u64Is(at, nLayers) && u64Is(at + 2, block);
 }
 
 /**

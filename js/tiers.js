@@ -479,19 +479,21 @@ export class TieredStore {
   }
 
   /**
-   * The blob the index and the layout describe, if they tell its shape
-   * whole: { dtype, layers, block (values per block), size (bytes) }, for
+   * The blob or page the index and the layout describe, if they tell its
+   * shape whole: { dtype, layers, block (values per block), size (bytes),
+   * page (its start and parent, or null) }, for
    * #readKnown; else null (no layout, a record not of an ok blob, sizes
    * that do not agree).
    */
   #shapeOf(record, tokens) {
     const layout = this.#layout;
-    if (!layout || !record || record.status !== 'ok' || !record.dtype || record.start || !LITTLE_ENDIAN) return null;
-    const block = layout.heads * layout.headDim * tokens.length;
+    if (!layout || !record || record.status !== 'ok' || !record.dtype || !LITTLE_ENDIAN) return null;
+    const page = record.start ? { start: record.start, parentN: record.parentN, parent: keyOfName(record.parent) } : null;
+    const block = layout.heads * layout.headDim * (tokens.length - (record.start ?? 0));
     const layers = layout.layers || record.nValues / (2 * block);
     if (!block || !Number.isInteger(layers) || layers < 1 || layers > MAX_LAYERS || 2 * layers * block !== record.nValues) return null;
-    const size = uniformBlobSize(tokens.length, record.dtype, layers, block);
-    return size === record.bytes ? { dtype: record.dtype, layers, block, size } : null;
+    const size = uniformBlobSize(tokens.length, record.dtype, layers, block, !!page);
+    return size === record.bytes ? { dtype: record.dtype, layers, block, size, page } : null;
   }
 
   /**
@@ -503,9 +505,9 @@ export class TieredStore {
    * put's status; RETRY for any difference or failure (the general
    * attempts then decide what the file is).
    */
-  #readKnown(f, tokens, { dtype, layers, block, size }) {
+  #readKnown(f, tokens, { dtype, layers, block, size, page }) {
     // Scratch kept from hit to hit: used only within this synchronous call.
-    const headLength = headBytes(tokens.length), need = headLength + 8 * (2 * layers - 1) + 1;
+    const headLength = headBytes(tokens.length, !!page), need = headLength + 8 * (2 * layers - 1) + 1;
     if (this.#readScratch.length < need) this.#readScratch = new Uint8Array(Math.max(need, 2 * this.#readScratch.length));
     const head = this.#readScratch.subarray(0, headLength);
     const headers = this.#readScratch.subarray(headLength, need - 1);
@@ -516,10 +518,10 @@ export class TieredStore {
     try {
       st = this.#native.putFilled(tokens, lengths, DTYPE[dtype], (values) => {
         const bufs = [head, ...scatterList(values, lengths, dtype, headers), past];
-        if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block) || !repeats(headers, blockHeader)) {
+        if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block, page) || !repeats(headers, blockHeader)) {
           throw MISPREDICTED;
         }
-      }, true);
+      }, true, page ? page.start : 0);
     } catch {
       return RETRY; // freed; the general attempts read it again and tell why
     }
