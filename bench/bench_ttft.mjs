@@ -71,7 +71,7 @@ try {
       const msg = r + 1, after = (r + 1) % REPS + 1;
       const x = await call('reload', { storage, msg, after });
       reloads[storage].push(x);
-      console.error(`  ttft: reload ${r + 1}/${REPS} ${storage}: open ${x.openMs.toFixed(1)} ms, TTFT ${x.warm.ttft.toFixed(0)} ms (read ${x.readMs.toFixed(0)} ms), then from memory ${x.then.ttft.toFixed(0)} ms; model load ${(x.loadMs / 1000).toFixed(1)} s`);
+      console.error(`  ttft: reload ${r + 1}/${REPS} ${storage}: open ${x.openMs.toFixed(1)} ms, TTFT ${x.warm.ttft.toFixed(0)} ms (read ${x.readMs.toFixed(0)} ms; again, after: ${x.readAgainMs.toFixed(0)} ms), then from memory ${x.then.ttft.toFixed(0)} ms; model load ${(x.loadMs / 1000).toFixed(1)} s`);
     }
   }
   if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
@@ -100,6 +100,8 @@ try {
       open_ms: open,
       open_plus_ttft_ms: withOpen,
       read_ms: ms(xs.map((x) => x.readMs)),
+      // The same entry read by a second cache in the same worker after both runs, outside generate.
+      read_again_ms: ms(xs.map((x) => x.readAgainMs)),
       read_bytes: xs[0].readBytes,
       then_memory_ttft_ms: ms(xs.map((x) => x.then.ttft)),
       model_load_ms: ms(xs.map((x) => x.loadMs)),
@@ -109,7 +111,7 @@ try {
       // The same page's next turn, from memory, after the reload's first one.
       over_same_page_memory: median(xs.map((x) => x.warm.ttft / x.then.ttft)),
       target_met: ratio(ttft, memory) <= TARGET,
-      runs: xs.map((x) => ({ msg: x.warm.msg, ttft_ms: x.warm.ttft, open_ms: x.openMs, read_ms: x.readMs, token: x.warm.token, then_msg: x.then.msg, then_ttft_ms: x.then.ttft, then_token: x.then.token })),
+      runs: xs.map((x) => ({ msg: x.warm.msg, ttft_ms: x.warm.ttft, open_ms: x.openMs, read_ms: x.readMs, read_again_ms: x.readAgainMs, token: x.warm.token, then_msg: x.then.msg, then_ttft_ms: x.then.ttft, then_token: x.then.token })),
     };
   };
   const { layout } = first;
