@@ -21,7 +21,7 @@ export function ttftMarkdown(dir) {
   md.push(`- **Cold**: an empty cache. **Memory**: the same worker, a new user turn over the system prompt the last cold run cached. **After a reload**: the page reloaded (a new worker, wasm memory and ORT session; the model loaded and run once on a 2-token prompt, untimed), a cache opened on the store (timed apart: "open"), holding only that entry, and the same kind of request, whose match reads the entry from storage; then a second new turn in the same worker, from memory.`);
   md.push(`- Every warm run reused ${n0(d.reused_tokens)} tokens: ${mib(d.kv_restored_bytes)} of float32 KV (${n0(d.kv_bytes_per_token)} B a token); the stored entry is ${n0(d.stored_entry_tokens)} tokens, ${mib(d.stored_entry_bytes)}. Greedy tokens of the warm runs against the cold run of the same prompt: ${d.tokens_match ? 'all equal' : `**${d.mismatches.length} differ** (${d.mismatches.map((x) => `${x.where}, message ${x.msg}: ${x.token} vs ${x.cold}`).join('; ')})`}.`);
   md.push('');
-  md.push('| Start | TTFT | Open | Read from storage, in the TTFT (the hit event's ms, bytes) | Then from memory, same worker | vs warm from memory | Target (≤ ' + times(d.target.limit) + ') |');
+  md.push(`| Start | TTFT | Open | Read from storage, in the TTFT (the hit event's ms, bytes) | Then from memory, same worker | vs warm from memory | Target (≤ ${times(d.target.limit)}) |`);
   md.push('|---|---:|---:|---:|---:|---:|---|');
   md.push(`| Cold (empty cache) | ${ms(d.cold_ttft_ms)} | — | — | — | ${times(d.cold_over_memory)} | — |`);
   md.push(`| Warm from memory | ${ms(d.memory_ttft_ms)} | — | — | — | ${times(1)} | — |`);
