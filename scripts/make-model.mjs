@@ -3,14 +3,19 @@
 // demo/system-prompt.js) as ONNX model folders that transformers.js loads:
 //
 //   node scripts/make-model.mjs [--out DIR]     (default build/models)
+//   node scripts/make-model.mjs --shape smollm2-135m [--out DIR] [--force]
 //
 // writes DIR/rlxkv-demo/ (float32 KV) and DIR/rlxkv-demo-f16kv/ (float16
-// past/present KV, same weights). This script dumps the weights into a
+// past/present KV, same weights). With --shape smollm2-135m it writes
+// DIR/rlxkv-smollm2-135m-shape/ instead: SmolLM2-135M's shape (30 layers,
+// hidden 576, 9 query heads, 3 KV heads of 64, SwiGLU 1536) with random
+// weights made by make_onnx_model.py (~430 MB of float32), only when its
+// onnx/model.onnx is missing (--force: always). This script dumps the weights into a
 // temporary directory (weights.json: shapes and byte offsets; weights.bin:
 // little-endian arrays); scripts/make_onnx_model.py, run with Debian's
 // /usr/bin/python3 (which has python3-onnx), builds the graphs from them.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -19,12 +24,28 @@ import { MODEL_OPTIONS } from '../demo/system-prompt.js';
 
 const args = process.argv.slice(2);
 let out = fileURLToPath(new URL('../build/models', import.meta.url));
+let shape = null, force = false;
+/** The folder each --shape is written to (make_onnx_model.py's SHAPES). */
+const SHAPE_FOLDERS = { 'smollm2-135m': 'rlxkv-smollm2-135m-shape' };
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--out' && i + 1 < args.length) out = resolve(args[++i]);
+  else if (args[i] === '--shape' && i + 1 < args.length && SHAPE_FOLDERS[args[i + 1]]) shape = args[++i];
+  else if (args[i] === '--force') force = true;
   else {
-    console.error('usage: node scripts/make-model.mjs [--out DIR]');
+    console.error(`usage: node scripts/make-model.mjs [--out DIR] [--shape ${Object.keys(SHAPE_FOLDERS).join('|')} [--force]]`);
     process.exit(2);
   }
+}
+const py = fileURLToPath(new URL('make_onnx_model.py', import.meta.url));
+
+if (shape) {
+  const onnx = join(out, SHAPE_FOLDERS[shape], 'onnx', 'model.onnx');
+  if (existsSync(onnx) && !force) {
+    console.error(`make-model: ${onnx} exists (--force rebuilds it)`);
+  } else {
+    execFileSync('/usr/bin/python3', [py, '--shape', shape, '--out', out], { stdio: 'inherit' });
+  }
+  process.exit(0);
 }
 
 const model = createModel(MODEL_OPTIONS);
@@ -60,7 +81,6 @@ const tmp = mkdtempSync(join(tmpdir(), 'rlxkv-model-'));
 try {
   writeFileSync(join(tmp, 'weights.json'), JSON.stringify(manifest));
   writeFileSync(join(tmp, 'weights.bin'), Buffer.concat(parts));
-  const py = fileURLToPath(new URL('make_onnx_model.py', import.meta.url));
   execFileSync('/usr/bin/python3', [py, '--weights', tmp, '--out', out], { stdio: 'inherit' });
 } finally {
   rmSync(tmp, { recursive: true, force: true });

@@ -2,12 +2,20 @@
 """Builds ONNX model folders of the demo transformer for transformers.js.
 
     /usr/bin/python3 scripts/make_onnx_model.py --weights TMPDIR --out DIR
+    /usr/bin/python3 scripts/make_onnx_model.py --shape smollm2-135m --out DIR
 
 Run by scripts/make-model.mjs, which dumps demo/model.js's weights into
 TMPDIR (weights.json + weights.bin). Writes DIR/rlxkv-demo/ (float32 KV) and
 DIR/rlxkv-demo-f16kv/ (float16 past/present KV, Cast to float32 inside), each
 with config.json, generation_config.json, tokenizer.json,
 tokenizer_config.json and onnx/model.onnx.
+
+With --shape smollm2-135m (no --weights) it writes DIR/rlxkv-smollm2-135m-shape/
+instead: a decoder of SmolLM2-135M's shape (30 layers, hidden 576, 9 query
+heads and 3 KV heads of 64, SwiGLU MLP of 1536, RoPE theta 100000) with
+random weights (numpy, fixed seed: not a trained model, its tokens are
+noise), float32 KV, and the same byte-level tokenizer (vocab 257: 256 bytes
+and '<s>'), for timing a real model's compute and KV size.
 
 The graph computes what demo/model.js computes, in float32 (RoPE from
 tables, for positions below 262144): a 'llama'-typed decoder with the I/O names
@@ -64,6 +72,9 @@ class Graph:
 def build_graph(manifest, w, kv_dtype):
     cfg = manifest['config']
     L, D, H, DH, V = cfg['layers'], cfg['dModel'], cfg['heads'], cfg['headDim'], cfg['vocab']
+    FF = cfg['ffDim']
+    KVH = cfg.get('kvHeads', H)  # grouped-query attention when below H (query head h reads KV head h // (H // KVH))
+    swiglu = cfg.get('mlp', 'gelu') == 'swiglu'
     g = Graph()
     i64 = lambda *v: np.array(v, dtype=np.int64)
     ax_last = g.const('axes_last', i64(-1))
@@ -82,6 +93,11 @@ def build_graph(manifest, w, kv_dtype):
     idx2 = g.const('idx2', np.array(2, dtype=np.int64))
     zero_i = g.const('zero_i', np.array(0, dtype=np.int64))
     one_i = g.const('one_i', np.array(1, dtype=np.int64))
+    if KVH != H:
+        kv_heads_shape = g.const('kv_heads_shape', i64(0, 0, KVH, DH))
+        group_shape = g.const('group_shape', i64(0, KVH, H // KVH, -1, DH))  # [B, H, S, DH] -> [B, KVH, G, S, DH]
+        heads_shape_bhsd = g.const('heads_shape_bhsd', i64(0, H, -1, DH))    # and back
+        ax_2 = g.const('axes_2', i64(2))
 
     def rmsnorm(x, gain):
         ms = g.op('ReduceMean', [g.op('Mul', [x, x])], axes=[-1], keepdims=1)
@@ -92,8 +108,8 @@ def build_graph(manifest, w, kv_dtype):
         # demo matrices are out x in (out[o] = sum_i W[o, i] x[i]); MatMul wants in x out.
         return g.op('MatMul', [x, g.const(name, mat.T)])
 
-    def to_heads(x):  # [B, S, D] -> [B, H, S, DH]
-        return g.op('Transpose', [g.op('Reshape', [x, heads_shape])], perm=[0, 2, 1, 3])
+    def to_heads(x, shape=heads_shape):  # [B, S, H * DH] -> [B, H, S, DH]
+        return g.op('Transpose', [g.op('Reshape', [x, shape])], perm=[0, 2, 1, 3])
 
     # ---- positions: RoPE tables and the attention mask, shared by all layers
     # cos/sin of p * f by the angle-addition formulas from two float32 tables,
@@ -138,9 +154,11 @@ def build_graph(manifest, w, kv_dtype):
     for l in range(L):
         wqkv = w[f'l{l}.wqkv']
         n = rmsnorm(x, g.const(f'l{l}.norm1', w[f'l{l}.norm1']))
-        q = rope(to_heads(linear(n, f'l{l}.wq', wqkv[0:D])))
-        k = rope(to_heads(linear(n, f'l{l}.wk', wqkv[D:2 * D])))
-        v = to_heads(linear(n, f'l{l}.wv', wqkv[2 * D:3 * D]))
+        QD, KD = H * DH, KVH * DH
+        kv_shape = heads_shape if KVH == H else kv_heads_shape
+        q = rope(to_heads(linear(n, f'l{l}.wq', wqkv[0:QD])))
+        k = rope(to_heads(linear(n, f'l{l}.wk', wqkv[QD:QD + KD]), kv_shape))
+        v = to_heads(linear(n, f'l{l}.wv', wqkv[QD + KD:QD + 2 * KD]), kv_shape)
         past_k, past_v = f'past_key_values.{l}.key', f'past_key_values.{l}.value'
         if kv_dtype == TensorProto.FLOAT16:
             past_k = g.op('Cast', [past_k], to=TensorProto.FLOAT)
@@ -152,20 +170,35 @@ def build_graph(manifest, w, kv_dtype):
         if kv_dtype == TensorProto.FLOAT16:
             g.op('Cast', [k_all], name=present_k, to=TensorProto.FLOAT16)
             g.op('Cast', [v_all], name=present_v, to=TensorProto.FLOAT16)
-        scores = g.op('Mul', [g.op('MatMul', [q, g.op('Transpose', [k_all], perm=[0, 1, 3, 2])]), scale])
-        probs = g.op('Softmax', [g.op('Where', [allowed, scores, neg])], axis=-1)
-        att = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [probs, v_all])], perm=[0, 2, 1, 3]), model_shape])
+        if KVH == H:
+            scores = g.op('Mul', [g.op('MatMul', [q, g.op('Transpose', [k_all], perm=[0, 1, 3, 2])]), scale])
+            probs = g.op('Softmax', [g.op('Where', [allowed, scores, neg])], axis=-1)
+            att = g.op('Reshape', [g.op('Transpose', [g.op('MatMul', [probs, v_all])], perm=[0, 2, 1, 3]), model_shape])
+        else:  # the G query heads of a group against their KV head, by broadcasting (no repeated KV)
+            qg = g.op('Reshape', [q, group_shape])                                        # [B, KVH, G, S, DH]
+            kt = g.op('Unsqueeze', [g.op('Transpose', [k_all], perm=[0, 1, 3, 2]), ax_2])  # [B, KVH, 1, DH, T]
+            scores = g.op('Mul', [g.op('MatMul', [qg, kt]), scale])                     # [B, KVH, G, S, T]
+            probs = g.op('Softmax', [g.op('Where', [g.op('Unsqueeze', [allowed, ax_1]), scores, neg])], axis=-1)
+            ctx = g.op('MatMul', [probs, g.op('Unsqueeze', [v_all, ax_2])])             # [B, KVH, G, S, DH]
+            ctx = g.op('Reshape', [ctx, heads_shape_bhsd])                               # [B, H, S, DH]
+            att = g.op('Reshape', [g.op('Transpose', [ctx], perm=[0, 2, 1, 3]), model_shape])
         x = g.op('Add', [x, linear(att, f'l{l}.wo', w[f'l{l}.wo'])])
         n = rmsnorm(x, g.const(f'l{l}.norm2', w[f'l{l}.norm2']))
-        h = linear(n, f'l{l}.w1', w[f'l{l}.w1'])
-        inner = g.op('Mul', [gelu_c, g.op('Add', [h, g.op('Mul', [gelu_a, g.op('Mul', [h, g.op('Mul', [h, h])])])])])
-        h = g.op('Mul', [g.op('Mul', [half, h]), g.op('Add', [one, g.op('Tanh', [inner])])])
+        if swiglu:  # down(silu(gate(n)) * up(n)), w1 holding gate and up stacked
+            w1 = w[f'l{l}.w1']
+            gate = linear(n, f'l{l}.wg', w1[0:FF])
+            up = linear(n, f'l{l}.wu', w1[FF:2 * FF])
+            h = g.op('Mul', [g.op('Mul', [gate, g.op('Sigmoid', [gate])]), up])
+        else:
+            h = linear(n, f'l{l}.w1', w[f'l{l}.w1'])
+            inner = g.op('Mul', [gelu_c, g.op('Add', [h, g.op('Mul', [gelu_a, g.op('Mul', [h, g.op('Mul', [h, h])])])])])
+            h = g.op('Mul', [g.op('Mul', [half, h]), g.op('Add', [one, g.op('Tanh', [inner])])])
         x = g.op('Add', [x, linear(h, f'l{l}.w2', w[f'l{l}.w2'])])
     n = rmsnorm(x, g.const('normF', w['normF']))
     g.op('MatMul', [n, g.const('unembed', w['unembed'].T)], name='logits')
 
-    kv_past = ['batch_size', H, 'past_sequence_length', DH]
-    kv_present = ['batch_size', H, 'total_sequence_length', DH]
+    kv_past = ['batch_size', KVH, 'past_sequence_length', DH]
+    kv_present = ['batch_size', KVH, 'total_sequence_length', DH]
     inputs = [
         helper.make_tensor_value_info('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length']),
         helper.make_tensor_value_info('attention_mask', TensorProto.INT64, ['batch_size', 'total_sequence_length']),
@@ -176,7 +209,7 @@ def build_graph(manifest, w, kv_dtype):
         for side in ('key', 'value'):
             inputs.append(helper.make_tensor_value_info(f'past_key_values.{l}.{side}', kv_dtype, kv_past))
             outputs.append(helper.make_tensor_value_info(f'present.{l}.{side}', kv_dtype, kv_present))
-    graph = helper.make_graph(g.nodes, 'rlxkv_demo', inputs, outputs, g.inits)
+    graph = helper.make_graph(g.nodes, cfg.get('graphName', 'rlxkv_demo'), inputs, outputs, g.inits)
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET)],
                               producer_name='rlxkv scripts/make_onnx_model.py')
     model.ir_version = IR_VERSION
@@ -246,12 +279,12 @@ def write_folder(folder, manifest, model, f16kv):
         'model_type': 'llama',
         'num_hidden_layers': cfg['layers'],
         'num_attention_heads': cfg['heads'],
-        'num_key_value_heads': cfg['heads'],
+        'num_key_value_heads': cfg.get('kvHeads', cfg['heads']),
         'hidden_size': cfg['dModel'],
         'head_dim': cfg['headDim'],
         'intermediate_size': cfg['ffDim'],
         'vocab_size': cfg['vocab'],
-        'hidden_act': 'gelu_pytorch_tanh',
+        'hidden_act': 'silu' if cfg.get('mlp') == 'swiglu' else 'gelu_pytorch_tanh',
         'rms_norm_eps': 1e-5,
         'rope_theta': cfg['ropeBase'],
         'max_position_embeddings': MAX_POSITIONS,
@@ -275,11 +308,52 @@ def write_folder(folder, manifest, model, f16kv):
     onnx.save(model, os.path.join(folder, 'onnx', 'model.onnx'))
 
 
+# Random-weight models of a real model's shape (--shape NAME): config as demo/model.js's, plus kvHeads and mlp.
+SHAPES = {
+    'smollm2-135m': {'folder': 'rlxkv-smollm2-135m-shape', 'layers': 30, 'dModel': 576, 'heads': 9, 'kvHeads': 3,
+                     'headDim': 64, 'ffDim': 1536, 'mlp': 'swiglu', 'ropeBase': 100000, 'seed': 135},
+}
+
+
+def random_model(name):
+    """(manifest, weights) of SHAPES[name] with random weights, named as load_weights names the demo's."""
+    s = SHAPES[name]
+    L, D, H, KVH, DH, FF = s['layers'], s['dModel'], s['heads'], s['kvHeads'], s['headDim'], s['ffDim']
+    V, bos = 257, 256  # the byte-level tokenizer's 256 bytes and '<s>'
+    cfg = {k: v for k, v in s.items() if k != 'folder'}
+    cfg.update(vocab=V, bos=bos, version=f'rlxkv-random-{name}', graphName=f'rlxkv_{name.replace("-", "_")}')
+    rng = np.random.default_rng(s['seed'])
+    # N(0, 1 / fan_in) (N(0, 1) embeddings): activations of order 1 at every depth, so the next
+    # token depends on the prompt (with 0.02 everywhere every prompt gave the same token).
+    rand = lambda *shape: rng.standard_normal(shape, dtype=np.float32) * np.float32(1 / np.sqrt(shape[-1]))
+    w = {'embed': rand(V, D) * np.float32(np.sqrt(D)), 'normF': np.ones(D, np.float32), 'unembed': rand(V, D),
+         'invFreq': 1.0 / (s['ropeBase'] ** (np.arange(0, DH, 2, dtype=np.float64) / DH))}
+    for l in range(L):
+        w[f'l{l}.norm1'] = np.ones(D, np.float32)
+        w[f'l{l}.wqkv'] = rand((H + 2 * KVH) * DH, D)
+        w[f'l{l}.wo'] = rand(D, H * DH)
+        w[f'l{l}.norm2'] = np.ones(D, np.float32)
+        w[f'l{l}.w1'] = rand(2 * FF, D)  # gate, then up
+        w[f'l{l}.w2'] = rand(D, FF)
+    key = (f'{cfg["version"]};vocab={V};bos={bos};seed={s["seed"]};layers={L};d={D};heads={H};kvheads={KVH};'
+           f'headdim={DH};ff={FF};rope={s["ropeBase"]};norm=rms;act=swiglu;kv=f32')
+    return {'config': cfg, 'fingerprintKey': key}, w
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument('--weights', required=True)
+    ap.add_argument('--weights')
+    ap.add_argument('--shape', choices=sorted(SHAPES))
     ap.add_argument('--out', required=True)
     args = ap.parse_args()
+    if args.shape:
+        manifest, w = random_model(args.shape)
+        folder = os.path.join(args.out, SHAPES[args.shape]['folder'])
+        write_folder(folder, manifest, build_graph(manifest, w, TensorProto.FLOAT), False)
+        print(f'make_onnx_model: {folder}/')
+        return
+    if not args.weights:
+        ap.error('--weights or --shape is required')
     manifest, w = load_weights(args.weights)
     for name, kv_dtype in [('rlxkv-demo', TensorProto.FLOAT), ('rlxkv-demo-f16kv', TensorProto.FLOAT16)]:
         folder = os.path.join(args.out, name)

@@ -1,0 +1,160 @@
+// Time to first token on a real model's shape (issue #23): a decoder shaped
+// like SmolLM2-135M (30 layers, hidden 576, 9 query heads, 3 KV heads of 64,
+// SwiGLU 1536; random weights, scripts/make-model.mjs --shape smollm2-135m,
+// made here when missing) through transformers.js 4.x on onnxruntime-web's
+// wasm backend (one thread) in Chromium, with a 1,000-token system prompt
+// and a short user turn, via rlxkv/transformers' cachedGenerate:
+//   cold     empty cache;
+//   memory   same worker, a new user turn over the system prompt cached by
+//            the last cold run;
+//   idb      after a page reload, the same from storage 'idb' (the entry
+//            read by the run's match);
+//   opfs     the same from storage 'opfs'.
+// All in a dedicated worker (bench/ttft_worker.js), in a Chromium profile on
+// disk (a persistent context: IndexedDB and OPFS are files, not the memory
+// of an off-the-record context). Medians of several repetitions; the greedy
+// token of every warm run is checked against the cold run of the same prompt.
+//
+//   node bench/bench_ttft.mjs [OUT.json] [--quick]     (default build/bench/ttft.json)
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { chromium } from 'playwright-core';
+import { serve } from '../scripts/serve.mjs';
+import { median } from './stats.js';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const out = positional[0] || join(root, 'build/bench/ttft.json');
+const quick = process.argv.includes('--quick');
+const REPS = quick ? 2 : 5;
+const TARGET = 1.2; // warm after a reload <= 1.2x warm from memory (issue #23); printed, not asserted
+const MODEL = 'rlxkv-smollm2-135m-shape';
+const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
+const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
+  '--disable-sync', '--no-first-run', '--js-flags=--expose-gc'];
+
+const onnx = join(root, 'build/models', MODEL, 'onnx/model.onnx');
+if (!existsSync(onnx)) {
+  console.error(`  ttft: making ${MODEL} (scripts/make-model.mjs --shape smollm2-135m)`);
+  execFileSync(process.execPath, [join(root, 'scripts/make-model.mjs'), '--shape', 'smollm2-135m'], { stdio: 'inherit' });
+}
+
+const ratio = (a, b) => a / b;
+const { server, url } = await serve({ port: 0 });
+const profile = mkdtempSync(join(tmpdir(), 'rlxkv-ttft-profile-'));
+const outside = [], pageErrors = [];
+let context = null;
+let result;
+try {
+  context = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, args: ARGS, headless: true, timeout: 60000 });
+  await context.route('**/*', (route) => {
+    if (route.request().url().startsWith(`${url}/`)) return route.continue();
+    outside.push(route.request().url());
+    return route.abort();
+  });
+  const page = context.pages()[0] || await context.newPage();
+  page.setDefaultTimeout(600000);
+  page.on('pageerror', (e) => pageErrors.push(String((e && e.stack) || e)));
+  const call = (phase, args) => page.evaluate(async ([p, a]) => (await import('/bench/ttft_page.js')).call(p, a), [phase, args]);
+  await page.goto(`${url}/bench/ttft_page.html`);
+  const chromiumVersion = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent)).match(/Chrome\/([\d.]+)/)?.[1] ?? null;
+  const t0 = Date.now();
+  const first = await call('first', { reps: REPS });
+  console.error(`  ttft: model loaded in ${(first.loadMs / 1000).toFixed(1)} s; cold ${first.cold.map((t) => t.ttft.toFixed(0)).join(', ')} ms; memory ${first.memory.map((t) => t.ttft.toFixed(0)).join(', ')} ms`);
+  const reloads = { idb: [], opfs: [] };
+  for (let r = 0; r < REPS; r++) {
+    for (const storage of r % 2 ? ['opfs', 'idb'] : ['idb', 'opfs']) {
+      await page.reload();
+      const msg = r + 1, after = (r + 1) % REPS + 1;
+      const x = await call('reload', { storage, msg, after });
+      reloads[storage].push(x);
+      console.error(`  ttft: reload ${r + 1}/${REPS} ${storage}: open ${x.openMs.toFixed(1)} ms, TTFT ${x.warm.ttft.toFixed(0)} ms (read ${x.readMs.toFixed(0)} ms; again, after: ${x.readAgainMs.toFixed(0)} ms), then from memory ${x.then.ttft.toFixed(0)} ms; model load ${(x.loadMs / 1000).toFixed(1)} s`);
+    }
+  }
+  if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
+  if (pageErrors.length) throw new Error(`page errors: ${pageErrors.join('\n')}`);
+
+  // Greedy tokens: every warm run's against the cold run of the same prompt.
+  const coldToken = new Map(first.cold.map((t) => [t.msg, t.token]));
+  const warmRuns = [
+    ...first.memory.map((t) => ['memory', t]),
+    ...['idb', 'opfs'].flatMap((s) => reloads[s].flatMap((x) => [[s, x.warm], [`${s}, then memory`, x.then]])),
+  ];
+  const mismatches = warmRuns.filter(([, t]) => t.token !== coldToken.get(t.msg))
+    .map(([where, t]) => ({ where, msg: t.msg, token: t.token, cold: coldToken.get(t.msg) }));
+  const reused = [...new Set(warmRuns.map(([, t]) => t.reused))];
+  if (reused.length !== 1) throw new Error(`warm runs reused different token counts: ${reused.join(', ')}`);
+
+  const ms = (list) => median(list);
+  const memory = ms(first.memory.map((t) => t.ttft));
+  const side = (s) => {
+    const xs = reloads[s];
+    const ttft = ms(xs.map((x) => x.warm.ttft));
+    const open = ms(xs.map((x) => x.openMs));
+    const withOpen = ms(xs.map((x) => x.openMs + x.warm.ttft));
+    return {
+      ttft_ms: ttft,
+      open_ms: open,
+      open_plus_ttft_ms: withOpen,
+      read_ms: ms(xs.map((x) => x.readMs)),
+      // The same entry read by a second cache in the same worker after both runs, outside generate.
+      read_again_ms: ms(xs.map((x) => x.readAgainMs)),
+      read_bytes: xs[0].readBytes,
+      then_memory_ttft_ms: ms(xs.map((x) => x.then.ttft)),
+      model_load_ms: ms(xs.map((x) => x.loadMs)),
+      ort_warmup_ms: ms(xs.map((x) => x.warmupMs)),
+      over_memory: ratio(ttft, memory),
+      open_plus_ttft_over_memory: ratio(withOpen, memory),
+      // The same page's next turn, from memory, after the reload's first one.
+      over_same_page_memory: median(xs.map((x) => x.warm.ttft / x.then.ttft)),
+      target_met: ratio(ttft, memory) <= TARGET,
+      runs: xs.map((x) => ({ msg: x.warm.msg, ttft_ms: x.warm.ttft, open_ms: x.openMs, read_ms: x.readMs, read_again_ms: x.readAgainMs, token: x.warm.token, then_msg: x.then.msg, then_ttft_ms: x.then.ttft, then_token: x.then.token })),
+    };
+  };
+  const { layout } = first;
+  result = {
+    config: {
+      quick, reps: REPS, chromium: chromiumVersion, transformers: first.transformers,
+      runtime: 'onnxruntime-web (wasm, 1 thread)', realm: 'dedicated worker', profile: 'persistent Chromium profile on disk',
+      model: {
+        id: MODEL, shape: 'SmolLM2-135M', weights: 'random (scripts/make_onnx_model.py --shape smollm2-135m)',
+        layers: layout.layers, heads: 9, kv_heads: layout.heads, head_dim: layout.headDim, hidden: 576, intermediate: 1536, vocab: 257,
+        onnx_bytes: statSync(onnx).size,
+      },
+      system_tokens: first.systemTokens,
+      prompt_tokens: median(first.cold.map((t) => t.promptTokens)),
+      seconds: Math.round((Date.now() - t0) / 1000),
+    },
+    target: { name: 'warm after a reload <= 1.2x warm from memory', limit: TARGET },
+    model_load_ms: first.loadMs,
+    ort_warmup_ms: first.warmupMs,
+    cold_ttft_ms: ms(first.cold.map((t) => t.ttft)),
+    memory_ttft_ms: memory,
+    cold_over_memory: ratio(ms(first.cold.map((t) => t.ttft)), memory),
+    reused_tokens: reused[0],
+    kv_bytes_per_token: first.bytesPerToken,
+    kv_restored_bytes: reused[0] * first.bytesPerToken,
+    stored_entry_tokens: first.seedTokens,
+    stored_entry_bytes: first.seedBytes,
+    flush_ms: { idb: first.stores.idb.flushMs, opfs: first.stores.opfs.flushMs },
+    idb: side('idb'),
+    opfs: side('opfs'),
+    tokens_match: mismatches.length === 0,
+    mismatches,
+    cold_runs: first.cold.map((t) => ({ msg: t.msg, ttft_ms: t.ttft, token: t.token, prompt_tokens: t.promptTokens })),
+    memory_runs: first.memory.map((t) => ({ msg: t.msg, ttft_ms: t.ttft, token: t.token, reused: t.reused })),
+  };
+} finally {
+  if (context) await context.close();
+  server.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+
+mkdirSync(dirname(out), { recursive: true });
+writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
+const f = (x) => `${x.toFixed(0)} ms`;
+console.error(`  ttft: ${result.config.system_tokens}-token system prompt, ${result.config.prompt_tokens}-token prompt, ${result.reused_tokens} reused (${(result.kv_restored_bytes / 2 ** 20).toFixed(1)} MiB of KV): cold ${f(result.cold_ttft_ms)}, memory ${f(result.memory_ttft_ms)}, ` +
+  `idb ${f(result.idb.ttft_ms)} (x${result.idb.over_memory.toFixed(2)}), opfs ${f(result.opfs.ttft_ms)} (x${result.opfs.over_memory.toFixed(2)}); target <= x${TARGET}; greedy tokens ${result.tokens_match ? 'match' : `DIFFER: ${JSON.stringify(result.mismatches)}`}`);

@@ -1,0 +1,36 @@
+// The BENCHMARKS.md section for time to first token on a SmolLM2-135M-shaped
+// model (issue #23), from the JSON of bench/bench_ttft.mjs (ttft.json) in one
+// directory. bench/report.mjs calls ttftMarkdown(dir); every figure comes
+// from the JSON, and the target is printed beside, not asserted.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mib, ms, n0, times } from './format.mjs';
+
+export function ttftMarkdown(dir) {
+  let d;
+  try { d = JSON.parse(readFileSync(join(dir, 'ttft.json'), 'utf8')); } catch { d = null; }
+  const md = ['## Time to first token on a SmolLM2-135M-shaped model (Chromium)', ''];
+  if (!d) {
+    md.push('Not measured in this run (bench/bench_ttft.mjs failed or did not run).', '');
+    return md.join('\n');
+  }
+  const c = d.config, m = c.model;
+  const met = (r) => (r <= d.target.limit ? 'met' : 'missed');
+  md.push(`bench/bench_ttft.mjs: a decoder of SmolLM2-135M's shape (${m.layers} layers, hidden ${m.hidden}, ${m.heads} query heads and ${m.kv_heads} KV heads of ${m.head_dim}, SwiGLU ${m.intermediate}, vocab ${m.vocab}: the byte-level tokenizer's; ${m.weights}; ${mib(m.onnx_bytes)} of ONNX) through transformers.js ${c.transformers} on ${c.runtime} in Chromium ${c.chromium}, in a ${c.realm}, with a ${n0(c.system_tokens)}-token system prompt and a short user turn (${n0(c.prompt_tokens)} tokens in all), through rlxkv/transformers' cachedGenerate with max_new_tokens 1; TTFT is from the call to the streamer's first token. ${c.profile[0].toUpperCase()}${c.profile.slice(1)}. Medians of ${c.reps} repetitions${c.quick ? ' (**quick run**: not for publishing)' : ''}.`);
+  md.push('');
+  md.push(`- **Cold**: an empty cache. **Memory**: the same worker, a new user turn over the system prompt the last cold run cached. **After a reload**: the page reloaded (a new worker, wasm memory and ORT session; the model loaded and run once on a 2-token prompt, untimed), a cache opened on the store (timed apart: "open"), holding only that entry, and the same kind of request, whose match reads the entry from storage; then a second new turn in the same worker, from memory.`);
+  md.push(`- Every warm run reused ${n0(d.reused_tokens)} tokens: ${mib(d.kv_restored_bytes)} of float32 KV (${n0(d.kv_bytes_per_token)} B a token); the stored entry is ${n0(d.stored_entry_tokens)} tokens, ${mib(d.stored_entry_bytes)}. Greedy tokens of the warm runs against the cold run of the same prompt: ${d.tokens_match ? 'all equal' : `**${d.mismatches.length} differ** (${d.mismatches.map((x) => `${x.where}, message ${x.msg}: ${x.token} vs ${x.cold}`).join('; ')})`}.`);
+  md.push('');
+  md.push(`| Start | TTFT | Open | Read from storage, in the TTFT (the hit event's ms, bytes) | Then from memory, same worker | vs warm from memory | Target (≤ ${times(d.target.limit)}) |`);
+  md.push('|---|---:|---:|---:|---:|---:|---|');
+  md.push(`| Cold (empty cache) | ${ms(d.cold_ttft_ms)} | — | — | — | ${times(d.cold_over_memory)} | — |`);
+  md.push(`| Warm from memory | ${ms(d.memory_ttft_ms)} | — | — | — | ${times(1)} | — |`);
+  for (const [key, name] of [['idb', "Warm after a reload, IndexedDB ('idb')"], ['opfs', "Warm after a reload, OPFS ('opfs')"]]) {
+    const s = d[key];
+    md.push(`| ${name} | ${ms(s.ttft_ms)} | ${ms(s.open_ms)} | ${ms(s.read_ms)} (${mib(s.read_bytes)}) | ${ms(s.then_memory_ttft_ms)} | ${times(s.over_memory)} (with the open ${times(s.open_plus_ttft_over_memory)}) | ${met(s.over_memory)} |`);
+  }
+  md.push('');
+  md.push(`"vs warm from memory": the median TTFT over the memory run's median (measured before the reloads). Within each reloaded worker, the storage run over the memory run after it: IndexedDB ${times(d.idb.over_same_page_memory)}, OPFS ${times(d.opfs.over_same_page_memory)} (median of per-reload ratios). The same read by a second cache in that worker after both runs, outside generate: IndexedDB ${ms(d.idb.read_again_ms)}, OPFS ${ms(d.opfs.read_again_ms)}. Loading the model took ${ms(d.model_load_ms)} on the first visit, ${ms(d.idb.model_load_ms)} and ${ms(d.opfs.model_load_ms)} (medians) after the reloads, not counted in any TTFT; writing the entry took ${ms(d.flush_ms.idb)} ('idb') and ${ms(d.flush_ms.opfs)} ('opfs').`);
+  md.push('');
+  return md.join('\n');
+}

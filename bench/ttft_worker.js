@@ -1,0 +1,168 @@
+// The dedicated worker of bench/bench_ttft.mjs (started by bench/ttft_page.js):
+// transformers.js 4.x on onnxruntime-web's wasm backend (one thread) runs
+// the SmolLM2-135M-shaped random model (build/models/rlxkv-smollm2-135m-shape,
+// scripts/make-model.mjs --shape smollm2-135m) through rlxkv/transformers'
+// cachedGenerate, and times the first token of a 1,000-token system prompt
+// plus a short user turn. Everything runs in this worker, so 'opfs' gets
+// its sync access handles; a page reload ends the worker (a new JS heap,
+// a new wasm memory, a new ORT session).
+//
+// Phases (one message each, { phase, ...args } → result or { error }):
+//   first:  cold runs (empty memory cache), then warm runs from memory over
+//           the system prompt the last cold run cached, then that entry
+//           written to 'idb' and to 'opfs' (nothing else in either store);
+//   reload: after a page reload, one warm run from 'idb' or 'opfs' (the
+//           entry read from storage by the run's match), then one from
+//           memory in the same worker; the store is left as it was.
+import init from '/web/dist/rlxkv.browser.js';
+import * as adapter from '/js/transformers.js';
+import { DEFAULT_SYSTEM_PROMPT, userTurn } from '/demo/system-prompt.js';
+
+export const MODEL_ID = 'rlxkv-smollm2-135m-shape';
+const SYSTEM_TOKENS = 1000;
+const CAP = 512 << 20;
+/** User messages: [0] is the one cached with the system prompt; each starts with its own letter, so a later turn reuses only the system prompt and '\nUser: '. */
+const MESSAGES = [
+  'Hello! What can you do for me?',
+  'Can you summarise your rules in one line?',
+  'Do you keep any of my data anywhere?',
+  'Explain a prompt cache in one sentence.',
+  'Give me a tiny JavaScript example of a closure.',
+  'Is this page sending anything over the network?',
+  'Name three things you will not do.',
+  'Why is the first token slow without a cache?',
+];
+export const PATHS = { idb: '/bench-ttft-idb', opfs: '/bench-ttft-opfs' };
+
+const now = () => performance.now();
+let env = null;
+
+async function setup() {
+  if (env) return env;
+  const t0 = now();
+  const tf = await import('/node_modules/@huggingface/transformers/dist/transformers.min.js');
+  tf.env.allowRemoteModels = false;
+  tf.env.allowLocalModels = true;
+  tf.env.localModelPath = '/build/models/';
+  tf.env.useBrowserCache = false;
+  tf.env.backends.onnx.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  tf.env.backends.onnx.wasm.numThreads = 1;
+  const rlx = await init();
+  const tokenizer = await tf.AutoTokenizer.from_pretrained(MODEL_ID);
+  const model = await tf.AutoModelForCausalLM.from_pretrained(MODEL_ID, { dtype: 'fp32', device: 'wasm' });
+  const loadMs = now() - t0;
+  // ORT's first-run setup, on a 2-token prompt (no cache involved), as an app's first request would not be.
+  const t1 = now();
+  await model.generate({ input_ids: tokenizer('Hi').input_ids, max_new_tokens: 1, do_sample: false });
+  const warmupMs = now() - t1;
+  // Exactly SYSTEM_TOKENS tokens of system prompt (the byte-level tokenizer: one per byte).
+  const system = (DEFAULT_SYSTEM_PROMPT + DEFAULT_SYSTEM_PROMPT).slice(0, SYSTEM_TOKENS);
+  const systemTokens = tokenizer(system, { add_special_tokens: false }).input_ids.dims[1];
+  if (systemTokens !== SYSTEM_TOKENS) throw new Error(`the system prompt is ${systemTokens} tokens, not ${SYSTEM_TOKENS}`);
+  const layout = adapter.layoutOf(model.config);
+  const fingerprint = rlx.fingerprintOf(model.config.rlxkv.fingerprint_key);
+  env = { tf, rlx, tokenizer, model, layout, fingerprint, system, systemTokens, loadMs, warmupMs };
+  return env;
+}
+
+const promptOf = (e, i) => e.tokenizer(e.system + userTurn(MESSAGES[i])).input_ids;
+
+/** One cachedGenerate of one new token: ms to the first token (streamer), the token, reused tokens. */
+async function turn(e, cache, i) {
+  const ids = promptOf(e, i);
+  globalThis.gc?.();
+  let puts = 0, first = 0;
+  const streamer = { put() { if (puts++ === 1) first = now(); }, end() {} };
+  const t0 = now();
+  const out = await adapter.cachedGenerate(e.model, cache, { input_ids: ids, max_new_tokens: 1, do_sample: false, streamer }, { transformers: e.tf });
+  const t1 = now();
+  if (!first) first = t1; // no streamer call for the token: the run's end
+  return { msg: i, ttft: first - t0, total: t1 - t0, token: Number(out.sequences.data[ids.dims[1]]), promptTokens: ids.dims[1], reused: out.reused };
+}
+
+/** Bytes of KV per token of the model's layout (float32). */
+const bytesPerToken = (layout) => layout.layers * 2 * layout.heads * layout.headDim * 4;
+
+export async function first({ reps }) {
+  if (reps + 1 > MESSAGES.length) throw new Error(`at most ${MESSAGES.length - 1} repetitions`);
+  const e = await setup();
+  const { rlx, layout, fingerprint } = e;
+  const cache = await rlx.openCache({ capBytes: CAP, fingerprint, layout, storage: 'none' });
+  // Cold: messages 1..reps, then 0, each on an empty cache; the last leaves
+  // system prompt + message 0 cached.
+  const cold = [];
+  for (const i of [...Array.from({ length: reps }, (_, r) => r + 1), 0]) {
+    await cache.clear();
+    const t = await turn(e, cache, i);
+    if (t.reused !== 0) throw new Error(`a cold run reused ${t.reused} tokens`);
+    cold.push(t);
+  }
+  const seed = cache.entries();
+  if (seed.length !== 1) throw new Error(`${seed.length} entries after the cold runs`);
+  // Warm from memory: messages 1..reps over the cached system prompt.
+  const memory = [];
+  for (let i = 1; i <= reps; i++) memory.push(await turn(e, cache, i));
+  // The seed entry alone, written to each store (emptied first).
+  const tokens = seed[0].tokens;
+  const hit = cache.lookup(tokens);
+  if (!hit || hit.matched !== tokens.length) throw new Error('the seed entry is gone');
+  const stores = {};
+  for (const storage of Object.keys(PATHS)) {
+    const s = await rlx.openCache({ capBytes: CAP, fingerprint, layout, storage, path: PATHS[storage] });
+    await s.clear({ stored: true });
+    s.insert(tokens, hit);
+    const t0 = now();
+    await s.flush();
+    stores[storage] = { flushMs: now() - t0, storedEntries: s.entries().length };
+    await s.close({ flush: false });
+  }
+  await cache.close({ flush: false });
+  return {
+    transformers: e.tf.env.version, modelId: MODEL_ID, layout, systemTokens: e.systemTokens, loadMs: e.loadMs, warmupMs: e.warmupMs,
+    seedTokens: tokens.length, seedBytes: seed[0].bytes, bytesPerToken: bytesPerToken(layout), cold, memory, stores,
+  };
+}
+
+export async function reload({ storage, msg, after }) {
+  const e = await setup();
+  const { rlx, layout, fingerprint } = e;
+  const events = [];
+  const t0 = now();
+  const cache = await rlx.openCache({ capBytes: CAP, fingerprint, layout, storage, path: PATHS[storage], onEvent: (ev) => events.push(ev) });
+  const openMs = now() - t0;
+  try {
+    const st = cache.stats;
+    if (st.entries !== 0 || cache.entries().length !== 1) throw new Error(`${storage}: expected one stored-only entry, found ${cache.entries().length} (${st.entries} resident)`);
+    events.length = 0;
+    const warm = await turn(e, cache, msg);
+    const hits = events.filter((ev) => ev.type === 'hit');
+    if (hits.length !== 1 || hits[0].source !== 'storage') throw new Error(`${storage}: the run's hit was ${JSON.stringify(hits)}, not one from storage`);
+    events.length = 0;
+    const then = await turn(e, cache, after);
+    const memHits = events.filter((ev) => ev.type === 'hit');
+    if (memHits.length !== 1 || memHits[0].source !== 'memory') throw new Error(`${storage}: the second run's hit was ${JSON.stringify(memHits)}, not one from memory`);
+    // The same read again, in this worker, outside generate: a second cache on the store, its match of the entry.
+    const again = await rlx.openCache({ capBytes: CAP, fingerprint, layout, storage, path: PATHS[storage] });
+    let readAgainMs;
+    try {
+      const t1 = now();
+      const hit = await again.match(Uint32Array.from(promptOf(e, msg).data.subarray(0, warm.reused), Number), { partial: true, view: true });
+      readAgainMs = now() - t1;
+      if (!hit || hit.matched !== warm.reused) throw new Error(`${storage}: the second read matched ${hit && hit.matched}`);
+    } finally {
+      await again.close({ flush: false });
+    }
+    return { storage, loadMs: e.loadMs, warmupMs: e.warmupMs, openMs, warm, readBytes: hits[0].bytes, readMs: hits[0].ms, then, readAgainMs };
+  } finally {
+    await cache.close({ flush: false }); // the store keeps the seed entry alone
+  }
+}
+
+const PHASES = { first, reload };
+self.onmessage = async ({ data }) => {
+  try {
+    self.postMessage(await PHASES[data.phase](data));
+  } catch (err) {
+    self.postMessage({ error: String((err && err.stack) || err) });
+  }
+};
