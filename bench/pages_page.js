@@ -101,6 +101,8 @@ export async function hitPhase({ entry, shape, storage, variant, view, rawFirst,
     if (!v || !v.byteLength) throw new Error('raw record missing');
   };
   if (rawFirst) { await raw(); await load(); } else { await load(); await raw(); }
+  // Checked before the diagnostics: a view of a gathered hit holds until the next gathered hit.
+  check(hit, s, fullBlocks(s));
   out.view = hit ? hit.view : null;
   const t0 = performance.now();
   const again = cache.lookup(q, { view });
@@ -109,7 +111,6 @@ export async function hitPhase({ entry, shape, storage, variant, view, rawFirst,
   const t1 = performance.now();
   for (let i = 0; i < pages; i++) if (!(await getRaw(db, `page${i}`))) throw new Error(`raw page${i} missing`);
   out.get_pages_ms = performance.now() - t1;
-  check(hit, s, fullBlocks(s));
   await cache.close({ flush: false });
   db.close();
   return out;

@@ -506,10 +506,11 @@ export class NativeCache {
     // in wasm into a buffer reused from hit to hit, and viewed there.
     const gathered = view && count ? this.#C.rlxkv_web_gather(this.#web) >>> 0 : 0;
     if (gathered) {
-      const g = core.u32, at = r + REC.HEAD + 2;
+      // The record anew: the gather may have moved it (and grown the heap).
+      const g = core.u32, r2 = this.#rec(), at = r2 + REC.HEAD + 2;
       const runs = [];
       for (let b = 0; b < blocks; b++) runs.push([g[at + 4 * b], g[at + 4 * b + 1], g[at + 4 * b + 2], 1]);
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, g[r + REC.GENERATION], gathered);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, g[r2 + REC.GENERATION], gathered);
     }
     const buf = core.u8.buffer;
     const out = [];
