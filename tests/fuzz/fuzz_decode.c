@@ -222,7 +222,7 @@ static void check_entry_matches(const rlxkv_entry *e, const rlxkv_blob_meta *m, 
         REQUIRE(rlxkv_encode(e, fp, NULL, 0, &written) == RLXKV_ERR_INVALID);
         return;
     }
-    REQUIRE(m->start == 0 && m->parent_n == 0 && m->parent == 0);
+    REQUIRE(m->start == 0 && m->parent_n == 0 && m->parent[0] == 0 && m->parent[1] == 0);
 
     /* Re-encode: exactly the input bytes. */
     enc = rlxkv_encoded_size(e);

@@ -193,12 +193,19 @@ static uint8_t *encode(const rlxkv_entry *e, uint64_t fp, size_t *len) {
 static void write_file(const char *name, const void *data, size_t len) {
     char p[512];
     int fd;
+    /* Blobs only: a page's magic (RLXKVP..., FORMATS.md) is written as a
+     * foreign one. The codec's page rules are fuzzed by fuzz_decode, the
+     * paging cache by fuzz_pages; this model knows blobs. */
+    uint8_t head[6];
+    size_t h = len >= 6 && !memcmp(data, "RLXKVP", 6) ? 6 : 0;
+    if (h) memcpy(head, "RLXKVQ", 6);
     path_in(p, sizeof p, name);
     unlink(p);
     rmdir(p);
     fd = open(p, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0) FAIL("open %s: %s", p, strerror(errno));
-    if (len && write(fd, data, len) != (ssize_t)len) FAIL("write %s", p);
+    if (h && write(fd, head, h) != (ssize_t)h) FAIL("write %s", p);
+    if (len > h && write(fd, (const uint8_t *)data + h, len - h) != (ssize_t)(len - h)) FAIL("write %s", p);
     close(fd);
 }
 
@@ -218,8 +225,8 @@ static void odd_name(rd *r, char name[64]) {
     case 3: strcpy(name, "notes.txt"); break;                    /* ignored */
     case 4: strcpy(name, "0123456789abcdef.rlxkv~"); break;      /* ignored */
     case 5: strcpy(name, "0123456789abcdef.RLXKV"); break;       /* ignored */
-    case 6: strcpy(name, "0123456789abcdef0123456789.rlxkv"); break; /* 32 chars: ignored */
-    case 7: strcpy(name, "0123456789abcdef012345678.rlxkv"); break;  /* 31 chars: considered */
+    case 6: strcpy(name, "0123456789abcdef0123456789abcdef0123456789a.rlxkv"); break; /* 48 chars: ignored */
+    case 7: strcpy(name, "0123456789abcdef0123456789abcdef0123456789.rlxkv"); break;  /* 47 chars: considered */
     default: hex_name(r, name); break;
     }
 }
@@ -425,7 +432,7 @@ enum { K_IGNORED, K_VALID_A, K_STALE_LOAD, K_FOREIGN, K_CORRUPT };
 
 typedef struct xfile {
     char name[256];
-    int considered;     /* a regular file (after symlinks) named *.rlxkv, < 32 chars */
+    int considered;     /* a regular file (after symlinks) named *.rlxkv, < 48 chars (RLXKV_PAGE_NAME_CAP) */
     int temp;           /* a regular file named as a save's temporary */
     int is_file;        /* a regular file (after symlinks) */
     int64_t mtime;
@@ -512,7 +519,7 @@ static void take_view(view *v) {
         path_in(p, sizeof p, de->d_name);
         if (stat(p, &st) != 0 || !S_ISREG(st.st_mode)) continue;
         x->is_file = 1;
-        x->considered = nl > 6 && nl < 32 && !strcmp(de->d_name + nl - 6, ".rlxkv");
+        x->considered = nl > 6 && nl < RLXKV_PAGE_NAME_CAP && !strcmp(de->d_name + nl - 6, ".rlxkv");
         x->temp = save_temp_name(de->d_name);
         x->mtime = (int64_t)st.st_mtime;
         x->mtime_ns = st.st_mtim.tv_nsec;
