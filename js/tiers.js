@@ -742,9 +742,13 @@ export class TieredStore {
   #saved(item) {
     this.#known.set(item.name, item.record);
     // The same prefix stored under its other name (a store written before
-    // pages, or the other dtype): superseded, deleted at the flush's end.
-    for (const other of this.#namesOf(item.tokens)) {
-      if (other !== item.name && this.#known.get(other)?.status === 'ok' && !childCounts(this.#known.values()).get(other)) this.#giveUp(other);
+    // pages, or the other dtype): superseded, deleted at the flush's end
+    // (unless a page names it its parent). Counting children walks every
+    // record: only when there is such a name.
+    const others = this.#namesOf(item.tokens).filter((n) => n !== item.name && this.#known.get(n)?.status === 'ok');
+    if (others.length) {
+      const children = childCounts(this.#known.values());
+      for (const other of others) if (!children.get(other)) this.#giveUp(other);
     }
     if (this.#toRemove.get(item.name) < item.step) {
       this.#toRemove.delete(item.name);
@@ -793,9 +797,10 @@ export class TieredStore {
     if (total > maxBytes) {
       const entries = native.entries();
       for (const e of entries) if (e.pinned) pinned.add(this.#nameOf(e.tokens, e.dtype));
-      const resident_ = entries.filter((e) => e.resident), stored = entries.filter((e) => !e.resident);
-      for (const e of stored.reverse()) order.push([this.#nameOf(e.tokens, e.dtype), e.tokens]);
-      if (resident) for (const e of resident_.reverse()) order.push([this.#nameOf(e.tokens, e.dtype), e.tokens]);
+      // Stored-only entries, then (if asked) resident ones, least recent first.
+      for (const tier of resident ? [false, true] : [false]) {
+        for (const e of entries.filter((x) => x.resident === tier).reverse()) order.push([this.#nameOf(e.tokens, e.dtype), e.tokens]);
+      }
     }
     const drop = [];
     const picked = leavesFirst(order.map(([name, tokens]) => ({ r: byName.get(name), tokens })).filter((d) => d.r && !pinned.has(d.r.name)),

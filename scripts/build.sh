@@ -33,6 +33,8 @@ fi
 
 # The demo model as ONNX model folders for transformers.js (same weights):
 # build/models/rlxkv-demo/ (float32 KV) and rlxkv-demo-f16kv/ (float16 KV).
-if stale build/models/rlxkv-demo-f16kv demo/model.js demo/system-prompt.js scripts/make-model.mjs scripts/make_onnx_model.py; then
+# (Judged by a file the script writes each time: a directory's mtime moves
+# only when entries are added or removed, not when its files are rewritten.)
+if stale build/models/rlxkv-demo-f16kv/config.json demo/model.js demo/system-prompt.js scripts/make-model.mjs scripts/make_onnx_model.py; then
   node scripts/make-model.mjs
 fi

@@ -783,7 +783,7 @@ static void users_take(rlxkv_entry *e, rlxkv_entry *old) {
     old->users = 0;
 }
 
-static void drop_one(rlxkv_cache *c, rlxkv_entry *e);
+static rlxkv_entry *drop_one(rlxkv_cache *c, rlxkv_entry *e);
 
 /* p's users changed (one came or went): it moves between LRU and INTERIOR
  * as list_of says, arriving at the LRU's end (it was in use until now, but
@@ -792,9 +792,7 @@ static void drop_one(rlxkv_cache *c, rlxkv_entry *e);
 static void users_changed(rlxkv_cache *c, rlxkv_entry *p) {
     while (p) {
         if (is_hidden(p) && !p->users) {
-            rlxkv_entry *up = p->parent;
-            drop_one(c, p);
-            p = up;
+            p = drop_one(c, p);
             continue;
         }
         node *n = p->node;
@@ -810,15 +808,13 @@ static void users_changed(rlxkv_cache *c, rlxkv_entry *p) {
  *   3. tidy the path (free or merge what no longer earns its place);
  *   4. the labels that borrowed e's tokens move to another entry below;
  *   5. a resident entry's values go: the generation moves (views stale). */
-static void drop(rlxkv_cache *c, rlxkv_entry *e) {
-    rlxkv_entry *p = users_del(e);
-    drop_one(c, e);
-    users_changed(c, p);
-}
+static void drop(rlxkv_cache *c, rlxkv_entry *e) { users_changed(c, drop_one(c, e)); }
 
-static void drop_one(rlxkv_cache *c, rlxkv_entry *e) {
+/* drop's steps 1-5 but the parent's move: returns the parent it let go of
+ * (NULL if none), for users_changed. */
+static rlxkv_entry *drop_one(rlxkv_cache *c, rlxkv_entry *e) {
     node *n = e->node;
-    users_del(e); /* a hidden entry's parent: users_changed goes on to it */
+    rlxkv_entry *parent = users_del(e);
     if (is_hidden(e)) c->hidden--;
     unlist(c, n);
     n->entry = NULL;
@@ -829,6 +825,7 @@ static void drop_one(rlxkv_cache *c, rlxkv_entry *e) {
     if (n != c->root && !n->entry) rebase(c, n, e->tokens, base_of(n->kids[0]));
     if (!is_stub(e)) c->generation++; /* a stored-only entry has no values to view */
     rlxkv_entry_free(e);
+    return parent;
 }
 
 /* Frees x's subtree and its entries, without recursion: the tree can be as
