@@ -72,7 +72,10 @@ export interface CachedGenerateOptions<T = TensorLike> {
   transformers?: { DynamicCache?: new (entries: Record<string, T>) => unknown; env?: { version?: string } };
   /** How entries are stored: the model's own KV dtype ('auto', the default), or always 'f32' / 'f16'. */
   store?: 'auto' | 'f32' | 'f16';
-  /** Keep the entry a run extended (by default it is replaced by the longer one, unless pinned). */
+  /**
+   * @deprecated The entry a run extended is always kept now: it shares its KV with the longer one
+   * (pages), so there is nothing to keep. Accepted and ignored.
+   */
   keepExtended?: boolean;
 }
 

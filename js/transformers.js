@@ -221,10 +221,10 @@ const isV4Cache = (c) => c && typeof c.get_seq_length === 'function';
  * DynamicCache (4.x; pass opts.transformers, your module, for its class) or
  * a plain object (3.x) of CPU tensors of the model's KV dtype. generate runs
  * with return_dict_in_generate; the KV it returns (sequences minus the last
- * token) is inserted: a paged cache (cache.paging) copies only the run's
- * new tokens' KV and keeps the entry it extended, sharing its KV; a cache
- * of whole entries replaces the entry it extended unless that is pinned
- * (opts.keepExtended: true keeps it). Resolves to what generate resolves to,
+ * token) is inserted: the cache copies only the run's new tokens' KV and
+ * keeps the entry it extended, sharing its KV (pages; opts.keepExtended,
+ * which kept it when caches held whole entries, has nothing left to do).
+ * Resolves to what generate resolves to,
  * plus `reused` (prompt tokens whose KV came from the cache) and
  * `prefilled` (the rest).
  *
@@ -277,22 +277,12 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
       const blocks = store === 'f32' && f16 ? { k: kv.k.map((b) => widenF16(b)), v: kv.v.map((b) => widenF16(b)) }
         : store === 'f16' && !f16 ? { k: kv.k.map((b) => narrowF32(b)), v: kv.v.map((b) => narrowF32(b)) }
           : kv;
-      // A paged cache copies only the tokens past what it holds (the run's
-      // new ones), and the entry extended stays, sharing its KV; a cache of
-      // whole entries drops the one extended, which the new one covers.
+      // The cache copies only the tokens past what it holds (the run's new
+      // ones), and the entry extended stays, sharing its KV (pages).
       cache.insert(tokens, { k: blocks.k, v: blocks.v });
-      if (hit && !opts.keepExtended && !cache.paging) supersede(cache, hit, tokens);
     }
   }
   return Object.assign(out, { reused, prefilled: n - reused });
-}
-
-/** Drops the entry a run extended: the new one covers it (partial hits included), unless it is pinned. */
-function supersede(cache, hit, tokens) {
-  const old = hit.tokens;
-  if (old.length >= tokens.length || !cache.has(old) || cache.isPinned(old)) return;
-  for (let i = 0; i < old.length; i++) if (old[i] !== tokens[i]) return;
-  cache.remove(old);
 }
 
 /** Whether this model runs under transformers.js 4.x (whose generate takes only a DynamicCache). */
