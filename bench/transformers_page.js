@@ -6,16 +6,12 @@ import init from '/web/dist/rlxkv.browser.js';
 import * as adapter from '/js/transformers.js';
 import { measure } from './transformers_workload.js';
 import { summarize } from './transformers_summary.js';
+import { localTransformers } from './transformers_local.js';
 
 let ready = null;
 function setup() {
   ready ??= (async () => {
-    const tf = await import('/node_modules/@huggingface/transformers/dist/transformers.min.js');
-    tf.env.allowRemoteModels = false;
-    tf.env.allowLocalModels = true;
-    tf.env.localModelPath = '/build/models/';
-    tf.env.useBrowserCache = false;
-    tf.env.backends.onnx.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+    const tf = await localTransformers();
     return { tf, rlx: await init() };
   })();
   return ready;

@@ -17,6 +17,7 @@
 import init from '/web/dist/rlxkv.browser.js';
 import * as adapter from '/js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, userTurn } from '/demo/system-prompt.js';
+import { localTransformers } from './transformers_local.js';
 
 export const MODEL_ID = 'rlxkv-smollm2-135m-shape';
 const SYSTEM_TOKENS = 1000;
@@ -40,12 +41,7 @@ let env = null;
 async function setup() {
   if (env) return env;
   const t0 = now();
-  const tf = await import('/node_modules/@huggingface/transformers/dist/transformers.min.js');
-  tf.env.allowRemoteModels = false;
-  tf.env.allowLocalModels = true;
-  tf.env.localModelPath = '/build/models/';
-  tf.env.useBrowserCache = false;
-  tf.env.backends.onnx.wasm.wasmPaths = '/node_modules/onnxruntime-web/dist/';
+  const tf = await localTransformers();
   tf.env.backends.onnx.wasm.numThreads = 1;
   const rlx = await init();
   const tokenizer = await tf.AutoTokenizer.from_pretrained(MODEL_ID);
