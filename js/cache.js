@@ -83,25 +83,25 @@ export class Cache {
   /**
    * Loads stored entries, most recently used first, while they fit
    * capBytes and wasm memory (one that memory cannot hold ends it; it
-   * stays stored).
+   * stays stored). One at a time: a page's read brings the parents memory
+   * lacks in the same read (their pages in flight at once), and those are
+   * then passed over.
    */
   async #preload() {
     const cap = this.#native.stats().capBytes;
-    let room = cap - this.#native.stats().bytes;
-    const fits = [];
+    let room = cap - this.#native.stats().bytes, loaded = 0;
     for (const { tokens, bytes } of this.#native.entries().filter((e) => !e.resident)) {
       if (bytes > room) break;
       room -= bytes;
-      fits.push(tokens);
+      if (this.#storage.covered(tokens)) continue;
+      try {
+        if (await this.#storage.load(tokens)) loaded++;
+      } catch (err) {
+        if (err instanceof RlxkvError && err.code === 'NOMEM') break;
+        throw err;
+      }
     }
-    // All reads in flight at once (IndexedDB runs them side by side); each
-    // entry is put as its blob arrives. One that wasm memory cannot hold
-    // stays stored.
-    const loaded = await Promise.all(fits.map((t) => this.#storage.load(t).catch((err) => {
-      if (err instanceof RlxkvError && err.code === 'NOMEM') return false;
-      throw err;
-    })));
-    return loaded.filter(Boolean).length;
+    return loaded;
   }
 
   #live() {

@@ -162,8 +162,9 @@ export class TieredStore {
 
   /** Records blobs as known, and those of this cache as stored-only entries (admitted). */
   #admit(records) {
-    // Oldest use first, so that the most recently used ends most recent.
-    records.sort((a, b) => a.lastUse - b.lastUse);
+    // Oldest use first, so that the most recently used ends most recent;
+    // of pages used together (a chain read as one), the longest.
+    records.sort((a, b) => a.lastUse - b.lastUse || (a.tokens?.length ?? 0) - (b.tokens?.length ?? 0));
     this.#learn(records, { opening: true });
   }
 
@@ -327,6 +328,11 @@ export class TieredStore {
    */
   async #loadPage(name, tokens) {
     if (this.#isResident(tokens)) return true;
+    const chain = this.#chainOf(name, tokens);
+    if (chain) {
+      const got = await this.#loadChain(chain, tokens);
+      if (got !== RETRY) return got;
+    }
     const record = this.#known.get(name);
     let bytes = null;
     if (record?.start && !this.#holdsStart(tokens, record)) {
@@ -344,13 +350,144 @@ export class TieredStore {
     return this.#load(name, tokens, bytes);
   }
 
-  /** Whether memory holds the first tokens of the page `record` describes (a layout tells its rows; else unknown: no). */
-  #holdsStart(tokens, record) {
+  /**
+   * The pages a hit on page `name` reads, parents first, when the index
+   * and the layout tell each one's shape whole (#shapeOf) and they tile
+   * the tokens past what memory holds (each page's parent ends where the
+   * page starts): [{ name, record, tokens, shape }], two or more; else
+   * null (a page whose parents memory holds, a parent cut partway, a
+   * record of another shape: read page by page).
+   */
+  #chainOf(name, tokens) {
+    const order = this.#layout?.order;
+    if (order !== 'head-major' && order !== 'token-major') return null;
+    const chain = [];
+    for (let record = this.#known.get(name), t = tokens; ;) {
+      const shape = this.#shapeOf(record, t);
+      if (!shape || (chain.length && (shape.dtype !== chain[0].shape.dtype || shape.layers !== chain[0].shape.layers))) return null;
+      chain.push({ name: record.name, record, tokens: t, shape });
+      if (!record.start || this.#holdsStart(t, record)) break;
+      const parent = this.#known.get(record.parent);
+      if (parent?.status !== 'ok' || parent.tokens?.length !== record.start || !sameTokens(parent.tokens, t.subarray(0, record.start))) return null;
+      record = parent;
+      t = parent.tokens;
+    }
+    return chain.length > 1 ? chain.reverse() : null;
+  }
+
+  /**
+   * A hit on a page whose parents memory lacks, read as one entry: every
+   * page of the chain (#chainOf) goes straight into its rows of one new
+   * entry, laid out as the hit is, so that each byte is copied once and a
+   * hit over the chain lies in one entry (a view needs no gather). The
+   * store keeps the pages: names follow from tokens, so a page saved later
+   * over this entry names the chain's last page as its parent. Pages read
+   * at once (IndexedDB: in one transaction). RETRY when a page is not what
+   * the index says (the page-by-page load then judges each), or the entry
+   * cannot be put whole.
+   */
+  async #loadChain(chain, tokens) {
+    const start = chain[0].record.start ?? 0, rows = tokens.length - start;
+    const { dtype, layers } = chain[0].shape, l = this.#layout;
+    const made = this.#native.entryNew(tokens, new Array(2 * layers).fill(rows * l.heads * l.headDim), DTYPE[dtype], start);
+    if (typeof made === 'number') return RETRY;
+    let filled = false;
+    try {
+      if (this.#blobs.sync) {
+        const reads = await Promise.allSettled(chain.map((c) => this.#blobs.readWith(c.name, (f) => this.#readPageInto(f, c, made, start, rows))));
+        filled = reads.every((r) => r.status === 'fulfilled' && r.value === true);
+      } else {
+        filled = this.#copyPagesInto(await Promise.allSettled(chain.map((c) => this.#blobs.read(c.name))), chain, made, start, rows);
+      }
+      if (filled && this.#isResident(tokens)) filled = 'resident'; // inserted while the pages were read
+    } finally {
+      if (filled !== true) this.#native.entryFree(made);
+    }
+    if (filled === 'resident') return true;
+    if (!filled) return RETRY;
+    const st = this.#native.entryPut(made, true);
+    if (st === STATUS.NOTFOUND) return this.#parentLost(tokens);
+    if (st < 0) return RETRY;
+    for (const c of chain) this.#loaded(c.name, c.tokens);
+    return true;
+  }
+
+  /**
+   * #loadChain's read of page c from file f (a sync backend's), as
+   * #readKnown reads a page: head, values and block headers in one scatter
+   * read, the values into rows start.. of entry `made` (rows rows a
+   * block), the head and headers compared after. Whether it is the page.
+   */
+  #readPageInto(f, c, made, start, rows) {
+    const { dtype, layers, block, size, page } = c.shape;
+    const headLength = headBytes(c.tokens.length, !!page), need = headLength + 8 * (2 * layers - 1) + 1;
+    if (this.#readScratch.length < need) this.#readScratch = new Uint8Array(Math.max(need, 2 * this.#readScratch.length));
+    const head = this.#readScratch.subarray(0, headLength);
+    const headers = this.#readScratch.subarray(headLength, need - 1);
+    const values = this.#native.valuesOf(made), at = (c.record.start ?? 0) - start, own = c.tokens.length - start - at;
+    const bufs = [head];
+    for (let b = 0; b < 2 * layers; b++) {
+      if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
+      bufs.push(...rowRuns(values, this.#layout, dtype, rows, b, at, own));
+    }
+    bufs.push(this.#readScratch.subarray(need - 1, need)); // a byte read here: the file is longer than the page
+    return f.readv(bufs, 0) === size && isUniformHead(head, c.tokens, this.#fp, dtype, layers, block, page) &&
+      repeats(headers, u64Bytes(block));
+  }
+
+  /**
+   * #loadChain's copy of the pages read whole (reads: Promise.allSettled's,
+   * in chain order) into entry `made`, each checked first as a load checks
+   * a blob (decodeBlob), and against its record. Whether every one was
+   * the page its record says.
+   */
+  #copyPagesInto(reads, chain, made, start, rows) {
+    const pages = [];
+    for (let i = 0; i < chain.length; i++) {
+      const { tokens, shape } = chain[i], read = reads[i];
+      let p = null;
+      try {
+        p = read.status === 'fulfilled' && read.value && decodeBlob(read.value, this.#fp, true);
+      } catch { /* judged again page by page */ }
+      if (!p || p.dtype !== shape.dtype || p.k.length !== shape.layers || !sameTokens(p.tokens, tokens) ||
+        !samePage(p.page, shape.page) || ![...p.k, ...p.v].every((b) => b.length === shape.block)) return false;
+      pages.push(p);
+    }
+    const values = this.#native.valuesOf(made);
+    pages.forEach((p, i) => {
+      const at = (chain[i].record.start ?? 0) - start, own = chain[i].tokens.length - start - at;
+      [...p.k, ...p.v].forEach((src, b) => {
+        const bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
+        let from = 0;
+        for (const run of rowRuns(values, this.#layout, p.dtype, rows, b, at, own)) {
+          run.set(bytes.subarray(from, from + run.length));
+          from += run.length;
+        }
+      });
+    });
+    return true;
+  }
+
+  /**
+   * Whether memory holds the first `upTo` tokens of the page `record`
+   * describes (by default those before its own: a layout tells its rows;
+   * else unknown: no).
+   */
+  #holdsStart(tokens, record, upTo = record.start) {
     const l = this.#layout;
-    if (!l) return false;
-    const layers = record.nValues / (2 * (tokens.length - record.start) * l.heads * l.headDim);
+    if (!l || record?.status !== 'ok') return false;
+    const layers = record.nValues / (2 * (tokens.length - (record.start ?? 0)) * l.heads * l.headDim);
     if (!Number.isInteger(layers)) return false;
-    return this.#native.held(tokens, DTYPE[record.dtype], new Array(2 * layers).fill(0)) >= record.start;
+    return this.#native.held(tokens, DTYPE[record.dtype], new Array(2 * layers).fill(0)) >= upTo;
+  }
+
+  /**
+   * Whether memory already holds every token's values of the stored entry
+   * of these tokens, in a longer entry (a chain read with a page after
+   * it): reading its page would add nothing.
+   */
+  covered(tokens) {
+    return this.#holdsStart(tokens, this.#known.get(this.#nameOf(tokens)), tokens.length);
   }
 
   /** Reads and puts blob or page `name` (bytes: its read, if one is under way). */
@@ -1319,6 +1456,28 @@ function scatterList(values, lengths, dtype, headers) {
     bufs.push(values.subarray(to, to + esize * lengths[b]));
   }
   return bufs;
+}
+
+/**
+ * Where rows at..at+own-1 of block b lie in an entry's values (`values`,
+ * blocks of `rows` rows of `layout` one after another, of dtype): one run,
+ * or one a head for a head-major layout.
+ */
+function rowRuns(values, layout, dtype, rows, b, at, own) {
+  const row = (dtype === 'f16' ? 2 : 4) * layout.headDim, heads = layout.heads, base = b * rows * heads * row;
+  if (layout.order !== 'head-major') return [values.subarray(base + at * heads * row, base + (at + own) * heads * row)];
+  const runs = [];
+  for (let h = 0; h < heads; h++) {
+    const from = base + (h * rows + at) * row;
+    runs.push(values.subarray(from, from + own * row));
+  }
+  return runs;
+}
+
+/** Whether a decoded page's fields (decodeBlob's page) are the ones a record's shape has (#shapeOf's page), or both are none. */
+function samePage(a, b) {
+  if (!a || !b) return !a && !b;
+  return a.start === b.start && a.parentN === b.parentN && a.parent[0] === b.parent[0] && a.parent[1] === b.parent[1];
 }
 
 /** Whether bytes is `unit` (8 bytes) over and over. */

@@ -239,6 +239,26 @@ export class NativeCache {
    * lengths are of the values of tokens start..n-1 (a page).
    */
   putFilled(tokens, lengths, dtype, fill, loaded = false, start = 0) {
+    const made = this.entryNew(tokens, lengths, dtype, start);
+    if (typeof made === 'number') return made;
+    try {
+      fill(this.valuesOf(made));
+    } catch (err) {
+      this.entryFree(made);
+      throw err;
+    }
+    return this.entryPut(made, loaded);
+  }
+
+  /**
+   * putFilled in steps, for values that arrive across awaits (a hit read
+   * from several pages): a new entry, not yet in the cache, of these
+   * tokens and block lengths (as putFilled's), or the C status (< 0) if
+   * none could be made. The caller owns it until entryPut takes it, or
+   * frees it with entryFree; valuesOf(made) views its values (made again
+   * after every await: the heap may have grown).
+   */
+  entryNew(tokens, lengths, dtype, start = 0) {
     const core = this.#core, C = this.#C;
     const layers = lengths.length / 2;
     const at = (this.#scratch(tokens, 2 * layers) >>> 2) + tokens.length;
@@ -246,14 +266,14 @@ export class NativeCache {
     for (let i = 0; i < lengths.length; i++) u32[at + i] = lengths[i];
     const e = C.rlxkv_web_entry_new(this.#web, tokens.length, start, layers, dtype, core.cell) >>> 0;
     if (!e) return core.i32(core.cell);
-    try {
-      const to = core.u32[this.#rec() + REC.DATA];
-      fill(core.u8.subarray(to, to + (C.rlxkv_entry_kv_bytes(e) >>> 0)));
-    } catch (err) {
-      C.rlxkv_entry_free(e);
-      throw err;
-    }
-    return C.rlxkv_web_put(this.#web, e, loaded ? 1 : 0); // takes e in every case
+    return { e, data: core.u32[this.#rec() + REC.DATA], bytes: C.rlxkv_entry_kv_bytes(e) >>> 0 };
+  }
+  valuesOf({ data, bytes }) { return this.#core.u8.subarray(data, data + bytes); }
+  entryFree({ e }) { this.#C.rlxkv_entry_free(e); }
+  /** Puts entryNew's entry (taken in every case): the C status of the put. loaded: as put's. */
+  entryPut({ e }, loaded = false) {
+    if (!this.#w) this.#C.rlxkv_entry_free(e); // closed while it was filled: #web throws
+    return this.#C.rlxkv_web_put(this.#web, e, loaded ? 1 : 0);
   }
 
   /**

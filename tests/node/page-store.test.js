@@ -74,6 +74,51 @@ test('fs: each turn writes only its new tokens, and a restarted app reads its pa
 });
 
 for (const kind of ['fs', 'idb']) {
+  test(`${kind}: after a restart a conversation's pages are read into one entry, and its next turn writes only its new tokens`, async () => {
+    const path = where(kind);
+    const cache = await open(kind, path);
+    cache.insert(system, kvOf(system));
+    for (let turn = 1; turn <= 5; turn++) for (const chat of [1, 2]) cache.insert(conversation(chat, turn), kvOf(conversation(chat, turn)));
+    await cache.close();
+    const again = await open(kind, path);
+    const five = conversation(1, 5);
+    const hit = await again.match([...five, 7], { view: true });
+    assert.equal(hit.matched, five.length);
+    assert.deepEqual([...hit.k[1]], [...kvOf(five).k[1]]);
+    // Six pages, one entry: the hit lies in it, no gather, each byte read once.
+    assert.equal(again.stats.entries, 1);
+    assert.equal(again.bytes, five.length * TOKEN_BYTES);
+    // The other chat shares the system prompt with it: read from its first turn on, the prompt held once.
+    const other = conversation(2, 5);
+    assert.deepEqual((await again.match(other)).v, kvOf(other).v);
+    assert.equal(again.bytes, (60 + 2 * 50) * TOKEN_BYTES);
+    // A sixth turn over the entry read whole is a page of its own 10 tokens, whose parent is the fifth turn's page.
+    const six = conversation(1, 6);
+    again.insert(six, kvOf(six));
+    const before = kind === 'fs' ? snapshot(path) : null;
+    await again.flush();
+    if (before) {
+      // New files only: reading a page touches its file time, as a use.
+      const added = [...snapshot(path).keys()].filter((f) => !before.has(f));
+      assert.equal(added.length, 1);
+      assert.ok(statSync(join(path, added[0])).size < 10 * TOKEN_BYTES + 8 * six.length + 200);
+    }
+    await again.close();
+    const third = await open(kind, path);
+    assert.deepEqual((await third.match([...six, 1])).k, kvOf(six).k);
+    assert.equal(third.restoreReport.indexed, 1 + 2 * 5 + 1);
+    await third.close();
+    // preload: each conversation read as one entry, the system prompt once.
+    const preloaded = await open(kind, path, { preload: true });
+    assert.equal(preloaded.restoreReport.resident, 2);
+    assert.equal(preloaded.stats.entries, 2);
+    assert.equal(preloaded.bytes, (60 + 60 + 50) * TOKEN_BYTES);
+    assert.deepEqual(preloaded.lookup(five, { partial: true }).v, kvOf(five).v);
+    await preloaded.close();
+  });
+}
+
+for (const kind of ['fs', 'idb']) {
   test(`${kind}: a page whose parent is gone never serves; the longest hit that can is served`, async () => {
     const path = where(kind);
     const cache = await open(kind, path);
