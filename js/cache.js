@@ -5,6 +5,8 @@ import { isNode } from '../web/core.js';
 import { NativeCache, DTYPE } from '../web/native-cache.js';
 import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
+import { RemoteTier } from './remote.js';
+import { copyRows } from './chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
 
@@ -26,14 +28,17 @@ export class Cache {
   #token = {};
   /** The app's onEvent, or null (then no event is made). */
   #onEvent;
+  /** The remote tier (js/remote.js), or null: nothing touches the network. */
+  #remote = null;
 
   /** @internal use rlx.createCache / rlx.openCache */
-  constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null, paging = true }) {
+  constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null, paging = true, remote = null }) {
     this.#core = core;
     this.#fp = fingerprint;
     this.#layout = layout;
     this.#onEvent = onEvent;
     this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As, paging });
+    if (remote) this.#remote = new RemoteTier(remote, this.#native, fingerprint, layout);
     /** What opening storage found (RestoreReport in js/index.d.ts), or null without storage. */
     this.restoreReport = null;
     leaks.register(this, { native: this.#native.leakRecord, storage: null }, this.#token);
@@ -212,14 +217,23 @@ export class Cache {
     const how = lookupOptions(opts, t);
     const signal = toSignal(opts.signal);
     const t0 = now();
-    let source = 'memory';
+    let source = 'memory', remoteAsked = false;
     // Each round either returns or makes one stored-only entry resident
-    // (or drops it, if its blob is gone or bad): it ends.
+    // (or drops it, if its blob is gone or bad), or asks the remote tier
+    // once: it ends.
     for (;;) {
       signal?.throwIfAborted();
       const hit = this.#live().match(t, how);
-      if (!hit || !hit.stored) return this.#matched(hit, t, source, t0);
-      if (!this.#storage) return this.#matched(null, t, source, t0);
+      if (!hit || !hit.stored || !this.#storage) {
+        const found = hit && !hit.stored ? hit : null;
+        if (!this.#remote || remoteAsked || (found ? found.matched : 0) + this.#remote.pageTokens > how.maxMatched) {
+          return this.#matched(found, t, source, t0);
+        }
+        // Looked up again after it, whatever it found: the heap may have moved under this hit's views.
+        remoteAsked = true;
+        if (await this.#fromRemote(t, how.maxMatched, found ? found.matched : 0, signal)) source = 'remote';
+        continue;
+      }
       const before = this.#evictionsNow();
       try {
         await this.#storage.load(hit.entryTokens);
@@ -236,6 +250,30 @@ export class Cache {
       if (native.closed) throw new TypeError('cache is closed');
       source = 'storage';
     }
+  }
+
+  /**
+   * The remote tier's pages of t past the `held` tokens memory holds, up to
+   * maxMatched, put in memory as one entry (dirty: the next flush keeps it
+   * in storage). Whether one was put. Never rejects for the network or the
+   * server (stats.remote counts those); the match's signal does.
+   */
+  async #fromRemote(t, maxMatched, held, signal) {
+    const run = await this.#remote.fetchRun(t, held, maxMatched, signal);
+    const native = this.#live();
+    if (!run || (run.start && !native.paging)) return false;
+    const { start, end, pages } = run, dtype = this.#remote.dtype, l = this.#layout;
+    const blocks = 2 * pages[0].k.length, rows = end - start;
+    const made = native.entryNew(t.subarray(0, end), new Array(blocks).fill(rows * l.heads * l.headDim), DTYPE[dtype], start);
+    if (typeof made === 'number') return false;
+    try {
+      const values = native.valuesOf(made), P = this.#remote.pageTokens;
+      pages.forEach((p, i) => copyRows(values, l, dtype, rows, i * P, P, [...p.k, ...p.v]));
+    } catch (err) {
+      native.entryFree(made);
+      throw err;
+    }
+    return native.entryPut(made, false) >= 0; // NOTFOUND: memory let go of the first `start` tokens meanwhile
   }
 
   /** match()'s answer, told to onEvent. */
@@ -308,7 +346,7 @@ export class Cache {
   get stats() {
     const stats = this.#live().stats();
     const pending = this.#storage ? this.#storage.pendingRemovals : { count: 0, error: null };
-    return { ...stats, pendingRemovals: pending.count, removalError: pending.error };
+    return { ...stats, pendingRemovals: pending.count, removalError: pending.error, ...(this.#remote ? { remote: { ...this.#remote.stats } } : {}) };
   }
 
   /**

@@ -2,7 +2,7 @@
 // rlxkv: look into, check and manage blobs (RLXKV001 and its f16 variant
 // RLXKVF16, FORMATS.md) and store directories.
 import {
-  openSync, readSync, fstatSync, closeSync, writeFileSync, statSync, renameSync, realpathSync, unlinkSync, constants,
+  openSync, readSync, fstatSync, closeSync, writeFileSync, statSync, renameSync, realpathSync, unlinkSync, readdirSync, constants,
 } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -21,6 +21,8 @@ commands:
                                    drop corrupt and stale blobs, then the oldest
   tokens FILE                      the token ids, as JSON
   rewrite [--as RLXKV001] IN OUT   decode and encode again (validates; OUT may be a store DIR)
+  publish --layout L STORE_OR_BLOB... OUTDIR
+                                   pages for a remote tier, served by any static server
   fingerprint TEXT                 the fingerprint of a model id (rlx.fingerprintOf), as --fingerprint takes it
 
 'rlxkv <command> --help' for more.`,
@@ -30,10 +32,23 @@ length, token count, layers, each K and V block length, KV bytes, and
 whether every block is row-major (a multiple of the token count). --json
 prints one object per file (an array for several). Only regular files are
 read.`,
-  verify: `usage: rlxkv verify [--fingerprint HEX] FILE...
+  verify: `usage: rlxkv verify [--fingerprint HEX] FILE_OR_DIR...
 Exit 0 when every file is a valid blob, RLXKV001 or RLXKVF16 (of that
 fingerprint, if given); else exit 1 with a line per bad file naming it and
-the reason.`,
+the reason. A directory is checked as a published tree (rlxkv publish):
+every .rlxkv file in it a valid blob or page under its own name, and every
+page's parent there.`,
+  publish: `usage: rlxkv publish --layout ORDER,HEADS,HEAD_DIM [--fingerprint HEX] [--page-tokens N] STORE_OR_BLOB... OUTDIR
+Cuts every entry of the store directories and whole blob files given into
+pages of N tokens (default 256) on a fixed grid, named by their tokens
+(FORMATS.md, Names), and writes them into OUTDIR, each page once: what a
+cache with remote: { url } fetches by name. ORDER is head-major or
+token-major (the KV's layout: pages are cut by token). Only entries of
+--fingerprint, if given. Prints each page's name and the total bytes.
+Serve OUTDIR's files as they are, with Cache-Control: public,
+max-age=31536000, immutable and Content-Type: application/octet-stream
+(and CORS headers for other origins); compressed (Content-Encoding) if
+you like.`,
   ls: `usage: rlxkv ls [--json] [--fingerprint HEX] DIR
 The .rlxkv blobs and save temporaries of a store directory: name, format,
 tokens, bytes, modified time and status, then totals. Statuses: ok, stale
@@ -212,7 +227,8 @@ const commands = {
     if (!rest.length) throw new UsageError('verify needs at least one FILE');
     const fp = parseFingerprint(flags.fingerprint);
     let bad = 0;
-    for (const file of rest) {
+    for (const dir of rest.filter(isDirectory)) bad += verifyTree(rlx, dir, fp, out);
+    for (const file of rest.filter((f) => !isDirectory(f))) {
       try {
         const e = decodeBlob(readBlobFile(file));
         if (fp !== undefined && e.fingerprint !== fp) {
@@ -308,6 +324,24 @@ const commands = {
     return 0;
   },
 
+  async publish(rlx, args, out) {
+    const { flags, rest } = parse(args, { value: ['--layout', '--fingerprint', '--page-tokens'] });
+    if (flags.help) return out.log(HELP.publish);
+    if (rest.length < 2) throw new UsageError('publish needs at least one STORE_OR_BLOB and OUTDIR');
+    const m = /^(head-major|token-major),(\d+),(\d+)$/.exec(flags.layout || '');
+    if (!m) throw new UsageError(`--layout: ORDER,HEADS,HEAD_DIM (e.g. head-major,3,64), got ${flags.layout ?? 'none'}`);
+    const layout = { order: m[1], heads: Number(m[2]), headDim: Number(m[3]), layers: 0 };
+    const pageTokens = flags['page-tokens'] === undefined ? undefined : Number(flags['page-tokens']);
+    if (pageTokens !== undefined && !(Number.isSafeInteger(pageTokens) && pageTokens > 0)) throw new UsageError(`--page-tokens: a positive integer, got ${flags['page-tokens']}`);
+    const sources = rest.slice(0, -1).map((p) => (isDirectory(p) ? { storage: 'fs', path: p } : p));
+    const { publishPages } = await import('./publish.js');
+    const report = await publishPages(rlx, sources, rest.at(-1), { layout, fingerprint: parseFingerprint(flags.fingerprint) ?? null, pageTokens });
+    for (const p of report.pages) out.log(`${p.name} ${String(p.tokens).padStart(8)} tokens ${String(p.bytes).padStart(12)} bytes`);
+    out.log(`${counted(report.pages.length, 'page')}, ${counted(report.bytes, 'byte')}` +
+      (report.skipped ? `; ${counted(report.skipped, 'entry', 'entries')} shorter than a page left out` : ''));
+    return 0;
+  },
+
   async rewrite(rlx, args, out) {
     const { flags, rest } = parse(args, { value: ['--as'] });
     if (flags.help) return out.log(HELP.rewrite);
@@ -335,6 +369,39 @@ const commands = {
     return 0;
   },
 };
+
+/**
+ * verify of a published tree (rlxkv publish): every .rlxkv file in `dir` a
+ * valid blob or page (of fp, if given) under its own name, and every
+ * page's parent in `dir`. The number of bad files.
+ */
+function verifyTree(rlx, dir, fp, out) {
+  const names = readdirSync(dir).filter((n) => n.endsWith('.rlxkv'));
+  const present = new Set(names);
+  let bad = 0;
+  const fail = (msg) => {
+    bad++;
+    out.error(msg);
+  };
+  for (const name of names) {
+    const file = join(dir, name);
+    try {
+      const e = decodeBlob(readBlobFile(file));
+      if (fp !== undefined && e.fingerprint !== fp) throw new Error(`stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
+      const own = rlx.pageName(e.tokens, e.fingerprint, e.dtype);
+      if (name !== own && name !== blobName(e.fingerprint, e.tokens)) throw new Error(`not under its own name (${own})`);
+      if (e.page) {
+        const parent = `${e.page.parent.map((x) => x.toString(16).padStart(16, '0')).join('')}.rlxkv`;
+        const parentName = e.page.parent[0] ? parent : parent.slice(16);
+        if (!present.has(parentName)) throw new Error(`its parent ${parentName} (${e.page.parentN} tokens) is not in ${dir}`);
+      }
+    } catch (err) {
+      fail(`${file}: ${err.message}`);
+    }
+  }
+  out.log(`${dir}: ${counted(names.length - bad, 'page')} ok${bad ? `, ${bad} bad` : ''}`);
+  return bad;
+}
 
 /** n and its noun, singular for one: '1 blob', '2 blobs'. */
 const counted = (n, one, many = `${one}s`) => `${n} ${n === 1 || n === 1n ? one : many}`;

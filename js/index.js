@@ -6,6 +6,7 @@
 import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
+import { remoteOptions } from './remote.js';
 import { copyBlobs, deleteBlobs, ownName, TieredStore } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore } from '../web/storage.js';
@@ -36,12 +37,14 @@ function cacheOptions(opts) {
   if (!F16_TYPES.includes(f16As)) throw new RangeError(`f16As must be 'Float16Array' or 'Uint16Array', got ${String(f16As)}`);
   if (f16As === 'Float16Array' && !HAS_F16) throw new RangeError("f16As: this engine has no Float16Array; use 'Uint16Array'");
   if (opts.onEvent !== undefined && typeof opts.onEvent !== 'function') throw new TypeError('onEvent must be a function');
+  const layout = toLayout(opts.layout);
   return {
     capBytes: toByteCount(opts.capBytes, 'capBytes'),
     fingerprint: toFingerprint(opts.fingerprint),
-    layout: toLayout(opts.layout),
+    layout,
     f16As,
     onEvent: opts.onEvent ?? null,
+    remote: remoteOptions(opts.remote, layout && layout.order !== 'any' ? layout : null),
   };
 }
 
@@ -237,6 +240,20 @@ class Rlxkv {
   get memoryBytes() {
     return this.#core.memoryBytes;
   }
+
+  /**
+   * The name a store and a remote tier give the page (or blob) that ends
+   * after these tokens, of this fingerprint and dtype ('f32' or 'f16'): a
+   * 128-bit key chained over the tokens, as 32 hex digits and '.rlxkv'
+   * (FORMATS.md, Names). The same in every tab, process and server.
+   */
+  pageName(tokens, fingerprint, dtype = 'f32') {
+    if (dtype !== 'f32' && dtype !== 'f16') throw new RangeError(`dtype must be 'f32' or 'f16', got ${String(dtype)}`);
+    this.#namer ??= new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
+    return this.#namer.pageName(toTokens(tokens), dtype, toFingerprint(fingerprint));
+  }
+
+  #namer = null;
 
   /** A stable 64-bit hash of a string (UTF-8) or bytes, as a bigint. */
   fingerprintOf(input) {

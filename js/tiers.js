@@ -45,6 +45,7 @@ import {
 import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 import { serialQueue } from '../web/queue.js';
+import { copyRows, rowRuns } from './chain.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
@@ -455,15 +456,8 @@ export class TieredStore {
     }
     const values = this.#native.valuesOf(made);
     pages.forEach((p, i) => {
-      const at = (chain[i].record.start ?? 0) - start, own = chain[i].tokens.length - start - at;
-      [...p.k, ...p.v].forEach((src, b) => {
-        const bytes = new Uint8Array(src.buffer, src.byteOffset, src.byteLength);
-        let from = 0;
-        for (const run of rowRuns(values, this.#layout, p.dtype, rows, b, at, own)) {
-          run.set(bytes.subarray(from, from + run.length));
-          from += run.length;
-        }
-      });
+      const at = (chain[i].record.start ?? 0) - start;
+      copyRows(values, this.#layout, p.dtype, rows, at, chain[i].tokens.length - start - at, [...p.k, ...p.v]);
     });
     return true;
   }
@@ -1456,22 +1450,6 @@ function scatterList(values, lengths, dtype, headers) {
     bufs.push(values.subarray(to, to + esize * lengths[b]));
   }
   return bufs;
-}
-
-/**
- * Where rows at..at+own-1 of block b lie in an entry's values (`values`,
- * blocks of `rows` rows of `layout` one after another, of dtype): one run,
- * or one a head for a head-major layout.
- */
-function rowRuns(values, layout, dtype, rows, b, at, own) {
-  const row = (dtype === 'f16' ? 2 : 4) * layout.headDim, heads = layout.heads, base = b * rows * heads * row;
-  if (layout.order !== 'head-major') return [values.subarray(base + at * heads * row, base + (at + own) * heads * row)];
-  const runs = [];
-  for (let h = 0; h < heads; h++) {
-    const from = base + (h * rows + at) * row;
-    runs.push(values.subarray(from, from + own * row));
-  }
-  return runs;
 }
 
 /** Whether a decoded page's fields (decodeBlob's page) are the ones a record's shape has (#shapeOf's page), or both are none. */

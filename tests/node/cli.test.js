@@ -336,12 +336,12 @@ test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refus
   }
 });
 
-test('a new user\'s slips: verify on a directory points to ls; counts of one are singular', () => {
+test('a new user\'s slips: verify on a directory checks it as a published tree (a blob under a name not its own fails); counts of one are singular', () => {
   const dir = tempDir();
   copyFileSync(small, join(dir, 'only.rlxkv'));
   const v = rlxkv('verify', dir);
   assert.equal(v.code, 1);
-  assert.match(v.err + v.out, /is a directory, not a blob file \(for a store directory: rlxkv ls /);
+  assert.match(v.err + v.out, /only\.rlxkv: not under its own name/);
   assert.match(rlxkv('ls', dir).out, /^1 blob, \d+ bytes: /m);
 });
 

@@ -1,0 +1,229 @@
+// The remote tier as an app meets it: a system prompt's KV published as
+// pages (rlx.publishPages / `rlxkv publish`) on a plain HTTP server, and a
+// cache that has none of it reusing it by name, from the tokens alone.
+// Whatever the server does (404 mid-chain, 500, no answer, a page of other
+// tokens under a right name, a cut body, another model's page), match()
+// never rejects and never serves wrong KV: the hit is the longest run of
+// right pages.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { readFileSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import init from '../../js/index.js';
+import { publishPages } from '../../js/publish.js';
+import { modelKv, tempDir } from './helpers.js';
+
+const rlx = await init();
+const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
+const FP = 0x7e7073n;
+const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
+const P = 64; // tokens a page
+const kvOf = (tokens, from = 0) => modelKv(tokens, layout, from);
+const system = Uint32Array.from({ length: 600 }, (_, i) => 1000 + ((i * 7919) % 5000)); // 9 pages and 24 tokens
+const prompt = (user) => Uint32Array.from([...system, ...Array.from({ length: 20 }, (_, i) => user * 100 + i)]);
+
+/** A static server of `dir`, whose answers a test can change: name -> (res) => boolean (handled). */
+let server, base, published;
+const requests = [];
+const behaviour = new Map();
+before(async () => {
+  published = tempDir();
+  const store = tempDir();
+  const author = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'fs', path: store });
+  author.insert(system, kvOf(system));
+  await author.close();
+  const report = await publishPages(rlx, [{ storage: 'fs', path: store }], published, { layout, pageTokens: P });
+  assert.equal(report.pages.length, 9);
+  server = createServer((req, res) => {
+    const name = req.url.split('/').pop();
+    requests.push(req.url);
+    const special = behaviour.get(name);
+    if (special && special(res)) return;
+    let bytes;
+    try {
+      bytes = readFileSync(join(published, name));
+    } catch {
+      res.writeHead(404).end();
+      return;
+    }
+    res.writeHead(200, { 'content-type': 'application/octet-stream', 'cache-control': 'public, max-age=31536000, immutable' }).end(bytes);
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  base = `http://127.0.0.1:${server.address().port}/kv/`;
+});
+after(() => server.close());
+
+const nameAt = (end, fp = FP) => rlx.pageName(system.subarray(0, end), fp);
+const open = (opts = {}) => rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'none', remote: { url: base, pageTokens: P, ...opts } });
+function reset() {
+  requests.length = 0;
+  behaviour.clear();
+}
+
+test('a first visit reuses the published system prompt, fetched by name; a second prompt over it fetches nothing', async () => {
+  reset();
+  const events = [];
+  const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'none', remote: { url: base, pageTokens: P }, onEvent: (e) => events.push(e) });
+  assert.equal(requests.length, 0, 'opening asks nothing');
+  const hit = await cache.match(prompt(1), { partial: true });
+  assert.equal(hit.matched, 9 * P);
+  assert.deepEqual(hit.k, kvOf(system.subarray(0, 9 * P)).k);
+  assert.deepEqual(hit.v, kvOf(system.subarray(0, 9 * P)).v);
+  assert.equal(events.at(-1).source, 'remote');
+  assert.deepEqual(requests.sort(), Array.from({ length: 9 }, (_, i) => `/kv/${nameAt((i + 1) * P)}`).sort());
+  assert.equal(cache.stats.remote.pages, 9);
+  // Another user's prompt shares the published prefix: from memory, no request.
+  requests.length = 0;
+  const other = await cache.match(prompt(2), { partial: true });
+  assert.equal(other.matched, 9 * P);
+  assert.equal(requests.length, 0);
+  assert.equal(cache.lookup(prompt(3), { partial: true }).matched, 9 * P);
+  await cache.close();
+});
+
+test('fetched pages are kept in local storage: after a restart they come from there, with no request', async () => {
+  reset();
+  const dir = tempDir();
+  const opts = { capBytes: 1 << 24, fingerprint: FP, layout, storage: 'fs', path: dir, remote: { url: base, pageTokens: P } };
+  const cache = await rlx.openCache(opts);
+  assert.equal((await cache.match(prompt(1), { partial: true })).matched, 9 * P);
+  await cache.close();
+  requests.length = 0;
+  const again = await (await init({ newInstance: true })).openCache(opts);
+  const hit = await again.match(prompt(4), { partial: true });
+  assert.equal(hit.matched, 9 * P);
+  assert.deepEqual(hit.v, kvOf(system.subarray(0, 9 * P)).v);
+  assert.equal(requests.length, 0);
+  await again.close();
+});
+
+test('pages past what memory holds are all that is asked for', async () => {
+  reset();
+  const cache = await open();
+  cache.insert(system.subarray(0, 200), kvOf(system.subarray(0, 200)));
+  const hit = await cache.match(prompt(1), { partial: true });
+  assert.equal(hit.matched, 9 * P);
+  assert.deepEqual(hit.k, kvOf(system.subarray(0, 9 * P)).k);
+  // 200 tokens held: the grid point before them is 192 (page 3); pages 4..9 asked for.
+  assert.deepEqual(requests.sort(), Array.from({ length: 6 }, (_, i) => `/kv/${nameAt((i + 4) * P)}`).sort());
+  await cache.close();
+});
+
+/** The hit of a fresh cache under a server changed by `setup`, and the cache's remote stats. */
+async function hitWith(setup, opts = {}) {
+  reset();
+  setup();
+  const cache = await open(opts);
+  const hit = await cache.match(prompt(1), { partial: true });
+  const stats = cache.stats.remote;
+  if (hit) {
+    const want = kvOf(system.subarray(0, hit.matched));
+    assert.deepEqual(hit.k, want.k, 'whatever is served is this prompt\'s KV');
+    assert.deepEqual(hit.v, want.v);
+  }
+  await cache.close();
+  return { matched: hit ? hit.matched : 0, stats };
+}
+const answer = (status, body = '') => (res) => { res.writeHead(status).end(body); return true; };
+
+test('a 404 mid-chain ends the hit before it', async () => {
+  const { matched, stats } = await hitWith(() => behaviour.set(nameAt(5 * P), answer(404)));
+  assert.equal(matched, 4 * P);
+  assert.equal(stats.notFound, 1);
+});
+
+test('a server error ends the hit before it, counted, and match() does not reject', async () => {
+  const { matched, stats } = await hitWith(() => behaviour.set(nameAt(3 * P), answer(500)));
+  assert.equal(matched, 2 * P);
+  assert.equal(stats.failed, 1);
+  assert.match(stats.lastError, /HTTP 500/);
+});
+
+test('a server that does not answer in timeoutMs makes a shorter hit, not a hang', async () => {
+  const { matched, stats } = await hitWith(() => behaviour.set(nameAt(2 * P), () => true /* never answers */), { timeoutMs: 300 });
+  assert.equal(matched, P);
+  assert.ok(stats.failed >= 1);
+  assert.match(stats.lastError, /no answer within 300 ms/);
+});
+
+test('a page of other tokens under a right name, a cut body and another model\'s page are refused', async () => {
+  const wrongTokens = await hitWith(() => behaviour.set(nameAt(4 * P), (res) => {
+    res.writeHead(200).end(readFileSync(join(published, nameAt(3 * P))));
+    return true;
+  }));
+  assert.equal(wrongTokens.matched, 3 * P);
+  assert.equal(wrongTokens.stats.refused, 1);
+  const cut = await hitWith(() => behaviour.set(nameAt(6 * P), (res) => {
+    const bytes = readFileSync(join(published, nameAt(6 * P)));
+    res.writeHead(200).end(bytes.subarray(0, bytes.length - 100));
+    return true;
+  }));
+  assert.equal(cut.matched, 5 * P);
+  assert.equal(cut.stats.refused, 1);
+  // Another model's KV of the same tokens, served under this model's name.
+  const otherDir = tempDir(), otherStore = tempDir();
+  const other = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP + 1n, layout, storage: 'fs', path: otherStore });
+  other.insert(system, kvOf(system));
+  await other.close();
+  await publishPages(rlx, [{ storage: 'fs', path: otherStore }], otherDir, { layout, pageTokens: P });
+  const foreign = await hitWith(() => behaviour.set(nameAt(P), (res) => {
+    res.writeHead(200).end(readFileSync(join(otherDir, nameAt(P, FP + 1n))));
+    return true;
+  }));
+  assert.equal(foreign.matched, 0);
+  assert.equal(foreign.stats.refused, 1);
+});
+
+test('requests go only to the configured URL, and only from match()', async () => {
+  reset();
+  const seen = [];
+  const fetchSpy = (url, init) => {
+    seen.push(String(url));
+    return fetch(url, init);
+  };
+  const cache = await open({ fetch: fetchSpy });
+  cache.lookup(prompt(1), { partial: true });
+  const unrelated = Uint32Array.from({ length: 30 }, (_, i) => 90000 + i);
+  cache.insert(unrelated, kvOf(unrelated));
+  await cache.flush();
+  assert.equal(seen.length, 0);
+  await cache.match(prompt(1), { partial: true });
+  assert.ok(seen.length > 0 && seen.every((u) => u.startsWith(base)));
+  await cache.close();
+  // Without remote, nothing touches the network.
+  const plain = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'none' });
+  const old = globalThis.fetch;
+  globalThis.fetch = () => { throw new Error('fetched'); };
+  try {
+    assert.equal(await plain.match(prompt(1), { partial: true }), null);
+  } finally {
+    globalThis.fetch = old;
+  }
+  await plain.close();
+});
+
+test('rlxkv publish writes the pages of a store and verify checks the published tree', async () => {
+  const store = tempDir(), out = tempDir();
+  const author = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'fs', path: store });
+  author.insert(system, kvOf(system));
+  author.insert(prompt(1), kvOf(prompt(1)));
+  await author.close();
+  const run = (...args) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8' });
+  const pub = run('publish', store, out, '--layout', 'head-major,2,4', '--page-tokens', String(P), '--fingerprint', FP.toString(16));
+  assert.equal(pub.status, 0, pub.stderr);
+  const files = readdirSync(out).sort();
+  assert.deepEqual(files, Array.from({ length: 9 }, (_, i) => nameAt((i + 1) * P)).sort(), 'the two entries share their 9 pages');
+  assert.match(pub.stdout, /9 pages/);
+  const total = files.reduce((n, f) => n + statSync(join(out, f)).size, 0);
+  assert.match(pub.stdout, new RegExp(`${total} bytes`));
+  assert.equal(run('verify', out).status, 0);
+  // A page whose parent is missing: the tree is broken.
+  unlinkSync(join(out, nameAt(3 * P)));
+  const broken = run('verify', out);
+  assert.equal(broken.status, 1);
+  assert.match(broken.stdout + broken.stderr, /parent/);
+  rmSync(out, { recursive: true, force: true });
+});
