@@ -121,6 +121,47 @@ export interface CacheStats {
   pendingRemovals: number;
   /** Why the last try to delete them failed; null while none is pending. */
   removalError: Error | null;
+  /** What the remote tier did (only with the remote option). */
+  remote?: RemoteStats;
+}
+
+export interface RemoteStats {
+  /** Pages asked for, arrived right and kept, and the bytes of every body read. */
+  requests: number;
+  pages: number;
+  bytes: number;
+  /** Answered 404 or 410: the run of pages ended there. */
+  notFound: number;
+  /** Network errors, other HTTP errors, no answer within timeoutMs. */
+  failed: number;
+  /** Bodies that were not the page their name says (format, fingerprint, tokens, parent, shape). */
+  refused: number;
+  /** The last failure or refusal, with the page's name; null if none. */
+  lastError: string | null;
+}
+
+/**
+ * A read-only tier below memory and storage: pages published by `rlxkv
+ * publish` (or rlx.pageName and the page format, FORMATS.md) under `url`,
+ * fetched by name on match(). Nothing touches the network without it.
+ */
+export interface RemoteOptions {
+  /** The directory the pages are served from (a trailing '/' is added), same origin or with CORS. */
+  url: string | URL;
+  /** The fetch to use (auth headers, tests); default globalThis.fetch. */
+  fetch?: (url: string, init: RequestInit) => Promise<Response>;
+  /** One match()'s remote requests time out together after this (default 10,000 ms): a shorter hit, not an error. */
+  timeoutMs?: number;
+  /** Pages asked for in one match() at most (default 64). */
+  maxPages?: number;
+  /** Requests in flight at once (default 6). */
+  maxInFlight?: number;
+  /** Aborts the remote requests under way (a shorter hit, not an error). */
+  signal?: AbortSignal;
+  /** The dtype of the published pages to ask for (their names differ): 'f32' (default) or 'f16'. */
+  dtype?: 'f32' | 'f16';
+  /** Tokens a published page holds: the publisher's (default 256). */
+  pageTokens?: number;
 }
 
 export interface RestoreReport {
@@ -205,6 +246,8 @@ export interface CacheOptions {
   f16As?: 'Float16Array' | 'Uint16Array';
   /** Told what the cache does (for a debug panel or the console); what it throws is ignored. */
   onEvent?: (event: CacheEvent) => void;
+  /** Pages served over HTTP, fetched on match() past what memory and storage hold; needs a layout. */
+  remote?: RemoteOptions;
 }
 
 /** What onEvent hears. ms: milliseconds it took; error: null unless it failed. */
@@ -212,7 +255,7 @@ export type CacheEvent =
   /** Opening read storage's index: entries indexed (not read), read at open (preload). */
   | { type: 'open'; storage: 'idb' | 'opfs' | 'fs'; path: string; indexed: number; resident: number; ms: number }
   /** A hit: from memory, or read from storage first (match). tokens matched, of an entry of entryTokens. */
-  | { type: 'hit'; source: 'memory' | 'storage'; tokens: number; entryTokens: number; bytes: number; ms: number }
+  | { type: 'hit'; source: 'memory' | 'storage' | 'remote'; tokens: number; entryTokens: number; bytes: number; ms: number }
   /** A miss; stored: tokens of a stored, not resident entry that match() would have read (lookup() is memory-only). */
   | { type: 'miss'; tokens: number; stored: number }
   /** Entries evicted from memory to make room (stored ones stay stored). */
@@ -452,6 +495,11 @@ export interface Rlxkv {
   decodeEntry(bytes: Uint8Array | ArrayBuffer | ArrayBufferView, opts?: DecodeOptions): DecodedEntry | null;
   /** A stable 64-bit hash of a string (UTF-8) or bytes. */
   fingerprintOf(input: string | Uint8Array | ArrayBuffer | ArrayBufferView): bigint;
+  /**
+   * The name a store and a remote tier give the page (or blob) that ends after these tokens: 32 hex digits
+   * and '.rlxkv', a 128-bit key chained over the fingerprint, the tokens and the dtype (FORMATS.md, Names).
+   */
+  pageName(tokens: Tokens, fingerprint: Fingerprint, dtype?: 'f32' | 'f16'): string;
 }
 
 export interface InitOptions {

@@ -30,6 +30,11 @@ declare const kv: import('rlxkv').KV;
 declare const systemTokens: number[];
 declare const promptTokens: number[];
 declare function writeFileSync(file: string, data: string | ArrayBufferView): void; // node:fs's, without @types/node`,
+  'KV from a server: the remote tier': `
+declare const rlx: import('rlxkv').Rlxkv;
+declare const fingerprint: bigint;
+declare const layout: import('rlxkv').Layout;
+declare const promptTokens: number[];`,
   'Forget, wipe': `
 declare const rlx: import('rlxkv').Rlxkv;
 declare const cache: import('rlxkv').Cache;`,
