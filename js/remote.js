@@ -128,7 +128,8 @@ export class RemoteTier {
     let bytes;
     try {
       s.requests++;
-      const res = await this.#o.fetch(this.#o.url + name, { signal, credentials: 'same-origin' });
+      const fetchPage = this.#o.fetch; // called unbound: a browser's fetch refuses another `this`
+      const res = await fetchPage(this.#o.url + name, { signal, credentials: 'same-origin' });
       if (res.status === 404 || res.status === 410) {
         s.notFound++;
         return null;
