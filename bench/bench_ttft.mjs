@@ -17,13 +17,18 @@
 //
 //   node bench/bench_ttft.mjs [OUT.json] [--quick]     (default build/bench/ttft.json)
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { chromium } from 'playwright-core';
 import { serve } from '../scripts/serve.mjs';
 import { median } from './stats.js';
+import { cdnServer } from './cdn_server.js';
+import init from '../js/index.js';
+import { decodeBlob } from '../js/blob.js';
+import { narrowF32 } from '../js/f16.js';
+import { publishPages } from '../js/publish.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
@@ -47,6 +52,15 @@ const ratio = (a, b) => a / b;
 // and with preload while the model loads (idb_preload, opfs_preload).
 const KINDS = ['idb', 'opfs', 'idb_preload', 'opfs_preload'];
 const { server, url } = await serve({ port: 0 });
+// The remote tier's first visits: pages on a loopback stand-in for a CDN
+// (20 ms before each answer, one 100 Mbit/s link for all of them).
+const CDN = { delayMs: 20, bitsPerSecond: 100e6 };
+const REMOTE_TREES = [
+  { tree: 'f32-256', dtype: 'f32', pageTokens: 256 }, // the default grid, the model's dtype
+  { tree: 'f16-16', dtype: 'f16', pageTokens: 16 },   // half the bytes, a grid that reaches the system prompt's end
+];
+const cdnDir = mkdtempSync(join(tmpdir(), 'rlxkv-ttft-cdn-'));
+const cdn = await cdnServer(cdnDir, CDN);
 const profile = mkdtempSync(join(tmpdir(), 'rlxkv-ttft-profile-'));
 const outside = [], pageErrors = [];
 let context = null;
@@ -54,7 +68,7 @@ let result;
 try {
   context = await chromium.launchPersistentContext(profile, { executablePath: EXECUTABLE, args: ARGS, headless: true, timeout: 60000 });
   await context.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${url}/`)) return route.continue();
+    if (route.request().url().startsWith(`${url}/`) || route.request().url().startsWith(`${cdn.url}/`)) return route.continue();
     outside.push(route.request().url());
     return route.abort();
   });
@@ -65,7 +79,7 @@ try {
   await page.goto(`${url}/bench/ttft_page.html`);
   const chromiumVersion = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent)).match(/Chrome\/([\d.]+)/)?.[1] ?? null;
   const t0 = Date.now();
-  const first = await call('first', { reps: REPS });
+  const first = await call('first', { reps: REPS, upload: `${cdn.url}/upload/seed.rlxkv` });
   console.error(`  ttft: model loaded in ${(first.loadMs / 1000).toFixed(1)} s; cold ${first.cold.map((t) => t.ttft.toFixed(0)).join(', ')} ms; memory ${first.memory.map((t) => t.ttft.toFixed(0)).join(', ')} ms`);
   const reloads = Object.fromEntries(KINDS.map((k) => [k, []]));
   for (let r = 0; r < REPS; r++) {
@@ -79,6 +93,31 @@ try {
       console.error(`  ttft: reload ${r + 1}/${REPS} ${kind}: open ${x.openMs.toFixed(1)} ms${preload ? ` (beside the model's load; waited ${x.waitMs.toFixed(0)} ms after it)` : ''}, TTFT ${x.warm.ttft.toFixed(0)} ms (read ${x.readMs.toFixed(0)} ms; again, after: ${x.readAgainMs.toFixed(0)} ms), then from memory ${x.then.ttft.toFixed(0)} ms; model load ${(x.loadMs / 1000).toFixed(1)} s`);
     }
   }
+  // The seed entry published as each tree's pages (as `rlxkv publish` cuts a store's entries).
+  const rlx = await init();
+  const seed = decodeBlob(readFileSync(join(cdnDir, 'seed.rlxkv')));
+  const pubLayout = { ...first.layout, order: 'head-major' };
+  for (const { tree, dtype, pageTokens } of REMOTE_TREES) {
+    let source = join(cdnDir, 'seed.rlxkv');
+    if (dtype === 'f16') {
+      source = join(cdnDir, 'seed-f16.rlxkv');
+      writeFileSync(source, rlx.encodeEntry({ tokens: seed.tokens, k: seed.k.map((b) => narrowF32(b)), v: seed.v.map((b) => narrowF32(b)) }, seed.fingerprint));
+    }
+    await publishPages(rlx, [source], join(cdnDir, tree), { layout: pubLayout, pageTokens });
+  }
+  const remoteRuns = { cold: [], ...Object.fromEntries(REMOTE_TREES.map((t) => [t.tree, []])) };
+  const variants = [{ tree: 'cold' }, ...REMOTE_TREES];
+  for (let r = 0; r < REPS; r++) {
+    for (let i = 0; i < variants.length; i++) {
+      const v = variants[(i + r) % variants.length];
+      await page.reload();
+      const x = await call('remote', {
+        url: v.dtype ? `${cdn.url}/kv/${v.tree}/` : null, dtype: v.dtype, pageTokens: v.pageTokens, msg: r + 1, path: `/bench-ttft-remote-${v.tree}`,
+      });
+      remoteRuns[v.tree].push(x);
+      console.error(`  ttft: first visit ${r + 1}/${REPS} ${v.tree}: TTFT ${x.warm.ttft.toFixed(0)} ms, reused ${x.warm.reused}${x.remote ? `, fetched ${x.remote.pages} pages (${(x.remote.bytes / 2 ** 20).toFixed(1)} MiB) in ${x.fetchMs.toFixed(0)} ms` : ''}`);
+    }
+  }
   if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
   if (pageErrors.length) throw new Error(`page errors: ${pageErrors.join('\n')}`);
 
@@ -86,11 +125,12 @@ try {
   const coldToken = new Map(first.cold.map((t) => [t.msg, t.token]));
   const warmRuns = [
     ...first.memory.map((t) => ['memory', t]),
+    ...Object.entries(remoteRuns).flatMap(([tree, xs]) => xs.map((x) => [`first visit, ${tree}`, x.warm])),
     ...KINDS.flatMap((s) => reloads[s].flatMap((x) => [[s, x.warm], [`${s}, then memory`, x.then]])),
   ];
   const mismatches = warmRuns.filter(([, t]) => t.token !== coldToken.get(t.msg))
     .map(([where, t]) => ({ where, msg: t.msg, token: t.token, cold: coldToken.get(t.msg) }));
-  const reused = [...new Set(warmRuns.map(([, t]) => t.reused))];
+  const reused = [...new Set(warmRuns.filter(([w]) => !w.startsWith('first visit')).map(([, t]) => t.reused))];
   if (reused.length !== 1) throw new Error(`warm runs reused different token counts: ${reused.join(', ')}`);
 
   const ms = (list) => median(list);
@@ -149,6 +189,7 @@ try {
     stored_entry_bytes: first.seedBytes,
     flush_ms: { idb: first.stores.idb.flushMs, opfs: first.stores.opfs.flushMs },
     ...Object.fromEntries(KINDS.map((k) => [k, side(k)])),
+    remote: remoteSummary(remoteRuns, ms),
     tokens_match: mismatches.length === 0,
     mismatches,
     cold_runs: first.cold.map((t) => ({ msg: t.msg, ttft_ms: t.ttft, token: t.token, prompt_tokens: t.promptTokens })),
@@ -157,6 +198,8 @@ try {
 } finally {
   if (context) await context.close();
   server.close();
+  cdn.close();
+  rmSync(cdnDir, { recursive: true, force: true });
   rmSync(profile, { recursive: true, force: true });
 }
 
@@ -165,3 +208,21 @@ writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 const f = (x) => `${x.toFixed(0)} ms`;
 console.error(`  ttft: ${result.config.system_tokens}-token system prompt, ${result.config.prompt_tokens}-token prompt, ${result.reused_tokens} reused (${(result.kv_restored_bytes / 2 ** 20).toFixed(1)} MiB of KV): cold ${f(result.cold_ttft_ms)}, memory ${f(result.memory_ttft_ms)}, ` +
   `${KINDS.map((k) => `${k} ${f(result[k].ttft_ms)} (x${result[k].over_memory.toFixed(2)})`).join(', ')}; target <= x${TARGET}; greedy tokens ${result.tokens_match ? 'match' : `DIFFER: ${JSON.stringify(result.mismatches)}`}`);
+
+/**
+ * The remote tier's first visits against a cold first visit (a fresh
+ * worker and an empty store both): per tree, TTFT, tokens reused, bytes
+ * fetched, and the ratio to cold (target <= 0.2, issue #28).
+ */
+function remoteSummary(runs, ms) {
+  const cold = ms(runs.cold.map((x) => x.warm.ttft));
+  const trees = Object.fromEntries(REMOTE_TREES.map(({ tree, dtype, pageTokens }) => {
+    const xs = runs[tree];
+    const ttft = ms(xs.map((x) => x.warm.ttft));
+    return [tree, {
+      dtype, page_tokens: pageTokens, ttft_ms: ttft, reused: ms(xs.map((x) => x.warm.reused)), fetch_ms: ms(xs.map((x) => x.fetchMs)),
+      bytes: ms(xs.map((x) => x.remote.bytes)), pages: ms(xs.map((x) => x.remote.pages)), over_cold: ttft / cold, target_met: ttft / cold <= 0.2,
+    }];
+  }));
+  return { cdn: CDN, cold_ttft_ms: cold, target: 0.2, trees };
+}

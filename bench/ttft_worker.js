@@ -83,7 +83,7 @@ async function turn(e, cache, i) {
 /** Bytes of KV per token of the model's layout (float32). */
 const bytesPerToken = (layout) => layout.layers * 2 * layout.heads * layout.headDim * 4;
 
-export async function first({ reps }) {
+export async function first({ reps, upload = null }) {
   if (reps + 1 > MESSAGES.length) throw new Error(`at most ${MESSAGES.length - 1} repetitions`);
   const e = await setup();
   const { rlx, layout, fingerprint } = e;
@@ -115,6 +115,11 @@ export async function first({ reps }) {
     await s.flush();
     stores[storage] = { flushMs: now() - t0, storedEntries: s.entries().length };
     await s.close({ flush: false });
+  }
+  // The seed entry as one blob, to the benchmark's CDN stand-in, which publishes it as pages.
+  if (upload) {
+    const res = await fetch(upload, { method: 'PUT', body: cache.exportBlob(tokens) });
+    if (!res.ok) throw new Error(`uploading the seed blob: HTTP ${res.status}`);
   }
   await cache.close({ flush: false });
   return {
@@ -175,7 +180,34 @@ export async function reload({ storage, msg, after, preload = false }) {
   }
 }
 
-const PHASES = { first, reload };
+/**
+ * A first visit (a fresh worker, an empty store) through the remote tier:
+ * a cache on IndexedDB, emptied first, with remote: { url, dtype,
+ * pageTokens }, and one request whose match fetches the published pages.
+ * With url null, the same visit with no remote tier: cold, computed.
+ */
+export async function remote({ url, dtype, pageTokens, msg, path }) {
+  const e = await setup();
+  const { rlx, layout, fingerprint } = e;
+  const events = [];
+  const cache = await rlx.openCache({
+    capBytes: CAP, fingerprint, layout, storage: 'idb', path, onEvent: (ev) => events.push(ev),
+    ...(url ? { remote: { url, dtype, pageTokens, timeoutMs: 60000 } } : {}),
+  });
+  try {
+    await cache.clear({ stored: true });
+    const t = await turn(e, cache, msg);
+    const hits = events.filter((ev) => ev.type === 'hit');
+    if (url && (hits.length !== 1 || hits[0].source !== 'remote')) throw new Error(`remote ${url}: the run's hit was ${JSON.stringify(hits)}, not one from remote (${JSON.stringify(cache.stats.remote)})`);
+    if (!url && t.reused) throw new Error(`a cold first visit reused ${t.reused} tokens`);
+    return { url, dtype, pageTokens, loadMs: e.loadMs, warm: t, fetchMs: hits[0]?.ms ?? 0, remote: cache.stats.remote ?? null };
+  } finally {
+    await cache.clear({ stored: true });
+    await cache.close({ flush: false });
+  }
+}
+
+const PHASES = { first, reload, remote };
 self.onmessage = async ({ data }) => {
   try {
     self.postMessage(await PHASES[data.phase](data));
