@@ -161,9 +161,9 @@ function useAssetSetting() {
 /* ---------------- rendering ---------------- */
 
 /** A reply's prefix source (the worker's prefix.source) as the page names it. */
-const SOURCE_LABEL = { storage: 'IndexedDB', memory: 'memory', 'shipped asset': 'shipped asset', computed: 'computed (cold)' };
+const SOURCE_LABEL = { storage: 'IndexedDB', memory: 'memory', server: 'server (remote tier)', computed: 'computed (cold)' };
 
-const BORN = { IndexedDB: 'stored in IndexedDB before this load', 'shipped asset': 'from the shipped asset', computed: 'computed in this tab' };
+const BORN = { IndexedDB: 'stored in IndexedDB before this load', server: 'fetched from the server (remote tier)', computed: 'computed in this tab' };
 
 /** Load phases (worker-transformers.js loadProgress) as the page names them. */
 const PHASE_LABEL = {
@@ -208,8 +208,8 @@ function renderStartup(s) {
   else parts.push(`indexed ${r.indexed} stored ${r.indexed === 1 ? 'entry' : 'entries'} (${fmtBytes(r.bytes)} of KV, read at its first hit) in ${fmtMs(s.openMs)}`);
   if (r && r.stale) parts.push(`${r.stale} stale removed`);
   if (r && r.corrupt) parts.push(`${r.corrupt} corrupt skipped`);
-  if (s.asset.status === 'imported') parts.push(`shipped asset imported in ${fmtMs(s.asset.ms)}`);
-  else if (s.asset.status === 'missing' || s.asset.status === 'stale') parts.push(`shipped asset ${s.asset.status}`);
+  if (s.asset.status === 'fetched') parts.push(`${s.asset.pages} pages fetched from the server in ${fmtMs(s.asset.ms)}`);
+  else if (s.asset.status === 'missing' || s.asset.status === 'failed') parts.push(`server's pages ${s.asset.status} (${s.asset.error})`);
   el.cOpen.textContent = parts.join('; ');
 }
 
@@ -229,10 +229,10 @@ function readyStatus(s) {
     return `${loaded} The cache holds nothing for the default prompt: the first reply prefills all ${n} tokens of it.`;
   }
   if (s.asset.status === 'cached') return `Ready. ${storedDefault(s)}`;
-  if (s.asset.status === 'imported') {
-    return `Ready. First visit: the default prompt's KV (${n} tokens, ${fmtBytes(s.asset.bytes)}) came with the page (the shipped asset, imported in ${fmtMs(s.asset.ms)}), so even the first reply skips its prefill.`;
+  if (s.asset.status === 'fetched') {
+    return `Ready. First visit: the KV of the default prompt's first ${fmtInt(s.asset.tokens)} of ${n} tokens (${fmtBytes(s.asset.bytes)}) came from the server, ${s.asset.pages} pages found by name (the cache's remote tier, ${fmtMs(s.asset.ms)}), so even the first reply prefills only the rest.`;
   }
-  const why = s.asset.status === 'skipped' ? 'a first visit without the shipped asset' : `shipped asset ${s.asset.status}`;
+  const why = s.asset.status === 'skipped' ? "a first visit without the server's pages" : `the server's pages ${s.asset.status}`;
   return `Ready. The cache is empty (${why}): the first reply prefills all ${n} tokens of the prompt.`;
 }
 
@@ -246,7 +246,7 @@ function resultStatus(r) {
   const p = r.prefix;
   let from;
   if (p.source === 'storage') from = `Restored from IndexedDB: ${fmtBytes(p.bytes)} of KV, its entry read in ${fmtMs(p.ms)}`;
-  else if (p.source === 'shipped asset') from = `From the shipped asset (imported at load in ${fmtMs(startup.asset.ms)})`;
+  else if (p.source === 'server') from = `From the server: ${startup.asset.pages} pages fetched at load (${fmtBytes(p.bytes)} of KV in ${fmtMs(startup.asset.ms)})`;
   else from = `Reused from memory (${fmtBytes(p.bytes)} of KV, already read)`;
   const partial = r.matched < r.systemTokens ? ` (a partial hit: the prompt differs after token ${fmtInt(r.matched)})` : '';
   return `${from}, prefill skipped for ${fmtInt(r.matched)} tokens${partial}; prefilled the other ${fmtInt(r.prefilled)} in ${fmtMs(r.prefillMs)}.${tail}`;
@@ -258,7 +258,7 @@ function renderRestore(r) {
   const text = {
     storage: `${fmtMs(p.ms)} · ${fmtBytes(p.bytes)}`,
     memory: 'none: in memory',
-    'shipped asset': `at load, ${fmtMs(startup.asset.ms)}`,
+    server: `at load, ${fmtMs(startup.asset.ms)}`,
     computed: '–',
   }[p.source];
   el.restore.textContent = text ?? '–';
@@ -486,8 +486,8 @@ async function startOver() {
   store(ASSET_KEY, el.coldStart.checked ? '0' : '1');
   el.coldStart.disabled = true;
   setState('busy');
-  setStatus(el.coldStart.checked ? 'Starting over as a first visit without the shipped asset: clearing the cache…'
-    : 'Starting over as a first visit with the shipped asset: clearing the cache…');
+  setStatus(el.coldStart.checked ? "Starting over as a first visit without the server's pages: clearing the cache…"
+    : "Starting over as a first visit with the server's pages: clearing the cache…");
   try {
     await request('clear');
   } catch (err) {
@@ -510,9 +510,9 @@ async function verify() {
     const r = await request('verify');
     const parts = [];
     parts.push(r.helloMatch ? `golden hash ${r.helloHash} ✓` : `golden hash ${r.helloHash} ✗ (Node: different)`);
-    if (r.assetMatch === true) parts.push(`bit-identical to the shipped asset (${fmtBytes(r.bytes)}) ✓`);
-    else if (r.assetMatch === false) parts.push('differs from the shipped asset ✗ (rerun scripts/precompute.mjs)');
-    else parts.push(`no shipped asset (${r.assetError})`);
+    if (r.assetMatch === true) parts.push(`bit-identical to the server's pages (${fmtInt(r.assetTokens)} tokens) ✓`);
+    else if (r.assetMatch === false) parts.push("differs from the server's pages ✗ (rerun scripts/precompute.mjs)");
+    else parts.push(`no pages from the server (${r.assetError})`);
     if (r.cacheMatch === true) parts.push('matches the cached entry ✓');
     else if (r.cacheMatch === false) parts.push('differs from the cached entry ✗');
     el.verifyResult.textContent = `${parts.join('; ')}. Full prefill took ${fmtMs(r.prefillMs)}.`;
@@ -554,7 +554,7 @@ function renderEngine() {
   el.tjsSettings.hidden = !tjs;
   el.ledeBuiltin.hidden = tjs;
   el.ledeTjs.hidden = !tjs;
-  el.coldStartRow.hidden = tjs; // it has no shipped asset: its first reply is cold anyway
+  el.coldStartRow.hidden = tjs; // it has no published pages: its first reply is cold anyway
   document.body.dataset.engine = setting.engine;
 }
 

@@ -144,6 +144,14 @@ const DEFAULTS = { seed: 20260101, layers: 4, dModel: 128, heads: 4, ffMult: 4, 
  */
 /** FNV-1a (32-bit) over every K then V block's bytes, as 8 hex digits: a
  * fingerprint of KV bits that Node and browsers must agree on. */
+/**
+ * The model's KV layout as rlxkv takes it (openCache's layout): each
+ * block is rows of dModel floats, token after token, cut by token.
+ */
+export function kvLayoutOf(config) {
+  return { order: 'token-major', heads: config.heads, headDim: config.dModel / config.heads, layers: config.layers };
+}
+
 export function kvHash(kv) {
   let h = 0x811c9dc5;
   for (const b of [...kv.k, ...kv.v]) {

@@ -10,9 +10,10 @@ export const hex = (fp) => '0x' + fp.toString(16).padStart(16, '0');
 
 /**
  * Where each cached entry came from, for the cache panel: 'IndexedDB'
- * (found stored at open), 'shipped asset' (imported at load) or 'computed'
+ * (found stored at open), 'server' (its published pages, fetched at load by
+ * the cache's remote tier) or 'computed'
  * (in this tab). An imported entry is also "unused" until its first hit,
- * which is labelled 'shipped asset' rather than 'memory'.
+ * which is labelled 'server' rather than 'memory'.
  */
 export class Origins {
   constructor() { this.map = new Map(); }
@@ -20,7 +21,7 @@ export class Origins {
   /** Records an entry's origin; an entry already recorded keeps its first. */
   remember(tokens, born) {
     const key = keyOf(tokens);
-    if (!this.map.has(key)) this.map.set(key, { tokens: Uint32Array.from(tokens), born, unused: born === 'shipped asset' });
+    if (!this.map.has(key)) this.map.set(key, { tokens: Uint32Array.from(tokens), born, unused: born === 'server' });
   }
 
   bornOf(tokens) { return this.map.get(keyOf(tokens))?.born ?? 'computed'; }
@@ -28,7 +29,7 @@ export class Origins {
   /**
    * The source of a hit of `hit.tokens` (the `matched` first tokens of
    * `tokens`) that the cache reported as `event` (onEvent's 'hit'):
-   * 'storage' (its blob read now), 'shipped asset' (the first hit on the
+   * 'storage' (its blob read now), 'server' (the first hit on the
    * imported entry) or 'memory'.
    */
   sourceOf(event, tokens) {
@@ -39,7 +40,7 @@ export class Origins {
       for (let i = 0; i < event.tokens && same; i++) same = e.tokens[i] === tokens[i];
       if (same) {
         e.unused = false;
-        return 'shipped asset';
+        return 'server';
       }
     }
     return 'memory';

@@ -344,5 +344,5 @@ serveRequests({
   send: async (msg) => ({ type: 'done', ...(await doSend(msg)) }),
   info: async () => ({ type: 'info', info: await info() }),
   clear: async () => ({ type: 'cleared', ...(await doClear()) }),
-  verify: async () => { throw new Error('verify is the built-in engine\'s (it recomputes the shipped asset)'); },
+  verify: async () => { throw new Error('verify is the built-in engine\'s (it recomputes the KV of the published pages)'); },
 }, () => cache !== null);

@@ -4,17 +4,18 @@
 // engine, with the same protocol.
 //
 // Protocol (postMessage). In: { type, id?, ... }
-//   init   { useAsset }           open the cache; import the shipped KV of the
-//                                 default system prompt if it is not cached
+//   init   { useAsset }           open the cache; fetch the published pages of
+//                                 the default system prompt (its remote tier)
+//                                 if it is not cached
 //   send   { system, message }    reply: 'token'* then 'done'
 //   info                          cache panel numbers
 //   clear                         drop every entry, in memory and stored
 //   verify                        recompute the default prompt's KV here and
-//                                 compare it with the shipped asset's bytes
+//                                 compare it with the published pages' KV
 // Out: { type: 'ready' | 'token' | 'done' | 'info' | 'cleared' | 'verified' |
 //        'error', id?, ... }. Requests are handled one at a time, in order.
 import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
-import { createModel, kvHash } from './model.js';
+import { createModel, kvHash, kvLayoutOf } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 import { Origins, cacheInfo, entryOf, openedInfo, clearCache, keyOf, now, openCache, prefixOf, round, serveRequests, watchCache } from './worker-common.js';
 
@@ -22,7 +23,8 @@ const CAP_BYTES = 256 * 1024 * 1024;
 /** Stored blobs beyond this (oldest first, not the pinned prompts) are pruned on flush. */
 const STORAGE_CAP_BYTES = 96 * 1024 * 1024;
 const IDB_PATH = '/rlxkv-demo';
-const ASSET_URL = new URL('./assets/system.rlxkv', import.meta.url).href;
+/** The default prompt's KV as published pages (scripts/precompute.mjs: `rlxkv publish`), found by name. */
+const PAGES_URL = new URL('./assets/kv/', import.meta.url).href;
 /** FNV-1a of the KV of 'Hello, rlxkv!' (see tests/node/demo-model.test.js). */
 const GOLDEN_HELLO = 'ed3a58ed';
 
@@ -64,33 +66,41 @@ async function doInit({ useAsset = true } = {}) {
   defaultTokens = model.encode(DEFAULT_SYSTEM_PROMPT);
 
   const t2 = now();
-  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES, onEvent: watch.onEvent });
+  // With the published pages as the remote tier unless the page asks for a first visit without them.
+  const remote = useAsset ? { url: PAGES_URL } : undefined;
+  cache = await openCache(rlx, { capBytes: CAP_BYTES, fingerprint, layout: kvLayoutOf(model.config), path: IDB_PATH, storageCapBytes: STORAGE_CAP_BYTES, onEvent: watch.onEvent, remote });
   const openMs = now() - t2;
   const restore = cache.restoreReport;
   for (const e of cache.entries()) origins.remember(e.tokens, 'IndexedDB');
   // Blobs of an older model version are useless now.
   if (restore && restore.stale > 0) await cache.prune({ stale: true }).catch(() => {});
 
-  const asset = { status: 'skipped', ms: 0, tokens: 0, bytes: 0, error: null };
-  if (cache.has(defaultTokens)) {
+  // The server's pages: fetched now on a first visit (nothing of the default
+  // prompt stored), so that the first reply finds them in memory.
+  const asset = { status: 'skipped', ms: 0, tokens: 0, bytes: 0, pages: 0, error: null };
+  const storedPrefix = cache.entries().some((e) => e.tokens.length <= defaultTokens.length && e.tokens.every((t, i) => t === defaultTokens[i]));
+  if (storedPrefix) {
     asset.status = 'cached';
   } else if (useAsset) {
     const ta = now();
-    try {
-      const r = await cache.importBlob(ASSET_URL, { pin: true });
-      asset.status = 'imported';
-      asset.tokens = r.tokens;
-      asset.bytes = r.bytes;
-      origins.remember(defaultTokens, 'shipped asset');
-      if (!cache.has(defaultTokens)) throw new Error('the shipped asset is not the default system prompt');
-    } catch (err) {
-      asset.status = err && err.code === 'STALE' ? 'stale' : 'missing';
-      asset.error = String(err && err.message || err);
-    }
+    watch.take();
+    const hit = await cache.match(defaultTokens, { partial: true });
+    const event = watch.take();
     asset.ms = now() - ta;
-    if (asset.status === 'imported') {
+    const r = cache.stats.remote;
+    if (hit && event && event.source === 'remote') {
+      const fetched = defaultTokens.subarray(0, hit.matched);
+      asset.status = 'fetched';
+      asset.tokens = hit.matched;
+      asset.bytes = r.bytes;
+      asset.pages = r.pages;
+      origins.remember(fetched, 'server');
+      cache.pin(fetched);
       // Store it, so a reload restores it from IndexedDB.
       await cache.flush().catch((err) => { asset.error = `flush: ${err.message}`; });
+    } else {
+      asset.status = r.notFound ? 'missing' : 'failed';
+      asset.error = r.lastError;
     }
   }
   if (cache.has(defaultTokens)) cache.pin(defaultTokens);
@@ -203,14 +213,23 @@ async function doVerify() {
   const { kv } = model.prefill(defaultTokens);
   const prefillMs = now() - t0;
   const mine = rlx.encodeEntry({ tokens: defaultTokens, k: kv.k, v: kv.v }, fingerprint);
-  let assetMatch = null, assetError = null;
+  // The published pages, fetched by a cache of their own: their values bit for bit against this tab's.
+  let assetMatch = null, assetError = null, assetTokens = 0;
+  const probe = rlx.createCache({ capBytes: CAP_BYTES, fingerprint, layout: kvLayoutOf(model.config), remote: { url: PAGES_URL } });
   try {
-    const res = await fetch(ASSET_URL);
-    if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    const shipped = new Uint8Array(await res.arrayBuffer());
-    assetMatch = shipped.length === mine.length && shipped.every((b, i) => b === mine[i]);
+    const hit = await probe.match(defaultTokens, { partial: true });
+    if (!hit) throw new Error(probe.stats.remote.lastError || 'no pages');
+    assetTokens = hit.matched;
+    const rows = hit.matched * model.config.dModel;
+    const bits = (a) => new Uint32Array(a.buffer, a.byteOffset, a.length);
+    assetMatch = [...hit.k, ...hit.v].every((b, i) => {
+      const want = bits((i < hit.k.length ? kv.k[i] : kv.v[i - hit.k.length]).subarray(0, rows)), got = bits(b);
+      return got.length === want.length && got.every((x, j) => x === want[j]);
+    });
   } catch (err) {
     assetError = String(err.message || err);
+  } finally {
+    await probe.close();
   }
   // And the cached entry, if any (whatever its origin).
   const cached = cache.exportBlob(defaultTokens);
@@ -220,6 +239,7 @@ async function doVerify() {
     helloMatch: helloHash === GOLDEN_HELLO,
     assetMatch,
     assetError,
+    assetTokens,
     cacheMatch,
     bytes: mine.length,
     prefillMs: round(prefillMs),

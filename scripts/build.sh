@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm), the
-# demo's KV asset and the demo model as ONNX (build/models/): each step only
+# demo's published KV pages and the demo model as ONNX (build/models/): each step only
 # if what it makes is missing or older than what it is made from (cmake
 # judges the wasm itself), so a second `npm start` starts at once.
 set -euo pipefail
@@ -25,9 +25,10 @@ if stale web/dist/rlxkv.browser.js js web web/dist/rlxkv_core_web.mjs web/dist/r
 fi
 echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
 
-# The demo's shipped asset: the default system prompt's KV, computed in Node
-# by the same model the page runs (needs the wasm just built).
-if stale demo/assets/system.rlxkv demo/model.js demo/system-prompt.js scripts/precompute.mjs js/blob.js web/dist/rlxkv_core.wasm; then
+# The demo's published pages (demo/assets/kv/, its remote tier): the default
+# system prompt's KV, computed in Node by the same model the page runs (needs
+# the wasm just built), judged by the index.json the script writes.
+if stale demo/assets/kv/index.json demo/model.js demo/system-prompt.js scripts/precompute.mjs js/blob.js js/publish.js js/chain.js web/dist/rlxkv_core.wasm; then
   node scripts/precompute.mjs
 fi
 

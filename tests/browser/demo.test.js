@@ -1,5 +1,6 @@
-// The demo page as a visitor meets it: a first reply warm from the shipped
-// asset; the "first visit without the shipped asset" toggle, a cold reply, a
+// The demo page as a visitor meets it: a first reply warm from the server's
+// published pages (the cache's remote tier); the "first visit without the
+// server's pages" toggle, a cold reply, a
 // reload, a warm reply whose prefix is read from IndexedDB at its lookup
 // (its bytes shown) with a smaller time to first token, and one from memory.
 // Saves screenshots under tests/browser/artifacts/.
@@ -37,7 +38,7 @@ async function reply(page) {
 
 const ready = (page) => page.waitForSelector('body[data-state="ready"]', { timeout: 60_000 });
 
-browserTest('demo: the shipped asset, then a first visit without it: cold, reload, read from IndexedDB, then from memory', async (t, session) => {
+browserTest('demo: the server\'s pages, then a first visit without them: cold, reload, read from IndexedDB, then from memory', async (t, session) => {
   mkdirSync(artifacts, { recursive: true });
   const { url } = session;
   const errors = [];
@@ -48,21 +49,26 @@ browserTest('demo: the shipped asset, then a first visit without it: cold, reloa
   const outside = [];
   page.on('request', (r) => { if (!r.url().startsWith(url) && !r.url().startsWith('data:') && !r.url().startsWith('blob:')) outside.push(r.url()); });
 
-  // A first visit: the default prompt's KV comes with the page.
+  // A first visit: the default prompt's KV comes from the server, as pages found by name.
+  const kvRequests = [];
+  page.on('request', (r) => { if (r.url().startsWith(`${url}/demo/assets/kv/`)) kvRequests.push(r.url()); });
   await page.goto(`${url}/demo/`);
   await ready(page);
   assert.equal(await page.isChecked('[data-testid="cold-start"]'), false);
-  assert.match(await page.textContent('[data-testid="status"]'), /First visit: .*shipped asset/);
+  assert.match(await page.textContent('[data-testid="status"]'), /First visit: the KV of the default prompt's first 1,024 of 1,101 tokens .* came from the server, 4 pages/);
+  assert.equal(kvRequests.length, 4);
   const first = await reply(page);
-  assert.equal(first.source, 'shipped asset', JSON.stringify(first));
-  assert.ok(first.matched > 1000);
-  assert.equal(first.restore.source, 'shipped asset');
+  assert.equal(first.source, 'server', JSON.stringify(first));
+  assert.equal(first.matched, 1024);
+  assert.equal(first.restore.source, 'server');
+  assert.match(first.status, /^From the server: 4 pages fetched at load/);
 
-  // The toggle: a first visit without the shipped asset (the page clears its cache and reloads).
+  // The toggle: a first visit without the server's pages (the page clears its cache and reloads).
   await Promise.all([page.waitForEvent('load'), page.check('[data-testid="cold-start"]')]);
   await ready(page);
   assert.equal(await page.isChecked('[data-testid="cold-start"]'), true, 'the toggle kept across its reload');
-  assert.match(await page.textContent('[data-testid="status"]'), /cache is empty \(a first visit without the shipped asset\)/);
+  assert.match(await page.textContent('[data-testid="status"]'), /cache is empty \(a first visit without the server's pages\)/);
+  assert.equal(kvRequests.length, 4, 'no page asked for without the remote tier');
   const cold = await reply(page);
   assert.equal(cold.source, 'computed', JSON.stringify(cold));
   assert.equal(cold.matched, 0);

@@ -4,7 +4,7 @@
 import test from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync } from 'node:fs';
-import { createModel, exp, sincos, tanh, kvHash, BOS, VOCAB } from '../../demo/model.js';
+import { createModel, kvLayoutOf, exp, sincos, tanh, kvHash, BOS, VOCAB } from '../../demo/model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, userTurn } from '../../demo/system-prompt.js';
 
 const small = { seed: 7, layers: 2, dModel: 32, heads: 4 };
@@ -150,22 +150,30 @@ test('rejects bad input', () => {
   assert.throws(() => createModel({ dModel: 30, heads: 4 }), RangeError);
 });
 
-const assetUrl = new URL('../../demo/assets/system.rlxkv', import.meta.url);
+const pagesUrl = new URL('../../demo/assets/kv/', import.meta.url);
 const haveWasm = existsSync(new URL('../../web/dist/rlxkv_core.wasm', import.meta.url));
 
-test('demo/assets/system.rlxkv holds exactly the KV the model computes', {
-  skip: !existsSync(assetUrl) ? 'no shipped asset (run node scripts/precompute.mjs)' : !haveWasm ? 'wasm not built' : false,
+test('demo/assets/kv/ holds the pages of exactly the KV the model computes, named by their tokens', {
+  skip: !existsSync(new URL('index.json', pagesUrl)) ? 'no published pages (run node scripts/precompute.mjs)' : !haveWasm ? 'wasm not built' : false,
 }, async () => {
   const { default: init } = await import('../../js/index.js');
   const rlx = await init();
   const m = createModel(MODEL_OPTIONS);
   const fp = rlx.fingerprintOf(m.fingerprintKey);
-  const bytes = new Uint8Array(readFileSync(assetUrl));
-  const entry = rlx.decodeEntry(bytes, { fingerprint: fp });
-  assert.ok(entry, 'asset is of the demo model fingerprint (stale asset? rerun scripts/precompute.mjs)');
   const tokens = m.encode(DEFAULT_SYSTEM_PROMPT);
-  assert.deepEqual([...entry.tokens], [...tokens], 'asset tokens are the default system prompt');
   const { kv } = m.prefill(tokens);
-  assertKvIdentical({ k: entry.k, v: entry.v }, kv, 'asset KV');
-  assert.deepEqual(rlx.encodeEntry({ tokens, k: kv.k, v: kv.v }, fp), bytes, 'asset bytes');
+  const index = JSON.parse(readFileSync(new URL('index.json', pagesUrl), 'utf8'));
+  assert.deepEqual(index.pages.map((p) => p.tokens), [256, 512, 768, 1024]);
+  // Read back through a cache with the pages as its remote tier, served as files.
+  const cache = rlx.createCache({
+    capBytes: 1 << 26, fingerprint: fp, layout: kvLayoutOf(m.config),
+    remote: { url: 'http://pages.invalid/', fetch: async (url) => new Response(readFileSync(new URL(url.split('/').pop(), pagesUrl))) },
+  });
+  const hit = await cache.match(tokens, { partial: true });
+  assert.ok(hit, `no hit: ${JSON.stringify(cache.stats.remote)}`);
+  assert.equal(hit.matched, 1024);
+  const rows = (b) => b.subarray(0, 1024 * m.config.dModel);
+  assertKvIdentical({ k: hit.k, v: hit.v }, { k: kv.k.map(rows), v: kv.v.map(rows) }, 'published KV');
+  for (const p of index.pages) assert.equal(p.name, rlx.pageName(tokens.subarray(0, p.tokens), fp));
+  await cache.close();
 });
