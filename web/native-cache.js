@@ -60,8 +60,6 @@ function bindings(core) {
       rlxkv_web_cache_free: M._rlxkv_web_cache_free,
       rlxkv_web_cache_new: M._rlxkv_web_cache_new,
       rlxkv_web_cache_of: M._rlxkv_web_cache_of,
-      rlxkv_web_decode_put: M._rlxkv_web_decode_put,
-      rlxkv_web_encode: M._rlxkv_web_encode,
       rlxkv_web_entry: M._rlxkv_web_entry,
       rlxkv_web_entry_new: M._rlxkv_web_entry_new,
       rlxkv_web_generation: M._rlxkv_web_generation,
@@ -379,31 +377,6 @@ export class NativeCache {
   mark(tokens, serial, how) {
     this.#scratch(tokens);
     return this.#C.rlxkv_web_mark(this.#web, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
-  }
-
-  /**
-   * The C codec (src/codec.c) on this cache, for tests of the JS one:
-   * the blob C writes for the entry of these tokens (or null), and a blob
-   * decoded by C and put (its C status).
-   */
-  encodeWithC(tokens) {
-    const core = this.#core, C = this.#C;
-    this.#scratch(tokens);
-    const buf = C.rlxkv_web_encode(this.#web, tokens.length, this.#fp, core.cell) >>> 0;
-    if (!buf) return null;
-    const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
-    core.free(buf);
-    return out;
-  }
-  decodeWithC(bytes) {
-    const core = this.#core;
-    const p = core.alloc(bytes.length);
-    try {
-      core.u8.set(bytes, p);
-      return this.#C.rlxkv_web_decode_put(this.#web, p, bytes.length, this.#fp);
-    } finally {
-      core.free(p);
-    }
   }
 
   /**

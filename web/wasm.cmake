@@ -8,11 +8,18 @@
 #                             exports web/exports.txt alone, so the linker
 #                             leaves out the C store and codec that browsers
 #                             never call (their stores are reached from JS)
+#   build/wasm/test/rlxkv_core_test.mjs/.wasm
+#                             the tests' own: the universal build plus
+#                             web/exports-test.txt (the C codec that
+#                             tests/node/blob.test.js holds js/blob.js to);
+#                             never shipped
 # Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
 # reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt RLXKV_TEST_EXPORTS REGEX "^_")
+string(REPLACE ";" "," RLXKV_TEST_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS};${RLXKV_TEST_EXPORTS}")
 string(REPLACE ";" "," RLXKV_NODE_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS}")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
 
@@ -32,11 +39,13 @@ set(RLXKV_LINK_OPTIONS
 
 add_executable(rlxkv_core web/boundary.c)
 add_executable(rlxkv_core_web web/boundary.c)
-foreach(t rlxkv_core rlxkv_core_web)
+add_executable(rlxkv_core_test web/boundary.c)
+foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
   target_link_libraries(${t} rlxkv)
   # Relinked (and so patched again) when the exports or the glue patch change.
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt
     ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
@@ -44,8 +53,10 @@ endforeach()
 # The universal build carries Emscripten's file system for the C store
 # (rlx.openStore on a Node directory, the CLI); browsers reach their stores
 # from JS (js/tiers.js), so the browser glue has none.
-target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} -sENVIRONMENT=web,worker,node -lnodefs.js
+set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
+target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
+target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
 # It also reads only the Module options web/core.js passes (the wasm's
 # bytes: core.js fetches and checks them), and decodes strings with
 # TextDecoder alone (every browser has it): a smaller glue.
@@ -66,4 +77,11 @@ add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core_web.wasm
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
+  VERBATIM)
+set(RLXKV_TEST_DIST ${CMAKE_CURRENT_BINARY_DIR}/test)
+add_custom_command(TARGET rlxkv_core_test POST_BUILD
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_TEST_DIST}
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
+          $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.mjs ${RLXKV_TEST_DIST}/rlxkv_core_test.mjs
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.wasm ${RLXKV_TEST_DIST}/
   VERBATIM)
