@@ -2,18 +2,20 @@
 #   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
 #                             glue patched to load as ESM under Node; exports
 #                             web/exports.txt and web/exports-node.txt (the C
-#                             store, the C codec for the tests)
+#                             store)
 #   rlxkv_core_web.mjs/.wasm  browsers and workers only (no file system), for
 #                             the minified browser bundle (web/bundle.mjs);
 #                             exports web/exports.txt alone, so the linker
 #                             leaves out the C store and codec that browsers
-#                             never call (their stores are reached from JS)
+#                             never call (their stores are reached from JS);
+#                             its glue is web/web-glue.mjs's small loader,
+#                             written from the one Emscripten links
 #   build/wasm/test/rlxkv_core_test.mjs/.wasm
 #                             the tests' own: the universal build plus
 #                             web/exports-test.txt (the C codec that
 #                             tests/node/blob.test.js holds js/blob.js to);
 #                             never shipped
-# Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
+# The universal and test glues get the patches of web/patch-glue.mjs. IndexedDB and OPFS are
 # reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
@@ -46,7 +48,7 @@ foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt
     ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
@@ -57,9 +59,10 @@ set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
 target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
 target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
-# It also reads only the Module options web/core.js passes (the wasm's
-# bytes: core.js fetches and checks them), and decodes strings with
-# TextDecoder alone (every browser has it): a smaller glue.
+# The browser build's glue is written by web/web-glue.mjs from the one
+# linked here (its names of the exports and the import); the options below
+# that shape that glue (the Module options it reads, TextDecoder) change
+# nothing in the wasm.
 target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS} -sENVIRONMENT=web,worker
   -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
   -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2)
@@ -74,8 +77,8 @@ add_custom_command(TARGET rlxkv_core POST_BUILD
 add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core_web.wasm
-          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs
+          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
   VERBATIM)
 set(RLXKV_TEST_DIST ${CMAKE_CURRENT_BINARY_DIR}/test)
