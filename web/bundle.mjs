@@ -28,7 +28,8 @@ const noNode = {
   setup(b) {
     b.onResolve({ filter: /^node:/ }, (args) => ({ path: args.path, namespace: 'no-node' }));
     b.onLoad({ filter: /.*/, namespace: 'no-node' }, (args) => ({
-      contents: `throw new Error(${JSON.stringify(`rlxkv: ${args.path} is not available in the browser bundle`)});`,
+      contents: `throw new Error(${JSON.stringify(`rlxkv: ${args.path} is not available in the browser bundle`)});
+export {};`,
     }));
     b.onLoad({ filter: NODE_ONLY }, (args) => ({
       contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${nodeOnly(args.path.split('/').pop())} is Node only`)}); };
