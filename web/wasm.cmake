@@ -64,7 +64,7 @@ target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EX
 # that shape that glue (the Module options it reads, TextDecoder) change
 # nothing in the wasm.
 target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS} -sENVIRONMENT=web,worker
-  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
+  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32
   -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)

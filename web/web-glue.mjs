@@ -8,8 +8,8 @@
 // them, runs the C constructors and hands back what core.js and
 // native-cache.js read: the exports by their C names (`_malloc`,
 // `_rlxkv_web_put`, ...; the wasm's own are minified, and change with each
-// link) and the heap views HEAPU8, HEAPU32, HEAPF32, renewed when memory
-// grows. Memory grows only through the one import, emscripten_resize_heap,
+// link) and the heap views core.js reads, HEAPU8 and HEAPU32, renewed when
+// memory grows. Memory grows only through the one import, emscripten_resize_heap,
 // done as Emscripten's glue does it. The names are read from Emscripten's
 // glue and checked against the wasm: anything this loader cannot stand
 // in for (another import, an export it does not know) fails the build.
@@ -75,7 +75,6 @@ export default async function createRlxkvCore({ wasmBinary }) {
   const views = () => {
     M.HEAPU8 = new Uint8Array(memory.buffer);
     M.HEAPU32 = new Uint32Array(memory.buffer);
-    M.HEAPF32 = new Float32Array(memory.buffer);
   };
   // emscripten_resize_heap as Emscripten's glue grows memory: to the size
   // asked, but at least 20% more than now (10%, 5%, 2.5% if that fails),
