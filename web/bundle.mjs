@@ -33,7 +33,7 @@ export {};`,
     }));
     b.onLoad({ filter: NODE_ONLY }, (args) => ({
       contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${nodeOnly(args.path.split('/').pop())} is Node only`)}); };
-export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no;`,
+export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no, readPath = no;`,
     }));
   },
 };
