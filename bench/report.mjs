@@ -363,7 +363,7 @@ if (sz) {
   if (b) {
     target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core_web.wasm, package export "browser")',
       b.total_gz <= 40000, `${kb(b.total_gz)} (wasm ${kb(b.wasm_gz)} + JS ${kb(b.js_gz)}; margin ${n0(40000 - b.total_gz)} B)`,
-      `The bundle's glue (web/dist/rlxkv_core_web.mjs, minified into the bundle) has no Emscripten file system (built with -sFILESYSTEM=0), and the bundle replaces the Node-only modules.${wasmNote}`,
+      `The bundle's glue (web/dist/rlxkv_core_web.mjs, minified into the bundle${b.glue_gz ? `; ${kb(b.glue_gz)} gz alone` : ''}) is not Emscripten's but web/web-glue.mjs's small loader (instantiate, constructors, exports by name, heap views), the wasm is linked without Emscripten's file system, the C store or the C codec, and the bundle replaces the Node-only modules.${wasmNote}`,
       fixFs);
   }
   // Not a target: browsers are pointed at the bundle (the package's
@@ -496,7 +496,7 @@ if (sz && sz.glue_breakdown) {
   const b = sz.bundle;
   md.push('### Inside the Emscripten glue');
   md.push('');
-  md.push('Top-level statements of the module factory, grouped; "gzip" is marginal: the glue\'s gzip size minus its size without the group. Universal glue: web/dist/rlxkv_core.mjs (unbundled ESM). Web glue: web/dist/rlxkv_core_web.mjs, the one minified into the browser bundle.');
+  md.push(`Top-level statements of the module factory, grouped; "gzip" is marginal: the glue\'s gzip size minus its size without the group. Universal glue: web/dist/rlxkv_core.mjs (unbundled ESM). Web glue: web/dist/rlxkv_core_web.mjs, the one minified into the browser bundle${b && !b.glue_breakdown && b.glue_gz ? ` (web/web-glue.mjs's loader, not Emscripten's glue: ${n0(b.glue_raw)} B, ${n0(b.glue_gz)} B gz, no breakdown)` : ''}.`);
   md.push('');
   md.push('| Part | Universal glue, raw | gzip (marginal) | Web glue, raw | gzip (marginal) |');
   md.push('|---|---:|---:|---:|---:|');

@@ -75,6 +75,7 @@ async function glueBreakdown(gluePath) {
   walk.full(ast, (n) => {
     if (n.type === 'FunctionExpression' && (!factory || n.end - n.start > factory.end - factory.start)) factory = n;
   });
+  if (!factory) return null; // not Emscripten's glue: the browser one is web/web-glue.mjs's loader
   const groupOf = (s) => {
     const text = src.slice(s.start, s.end);
     const names = s.type === 'VariableDeclaration' ? s.declarations.map((d) => d.id.name)
@@ -165,6 +166,8 @@ const result = {
     total_raw: sum(bundle, 'raw'),
     total_gz: sum(bundle, 'gz'),
     glue: existsSync(webGlue) ? relative(root, webGlue) : null,
+    glue_raw: existsSync(webGlue) ? readFileSync(webGlue).length : null,
+    glue_gz: existsSync(webGlue) ? gz(readFileSync(webGlue)) : null,
     glue_breakdown: existsSync(webGlue) ? await glueBreakdown(webGlue) : null,
   },
   wasm_sections: wasmSections(readFileSync(wasmFile)),

@@ -2,6 +2,7 @@
 // backed by a store (a directory in Node, IndexedDB or OPFS in browsers).
 import { RlxkvError, STATUS } from '../web/errors.js';
 import { isNode } from '../web/core.js';
+import { readPath } from '../web/node-wasm.js';
 import { NativeCache, DTYPE } from '../web/native-cache.js';
 import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
@@ -488,14 +489,7 @@ async function readSource(source, { signal, onProgress } = {}) {
   if (typeof source === 'string' || source instanceof URL) {
     const url = String(source);
     if (isNode && !/^https?:/i.test(url)) {
-      const { readFile } = await import('node:fs/promises');
-      let bytes;
-      try {
-        bytes = new Uint8Array(await readFile(url.startsWith('file:') ? new URL(url) : url, { signal }));
-      } catch (err) {
-        if (err.name === 'AbortError') throw err;
-        throw new RlxkvError('IO', `cannot read ${url}: ${err.message}`, { cause: err });
-      }
+      const bytes = await readPath(url, signal);
       onProgress?.({ loaded: bytes.length, total: bytes.length });
       return bytes;
     }

@@ -115,25 +115,12 @@ export class Core {
     return this.cstringAt(this.M._rlxkv_strerror(status) >>> 0);
   }
   fail(status, what) { return statusError(status, what, this.strerror(status)); }
-  /** An errno from C (rlxkv_store_errno) by its name, 'EACCES'. */
-  errnoName(err) {
-    const name = this.M._rlxkv_web_errno_name(err) >>> 0;
-    return name ? this.cstringAt(name) : `errno ${err} (as Emscripten numbers them)`;
-  }
 
   cstringAt(p) {
     const u8 = this.u8;
     let end = p;
     while (u8[end]) end++;
     return UTF8.decode(u8.subarray(p, end));
-  }
-  /** A NUL-terminated copy of a JS string in the heap; free it. */
-  cstring(s) {
-    const bytes = new TextEncoder().encode(s);
-    const p = this.alloc(bytes.length + 1);
-    this.u8.set(bytes, p);
-    this.u8[p + bytes.length] = 0;
-    return p;
   }
   hash64(bytes) {
     const p = this.alloc(bytes.length);

@@ -33,51 +33,50 @@ const HAS_F16 = typeof globalThis.Float16Array === 'function';
  * module instance, as sql.js binds its own: names as in C. Everything
  * below calls these, never the module's exports directly.
  */
+const C_FUNCTIONS = [
+  'rlxkv_blob_name',
+  'rlxkv_page_name',
+  'rlxkv_cache_clear',
+  'rlxkv_cache_get',
+  'rlxkv_cache_is_dirty',
+  'rlxkv_cache_is_pinned',
+  'rlxkv_cache_next',
+  'rlxkv_cache_next_stored',
+  'rlxkv_cache_pin',
+  'rlxkv_cache_remove',
+  'rlxkv_cache_set_cap',
+  'rlxkv_cache_set_stored_index',
+  'rlxkv_cache_unpin',
+  'rlxkv_entry_dtype',
+  'rlxkv_entry_free',
+  'rlxkv_entry_kv_bytes',
+  'rlxkv_entry_n_tokens',
+  'rlxkv_entry_tokens',
+  'rlxkv_web_cache_free',
+  'rlxkv_web_cache_new',
+  'rlxkv_web_cache_of',
+  'rlxkv_web_entry',
+  'rlxkv_web_entry_new',
+  'rlxkv_web_generation',
+  'rlxkv_web_get',
+  'rlxkv_web_held',
+  'rlxkv_web_gather',
+  'rlxkv_web_gathers',
+  'rlxkv_web_lookup',
+  'rlxkv_web_mark',
+  'rlxkv_web_match',
+  'rlxkv_web_put',
+  'rlxkv_web_put_stored',
+  'rlxkv_web_record',
+  'rlxkv_web_scratch',
+  'rlxkv_web_stats',
+];
 const BOUND = new WeakMap();
 function bindings(core) {
   let c = BOUND.get(core);
   if (!c) {
     const M = core.M;
-    c = Object.freeze({
-      rlxkv_blob_name: M._rlxkv_blob_name,
-      rlxkv_page_name: M._rlxkv_page_name,
-      rlxkv_cache_clear: M._rlxkv_cache_clear,
-      rlxkv_cache_get: M._rlxkv_cache_get,
-      rlxkv_cache_is_dirty: M._rlxkv_cache_is_dirty,
-      rlxkv_cache_is_pinned: M._rlxkv_cache_is_pinned,
-      rlxkv_cache_next: M._rlxkv_cache_next,
-      rlxkv_cache_next_stored: M._rlxkv_cache_next_stored,
-      rlxkv_cache_pin: M._rlxkv_cache_pin,
-      rlxkv_cache_remove: M._rlxkv_cache_remove,
-      rlxkv_cache_set_cap: M._rlxkv_cache_set_cap,
-      rlxkv_cache_set_stored_index: M._rlxkv_cache_set_stored_index,
-      rlxkv_cache_unpin: M._rlxkv_cache_unpin,
-      rlxkv_entry_dtype: M._rlxkv_entry_dtype,
-      rlxkv_entry_free: M._rlxkv_entry_free,
-      rlxkv_entry_kv_bytes: M._rlxkv_entry_kv_bytes,
-      rlxkv_entry_n_tokens: M._rlxkv_entry_n_tokens,
-      rlxkv_entry_tokens: M._rlxkv_entry_tokens,
-      rlxkv_web_cache_free: M._rlxkv_web_cache_free,
-      rlxkv_web_cache_new: M._rlxkv_web_cache_new,
-      rlxkv_web_cache_of: M._rlxkv_web_cache_of,
-      rlxkv_web_decode_put: M._rlxkv_web_decode_put,
-      rlxkv_web_encode: M._rlxkv_web_encode,
-      rlxkv_web_entry: M._rlxkv_web_entry,
-      rlxkv_web_entry_new: M._rlxkv_web_entry_new,
-      rlxkv_web_generation: M._rlxkv_web_generation,
-      rlxkv_web_get: M._rlxkv_web_get,
-      rlxkv_web_held: M._rlxkv_web_held,
-      rlxkv_web_gather: M._rlxkv_web_gather,
-      rlxkv_web_gathers: M._rlxkv_web_gathers,
-      rlxkv_web_lookup: M._rlxkv_web_lookup,
-      rlxkv_web_mark: M._rlxkv_web_mark,
-      rlxkv_web_match: M._rlxkv_web_match,
-      rlxkv_web_put: M._rlxkv_web_put,
-      rlxkv_web_put_stored: M._rlxkv_web_put_stored,
-      rlxkv_web_record: M._rlxkv_web_record,
-      rlxkv_web_scratch: M._rlxkv_web_scratch,
-      rlxkv_web_stats: M._rlxkv_web_stats,
-    });
+    c = Object.freeze(Object.fromEntries(C_FUNCTIONS.map((name) => [name, M[`_${name}`]])));
     BOUND.set(core, c);
   }
   return c;
@@ -399,31 +398,6 @@ export class NativeCache {
   mark(tokens, serial, how) {
     this.#scratch(tokens);
     return this.#C.rlxkv_web_mark(this.#web, tokens.length, serial, how === 'clean' ? 1 : 2) === 1;
-  }
-
-  /**
-   * The C codec (src/codec.c) on this cache, for tests of the JS one:
-   * the blob C writes for the entry of these tokens (or null), and a blob
-   * decoded by C and put (its C status).
-   */
-  encodeWithC(tokens) {
-    const core = this.#core, C = this.#C;
-    this.#scratch(tokens);
-    const buf = C.rlxkv_web_encode(this.#web, tokens.length, this.#fp, core.cell) >>> 0;
-    if (!buf) return null;
-    const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
-    core.free(buf);
-    return out;
-  }
-  decodeWithC(bytes) {
-    const core = this.#core;
-    const p = core.alloc(bytes.length);
-    try {
-      core.u8.set(bytes, p);
-      return this.#C.rlxkv_web_decode_put(this.#web, p, bytes.length, this.#fp);
-    } finally {
-      core.free(p);
-    }
   }
 
   /**

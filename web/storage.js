@@ -49,6 +49,21 @@ function blobInfos(core, p, n, size) {
   return out;
 }
 
+/** A NUL-terminated copy of a JS string in the heap; free it. */
+function cstring(core, s) {
+  const bytes = new TextEncoder().encode(s);
+  const p = core.alloc(bytes.length + 1);
+  core.u8.set(bytes, p);
+  core.u8[p + bytes.length] = 0;
+  return p;
+}
+
+/** An errno from C (rlxkv_store_errno) by its name, 'EACCES'. */
+function errnoName(core, err) {
+  const name = core.M._rlxkv_web_errno_name(err) >>> 0;
+  return name ? core.cstringAt(name) : `errno ${err} (as Emscripten numbers them)`;
+}
+
 /** Mounts shared by the stores of one module instance, counted. */
 const mountsOf = new WeakMap();
 
@@ -85,7 +100,7 @@ async function unmount(core, mnt) {
 export class BlobStore {
   static async open(core, path) {
     const mnt = await mountFs(core, path);
-    const dir = core.cstring(mnt.point);
+    const dir = cstring(core, mnt.point);
     let store;
     try {
       store = core.M._rlxkv_store_open(dir, 0, core.cell) >>> 0;
@@ -112,7 +127,7 @@ export class BlobStore {
   #fail(status, what) {
     const { core } = this;
     const errno = status === STATUS.IO || status === STATUS.QUOTA ? core.M._rlxkv_store_errno(this.ptr) : 0;
-    return statusError(status, `${what} ${this.path}`, core.strerror(status) + (errno ? `: ${core.errnoName(errno)}` : ''));
+    return statusError(status, `${what} ${this.path}`, core.strerror(status) + (errno ? `: ${errnoName(core, errno)}` : ''));
   }
 
   /** The blobs and temporary files, judged against fingerprint (any: every valid blob is ok). */

@@ -2,17 +2,26 @@
 #   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
 #                             glue patched to load as ESM under Node; exports
 #                             web/exports.txt and web/exports-node.txt (the C
-#                             store, the C codec for the tests)
+#                             store)
 #   rlxkv_core_web.mjs/.wasm  browsers and workers only (no file system), for
 #                             the minified browser bundle (web/bundle.mjs);
 #                             exports web/exports.txt alone, so the linker
 #                             leaves out the C store and codec that browsers
-#                             never call (their stores are reached from JS)
-# Both glues get the mtime patch of web/patch-glue.mjs. IndexedDB and OPFS are
+#                             never call (their stores are reached from JS);
+#                             its glue is web/web-glue.mjs's small loader,
+#                             written from the one Emscripten links
+#   build/wasm/test/rlxkv_core_test.mjs/.wasm
+#                             the tests' own: the universal build plus
+#                             web/exports-test.txt (the C codec that
+#                             tests/node/blob.test.js holds js/blob.js to);
+#                             never shipped
+# The universal and test glues get the patches of web/patch-glue.mjs. IndexedDB and OPFS are
 # reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt RLXKV_TEST_EXPORTS REGEX "^_")
+string(REPLACE ";" "," RLXKV_TEST_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS};${RLXKV_TEST_EXPORTS}")
 string(REPLACE ";" "," RLXKV_NODE_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS}")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
 
@@ -32,26 +41,34 @@ set(RLXKV_LINK_OPTIONS
 
 add_executable(rlxkv_core web/boundary.c)
 add_executable(rlxkv_core_web web/boundary.c)
-foreach(t rlxkv_core rlxkv_core_web)
+add_executable(rlxkv_core_test web/boundary.c)
+foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
   target_link_libraries(${t} rlxkv)
   # Relinked (and so patched again) when the exports or the glue patch change.
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
     ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs)
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
 # The universal build carries Emscripten's file system for the C store
 # (rlx.openStore on a Node directory, the CLI); browsers reach their stores
 # from JS (js/tiers.js), so the browser glue has none.
-target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} -sENVIRONMENT=web,worker,node -lnodefs.js
+set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
-# It also reads only the Module options web/core.js passes (the wasm's
-# bytes: core.js fetches and checks them), and decodes strings with
-# TextDecoder alone (every browser has it): a smaller glue.
+target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
+target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
+# The browser build's glue is written by web/web-glue.mjs from the one
+# linked here (its names of the exports and the import); the options below
+# that shape that glue (the Module options it reads, TextDecoder) change
+# nothing in the wasm.
 target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS} -sENVIRONMENT=web,worker
-  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32,HEAPF32
-  -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2)
+  -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32
+  -sINCOMING_MODULE_JS_API=print,printErr,wasmBinary -sTEXTDECODER=2
+  # wasm-opt's size passes until they change nothing more, and without the
+  # target_features section (for tools; engines ignore it): 72 B less gzipped.
+  -sBINARYEN_EXTRA_PASSES=--converge,--strip-target-features)
 
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
 add_custom_command(TARGET rlxkv_core POST_BUILD
@@ -63,7 +80,14 @@ add_custom_command(TARGET rlxkv_core POST_BUILD
 add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --no-fs --no-fetch --wasm rlxkv_core_web.wasm
-          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs ${RLXKV_DIST}/rlxkv_core_web.mjs
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs
+          $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
+  VERBATIM)
+set(RLXKV_TEST_DIST ${CMAKE_CURRENT_BINARY_DIR}/test)
+add_custom_command(TARGET rlxkv_core_test POST_BUILD
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_TEST_DIST}
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
+          $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.mjs ${RLXKV_TEST_DIST}/rlxkv_core_test.mjs
+  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.wasm ${RLXKV_TEST_DIST}/
   VERBATIM)

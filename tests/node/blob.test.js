@@ -1,9 +1,9 @@
 // The JS codec (encodeEntry, decodeEntry, exportBlob, importBlob) against
 // the C one: the same bytes both ways, the same verdict on damaged blobs.
-// The C codec is reached through a cache of the wasm boundary
-// (web/native-cache.js encodeWithC / decodeWithC) and the C store's judge
-// (rlx.openStore(dir).list); the JS one is also what a cache's storage
-// reads and writes.
+// The C codec is reached through a cache of the tests' own wasm
+// (build/wasm/test/: the universal build plus web/exports-test.txt, which
+// no shipped wasm exports) and the C store's judge (rlx.openStore(dir).list);
+// the JS one is also what a cache's storage reads and writes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
@@ -12,11 +12,34 @@ import init, { RlxkvError } from 'rlxkv';
 import { encodeBlob, decodeBlob } from '../../js/blob.js';
 import { blobName } from '../../js/cli.js';
 import { tempDir, vectorsDir } from './helpers.js';
-import { loadCore } from '../../web/core.js';
+import { Core } from '../../web/core.js';
 import { NativeCache, DTYPE } from '../../web/native-cache.js';
+import createTestCore, { wasmUrls as testWasmUrls } from '../../build/wasm/test/rlxkv_core_test.mjs';
 
-const core = await loadCore();
+const core = new Core(await createTestCore({ wasmBinary: readFileSync(testWasmUrls()[0]) }));
 const cCodec = () => new NativeCache(core, { capBytes: 1 << 24, fingerprint: FP, layout: null, f16As: 'Uint16Array' });
+
+/** The blob the C codec (rlxkv_encode) writes for the entry of these tokens in a cCodec() cache, or null. */
+function encodeWithC(cache, tokens) {
+  const { w } = cache.leakRecord, M = core.M;
+  core.u32.set(tokens, M._rlxkv_web_scratch(w, tokens.length) >>> 2);
+  const buf = M._rlxkv_web_encode(w, tokens.length, FP, core.cell) >>> 0;
+  if (!buf) return null;
+  const out = core.u8.slice(buf, buf + core.u32[core.cell >>> 2]);
+  core.free(buf);
+  return out;
+}
+
+/** A blob decoded by the C codec (rlxkv_decode) and put in a cCodec() cache: the C status. */
+function decodeWithC(cache, bytes) {
+  const p = core.alloc(bytes.length);
+  try {
+    core.u8.set(bytes, p);
+    return core.M._rlxkv_web_decode_put(cache.leakRecord.w, p, bytes.length, FP);
+  } finally {
+    core.free(p);
+  }
+}
 
 const rlx = await init();
 const FP = 0xfeedfacecafebeefn;
@@ -132,7 +155,7 @@ test('JS and C write the same bytes, and each reads what the other wrote', async
     const e = randomEntry(rand);
     const c = cCodec();
     assert.equal(c.put(e.tokens, [...e.k, ...e.v], DTYPE.f32), 0);
-    const fromC = c.encodeWithC(e.tokens); // rlxkv_encode
+    const fromC = encodeWithC(c, e.tokens);
     c.free();
     const fromJs = rlx.encodeEntry(e, FP);
     assert.deepEqual(fromJs, fromC, `entry ${i}: encodeEntry`);
@@ -143,7 +166,7 @@ test('JS and C write the same bytes, and each reads what the other wrote', async
     assertSameEntry(rlx.decodeEntry(fromC, { fingerprint: FP }), e, `entry ${i}: C blob decoded in JS`);
 
     const back = cCodec();
-    assert.equal(back.decodeWithC(fromJs), 0, `entry ${i}: rlxkv_decode of the JS blob`);
+    assert.equal(decodeWithC(back, fromJs), 0, `entry ${i}: rlxkv_decode of the JS blob`);
     assertSameEntry(back.get(e.tokens), e, `entry ${i}: JS blob decoded by C`);
     back.free();
   }

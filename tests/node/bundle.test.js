@@ -4,6 +4,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
+import { gzipSync } from 'node:zlib';
 
 const dist = new URL('../../web/dist/', import.meta.url);
 const bundle = readFileSync(new URL('rlxkv.browser.js', dist), 'utf8');
@@ -29,4 +30,23 @@ test('the bundle names its wasm beside itself and as the package export, nothing
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
   assert.equal(pkg.exports['./rlxkv_core.wasm'], './web/dist/rlxkv_core.wasm');
   assert.equal(pkg.exports['./rlxkv_core_web.wasm'], './web/dist/rlxkv_core_web.wasm');
+});
+
+test('the browser bundle, wasm and JS, is at most 40 KB gzipped (bench/size.mjs measures it the same way)', () => {
+  const gz = (file) => gzipSync(readFileSync(new URL(file, dist)), { level: 9 }).length;
+  const total = gz('rlxkv_core_web.wasm') + gz('rlxkv.browser.js');
+  assert.ok(total <= 40000, `${total} B gzipped`);
+});
+
+test("the browser loader (web/web-glue.mjs) names every C function of web/exports.txt, and the memory it grows stays readable", async () => {
+  const { default: create } = await import(new URL('rlxkv_core_web.mjs', dist));
+  const M = await create({ wasmBinary: readFileSync(new URL('rlxkv_core_web.wasm', dist)) });
+  const names = readFileSync(new URL('../../web/exports.txt', import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('_'));
+  for (const name of names) assert.equal(typeof M[name], 'function', name);
+  const before = M.HEAPU8.length;
+  const p = M._malloc(before) >>> 0; // more than is free: memory grows
+  assert.ok(p && M.HEAPU8.length > before && M.HEAPU32.buffer === M.HEAPU8.buffer);
+  M.HEAPU8[p + before - 1] = 7;
+  assert.equal(M.HEAPU8[p + before - 1], 7);
+  M._free(p);
 });
