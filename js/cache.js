@@ -7,7 +7,7 @@ import { NativeCache, DTYPE } from '../web/native-cache.js';
 import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
 import { RemoteTier } from './remote.js';
-import { copyRows } from './chain.js';
+import { copyRows, entryOfRows } from './chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
 
@@ -263,9 +263,8 @@ export class Cache {
     const run = await this.#remote.fetchRun(t, held, maxMatched, signal);
     const native = this.#live();
     if (!run || (run.start && !native.paging)) return false;
-    const { start, end, pages } = run, dtype = this.#remote.dtype, l = this.#layout;
-    const blocks = 2 * pages[0].k.length, rows = end - start;
-    const made = native.entryNew(t.subarray(0, end), new Array(blocks).fill(rows * l.heads * l.headDim), DTYPE[dtype], start);
+    const { start, end, pages } = run, dtype = this.#remote.dtype, l = this.#layout, rows = end - start;
+    const made = entryOfRows(native, t.subarray(0, end), start, l, dtype, pages[0].k.length);
     if (typeof made === 'number') return false;
     try {
       const values = native.valuesOf(made), P = this.#remote.pageTokens;

@@ -6,7 +6,19 @@
 // (js/tiers.js), a hit fetched from a remote tier (js/remote.js) and the
 // publisher that cuts entries into pages (js/publish.js).
 
+import { DTYPE } from '../web/native-cache.js';
+
 const SIZE = { f32: 4, f16: 2 };
+
+/**
+ * A new entry (NativeCache.entryNew: the caller's until put or freed) of
+ * `layers` layers for the values of tokens start..n-1 in `layout`, or the
+ * C status (< 0) if none could be made.
+ */
+export function entryOfRows(native, tokens, start, layout, dtype, layers) {
+  const block = (tokens.length - start) * layout.heads * layout.headDim;
+  return native.entryNew(tokens, new Array(2 * layers).fill(block), DTYPE[dtype], start);
+}
 
 /**
  * Where rows at..at+own-1 of block b lie in an entry's values (`values`, a

@@ -14,7 +14,6 @@
 //           as one entry (dirty: the next flush keeps it in local
 //           storage). A 404, a failure or a bad page ends the run there:
 //           a shorter hit, never a rejected match().
-import { RlxkvError } from '../web/errors.js';
 import { decodeBlob } from './blob.js';
 import { checkShape } from './args.js';
 
@@ -145,14 +144,11 @@ export class RemoteTier {
     }
     s.bytes += bytes.length;
     try {
-      const page = decodeBlob(bytes, this.#fp, true);
-      const want = tokens.subarray(0, to);
-      if (!page) throw new RlxkvError('CORRUPT', 'of another fingerprint');
-      if (page.dtype !== this.#o.dtype) throw new RlxkvError('CORRUPT', `${page.dtype} values, not ${this.#o.dtype}`);
-      if (page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i])) throw new RlxkvError('CORRUPT', 'other tokens than its name says');
-      if (from === 0 ? page.page : !page.page || page.page.start !== from || page.page.parentN !== from ||
-        `${hex(page.page.parent[0])}${hex(page.page.parent[1])}.rlxkv` !== parentName) {
-        throw new RlxkvError('CORRUPT', 'not the page after its parent');
+      // Its fingerprint (else null), dtype, tokens, place after its parent and shape: the page its name says.
+      const page = decodeBlob(bytes, this.#fp, true), p = page?.page, want = tokens.subarray(0, to);
+      if (!page || page.dtype !== this.#o.dtype || page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i]) ||
+        (from ? !p || p.start !== from || p.parentN !== from || `${hex(p.parent[0])}${hex(p.parent[1])}.rlxkv` !== parentName : p)) {
+        throw new Error(`not the ${this.#o.dtype} page of tokens ${from}..${to - 1} after ${parentName ?? 'none'} its name says`);
       }
       checkShape(to - from, page, this.#layout, 'page');
       s.pages++;

@@ -45,7 +45,7 @@ import {
 import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 import { serialQueue } from '../web/queue.js';
-import { copyRows, rowRuns } from './chain.js';
+import { copyRows, entryOfRows, rowRuns } from './chain.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
@@ -104,7 +104,7 @@ export class TieredStore {
   /** names of blobs hit since the last #touchNow, and its timer. */
   #toTouch = new Set();
   #touchTimer = null;
-  /** #readKnown's buffers for what a hit reads besides values. */
+  /** #readPageInto's buffers for what a hit reads besides values. */
   #readScratch = new Uint8Array(0);
   /** The store's BroadcastChannel's name, and the channel itself while this one watches. */
   #channel = null;
@@ -321,11 +321,13 @@ export class TieredStore {
   #ownName(r) { return ownName(this.#native, r); }
 
   /**
-   * A page needs the tokens before its start held: its parent is loaded
-   * first (and so on up, until a page whose first tokens memory holds, or
-   * a blob), the parent the page names and whose tokens begin as its own.
-   * A page whose parent is gone or not its own is an orphan: it never
-   * serves, and leaves the tree like a bad blob.
+   * A page needs the tokens before its start held: read with the parents
+   * memory lacks as one entry (#loadChain) where the index tells their
+   * shapes; else its parent is loaded first (and so on up, until a page
+   * whose first tokens memory holds, or a blob), the parent the page names
+   * and whose tokens begin as its own. A page whose parent is gone or not
+   * its own is an orphan: it never serves, and leaves the tree like a bad
+   * blob.
    */
   async #loadPage(name, tokens) {
     if (this.#isResident(tokens)) return true;
@@ -335,29 +337,25 @@ export class TieredStore {
       if (got !== RETRY) return got;
     }
     const record = this.#known.get(name);
-    let bytes = null;
     if (record?.start && !this.#holdsStart(tokens, record)) {
       const parent = this.#known.get(record.parent);
       const own = parent && parent.status === 'ok' && parent.tokens?.length === record.parentN &&
         sameTokens(parent.tokens.subarray(0, record.start), tokens.subarray(0, record.start));
-      // A backend that reads into new memory reads this page while its
-      // parents load: the whole chain's reads are in flight at once.
-      if (own && !this.#blobs.sync) (bytes = this.#blobs.read(name)).catch(() => {});
       if (!own || !(await this.load(parent.tokens, parent.name))) {
         this.#native.blobGone(tokens); // found again at the next open, if its parent is
         return false;
       }
     }
-    return this.#load(name, tokens, bytes);
+    return this.#load(name, tokens);
   }
 
   /**
-   * The pages a hit on page `name` reads, parents first, when the index
+   * The blob or pages a hit on `name` reads, parents first, when the index
    * and the layout tell each one's shape whole (#shapeOf) and they tile
    * the tokens past what memory holds (each page's parent ends where the
-   * page starts): [{ name, record, tokens, shape }], two or more; else
-   * null (a page whose parents memory holds, a parent cut partway, a
-   * record of another shape: read page by page).
+   * page starts): [{ name, record, tokens, shape }]; else null (no
+   * layout, a parent cut partway, a record of another shape: the general
+   * reads, which judge each blob from its bytes).
    */
   #chainOf(name, tokens) {
     const order = this.#layout?.order;
@@ -373,24 +371,25 @@ export class TieredStore {
       record = parent;
       t = parent.tokens;
     }
-    return chain.length > 1 ? chain.reverse() : null;
+    return chain.reverse();
   }
 
   /**
-   * A hit on a page whose parents memory lacks, read as one entry: every
-   * page of the chain (#chainOf) goes straight into its rows of one new
-   * entry, laid out as the hit is, so that each byte is copied once and a
-   * hit over the chain lies in one entry (a view needs no gather). The
-   * store keeps the pages: names follow from tokens, so a page saved later
-   * over this entry names the chain's last page as its parent. Pages read
-   * at once (IndexedDB: in one transaction). RETRY when a page is not what
-   * the index says (the page-by-page load then judges each), or the entry
-   * cannot be put whole.
+   * A hit whose shape the index tells (#chainOf): a blob, or a page and
+   * the parents memory lacks, read as one entry. Every page goes straight
+   * into its rows of one new entry, laid out as the hit is, so that each
+   * byte is copied once and a hit over the chain lies in one entry (a view
+   * needs no gather). The store keeps the pages: names follow from tokens,
+   * so a page saved later over this entry names the chain's last page as
+   * its parent. Pages read at once (IndexedDB: in one transaction), each
+   * checked after (#readPageInto, #copyPagesInto). RETRY when one is not
+   * what the index says, or the entry cannot be put (the general reads
+   * then judge each blob and say why).
    */
   async #loadChain(chain, tokens) {
     const start = chain[0].record.start ?? 0, rows = tokens.length - start;
-    const { dtype, layers } = chain[0].shape, l = this.#layout;
-    const made = this.#native.entryNew(tokens, new Array(2 * layers).fill(rows * l.heads * l.headDim), DTYPE[dtype], start);
+    const { dtype, layers } = chain[0].shape;
+    const made = entryOfRows(this.#native, tokens, start, this.#layout, dtype, layers);
     if (typeof made === 'number') return RETRY;
     let filled = false;
     try {
@@ -414,10 +413,12 @@ export class TieredStore {
   }
 
   /**
-   * #loadChain's read of page c from file f (a sync backend's), as
-   * #readKnown reads a page: head, values and block headers in one scatter
-   * read, the values into rows start.. of entry `made` (rows rows a
-   * block), the head and headers compared after. Whether it is the page.
+   * #loadChain's read of page (or blob) c from file f (a sync backend's):
+   * head, values and block headers in one scatter read, the values into
+   * their rows of entry `made` (which holds tokens start.., rows rows a
+   * block), then the head and headers compared with the ones that page has
+   * (isUniformHead: a valid page of these tokens and of the layout), and
+   * the file's end found where that page's is. Whether it is the page.
    */
   #readPageInto(f, c, made, start, rows) {
     const { dtype, layers, block, size, page } = c.shape;
@@ -485,16 +486,16 @@ export class TieredStore {
   }
 
   /** Reads and puts blob or page `name` (bytes: its read, if one is under way). */
-  #load(name, tokens, bytes = null) {
-    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens, bytes);
+  #load(name, tokens) {
+    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
   }
 
   /** load() over a backend's reads into new memory (read()): one copy, into the heap. */
-  async #loadCopying(name, tokens, reading = null) {
+  async #loadCopying(name, tokens) {
     const record = this.#known.get(name);
     let bytes;
     try {
-      bytes = await (reading ?? this.#blobs.read(name));
+      bytes = await this.#blobs.read(name);
     } catch (err) {
       if (!(err instanceof RangeError)) throw err;
       // Larger than this process can hold in one array: too large, kept.
@@ -572,23 +573,19 @@ export class TieredStore {
    * load() over a backend's synchronous reads (readWith): the values read
    * straight into the new entry's memory, the block headers between them
    * into a scratch buffer, in one scatter read (readv: one preadv in Node,
-   * a read each from an OPFS sync handle). Up to three attempts, each
-   * falling back to the next on any doubt: when the index and the layout
-   * tell the blob's whole shape, header and values in one read, checked
-   * after (#readKnown); else the blob's structure checked as decodeBlob
-   * checks it (blobSpans) from its first bytes, the headers past them
-   * taken to repeat the first block's (most blobs have every block of one
-   * length) and the read showing whether they do; else the structure read
-   * header by header. Same outcomes as the copying path; a file that
+   * a read each from an OPFS sync handle), when the index and the layout
+   * do not tell the blob's shape (else #loadChain read it) or it was not
+   * what they said. Two attempts, the second on any doubt: the blob's
+   * structure checked as decodeBlob checks it (blobSpans) from its first
+   * bytes, the headers past them taken to repeat the first block's (most
+   * blobs have every block of one length) and the read showing whether
+   * they do; else the structure read header by header. Same outcomes as the copying path; a file that
    * changes while it is read (written in place by some other program) is
    * a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
-    const known = this.#shapeOf(this.#known.get(name), tokens);
     const { st, err } = await this.#blobs.readWith(name, (f) => {
       if (this.#isResident(tokens)) return { st: 'resident' }; // inserted while the file opened
-      const read = known ? this.#readKnown(f, tokens, known) : RETRY;
-      if (read !== RETRY) return read;
       const head = readAt(f, 0, Math.min(f.size, headBytes(tokens.length, true)));
       const first = uniformBlockLength(head, f.size);
       const guessed = first >= 0 ? this.#readInto(f, head, u64Bytes(first), tokens) : RETRY;
@@ -613,7 +610,7 @@ export class TieredStore {
    * The blob or page the index and the layout describe, if they tell its
    * shape whole: { dtype, layers, block (values per block), size (bytes),
    * page (its start and parent, or null) }, for
-   * #readKnown; else null (no layout, a record not of an ok blob, sizes
+   * #chainOf; else null (no layout, a record not of an ok blob, sizes
    * that do not agree).
    */
   #shapeOf(record, tokens) {
@@ -625,39 +622,6 @@ export class TieredStore {
     if (!block || !Number.isInteger(layers) || layers < 1 || layers > MAX_LAYERS || 2 * layers * block !== record.nValues) return null;
     const size = uniformBlobSize(tokens.length, record.dtype, layers, block, !!page);
     return size === record.bytes ? { dtype: record.dtype, layers, block, size, page } : null;
-  }
-
-  /**
-   * #loadDirect's first attempt when the blob's shape is known (#shapeOf):
-   * the head, the values and the block headers in one scatter read, then
-   * the head and headers compared with the ones that blob has
-   * (isUniformHead), which makes it a valid blob of these tokens and of the
-   * layout, and the file's end found where that blob's is. { st }: the
-   * put's status; RETRY for any difference or failure (the general
-   * attempts then decide what the file is).
-   */
-  #readKnown(f, tokens, { dtype, layers, block, size, page }) {
-    // Scratch kept from hit to hit: used only within this synchronous call.
-    const headLength = headBytes(tokens.length, !!page), need = headLength + 8 * (2 * layers - 1) + 1;
-    if (this.#readScratch.length < need) this.#readScratch = new Uint8Array(Math.max(need, 2 * this.#readScratch.length));
-    const head = this.#readScratch.subarray(0, headLength);
-    const headers = this.#readScratch.subarray(headLength, need - 1);
-    const past = this.#readScratch.subarray(need - 1, need); // a byte read here: the file is longer than the blob
-    const blockHeader = u64Bytes(block);
-    const lengths = new Array(2 * layers).fill(block);
-    let st;
-    try {
-      st = this.#native.putFilled(tokens, lengths, DTYPE[dtype], (values) => {
-        const bufs = [head, ...scatterList(values, lengths, dtype, headers), past];
-        if (f.readv(bufs, 0) !== size || !isUniformHead(head, tokens, this.#fp, dtype, layers, block, page) || !repeats(headers, blockHeader)) {
-          throw MISPREDICTED;
-        }
-      }, true, page ? page.start : 0);
-    } catch {
-      return RETRY; // freed; the general attempts read it again and tell why
-    }
-    // No memory for it (or no room): the general attempts judge the blob first.
-    return st < 0 ? RETRY : { st };
   }
 
   /**
@@ -1417,7 +1381,7 @@ function readAt(f, at, n) {
 
 const MISPREDICTED = new Error('a block header differs from the first block\'s');
 const CHANGED = new Error('the file changed while it was read');
-/** The answer of an attempt (#readKnown, a guessed #readInto) that leaves the blob to the next. */
+/** The answer of an attempt (#loadChain, a guessed #readInto) that leaves the blob to the next. */
 const RETRY = Symbol('retry');
 
 /**
