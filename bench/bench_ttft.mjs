@@ -31,18 +31,23 @@ import { narrowF32 } from '../js/f16.js';
 import { publishPages } from '../js/publish.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const positional = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--model');
 const out = positional[0] || join(root, 'build/bench/ttft.json');
 const quick = process.argv.includes('--quick');
 const REPS = quick ? 2 : 5;
 const TARGET = 1.2; // warm after a reload <= 1.2x warm from memory (issue #23); printed, not asserted
-const MODEL = 'rlxkv-smollm2-135m-shape';
+// --model ID: another model folder of build/models/ (the demo model: rlxkv-demo);
+// --remote-only: its first visits alone (cold, memory and the remote tier), no reloads.
+const modelAt = process.argv.indexOf('--model');
+const MODEL = modelAt > 0 ? process.argv[modelAt + 1] : 'rlxkv-smollm2-135m-shape';
+const SMOLLM = MODEL === 'rlxkv-smollm2-135m-shape';
+const remoteOnly = process.argv.includes('--remote-only');
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--js-flags=--expose-gc'];
 
 const onnx = join(root, 'build/models', MODEL, 'onnx/model.onnx');
-if (!existsSync(onnx)) {
+if (!existsSync(onnx) && SMOLLM) {
   console.error(`  ttft: making ${MODEL} (scripts/make-model.mjs --shape smollm2-135m)`);
   execFileSync(process.execPath, [join(root, 'scripts/make-model.mjs'), '--shape', 'smollm2-135m'], { stdio: 'inherit' });
 }
@@ -75,14 +80,14 @@ try {
   const page = context.pages()[0] || await context.newPage();
   page.setDefaultTimeout(600000);
   page.on('pageerror', (e) => pageErrors.push(String((e && e.stack) || e)));
-  const call = (phase, args) => page.evaluate(async ([p, a]) => (await import('/bench/ttft_page.js')).call(p, a), [phase, args]);
+  const call = (phase, args) => page.evaluate(async ([p, a]) => (await import('/bench/ttft_page.js')).call(p, a), [phase, { model: MODEL, ...args }]);
   await page.goto(`${url}/bench/ttft_page.html`);
   const chromiumVersion = context.browser()?.version() ?? (await page.evaluate(() => navigator.userAgent)).match(/Chrome\/([\d.]+)/)?.[1] ?? null;
   const t0 = Date.now();
   const first = await call('first', { reps: REPS, upload: `${cdn.url}/upload/seed.rlxkv` });
   console.error(`  ttft: model loaded in ${(first.loadMs / 1000).toFixed(1)} s; cold ${first.cold.map((t) => t.ttft.toFixed(0)).join(', ')} ms; memory ${first.memory.map((t) => t.ttft.toFixed(0)).join(', ')} ms`);
   const reloads = Object.fromEntries(KINDS.map((k) => [k, []]));
-  for (let r = 0; r < REPS; r++) {
+  for (let r = 0; r < (remoteOnly ? 0 : REPS); r++) {
     for (let i = 0; i < KINDS.length; i++) {
       const kind = KINDS[(i + r) % KINDS.length]; // the order rotates
       const [storage, preload] = [kind.split('_')[0], kind.endsWith('_preload')];
@@ -168,8 +173,8 @@ try {
       quick, reps: REPS, chromium: chromiumVersion, transformers: first.transformers,
       runtime: 'onnxruntime-web (wasm, 1 thread)', realm: 'dedicated worker', profile: 'persistent Chromium profile on disk',
       model: {
-        id: MODEL, shape: 'SmolLM2-135M', weights: 'random (scripts/make_onnx_model.py --shape smollm2-135m)',
-        layers: layout.layers, heads: 9, kv_heads: layout.heads, head_dim: layout.headDim, hidden: 576, intermediate: 1536, vocab: 257,
+        id: MODEL, shape: SMOLLM ? 'SmolLM2-135M' : MODEL, weights: SMOLLM ? 'random (scripts/make_onnx_model.py --shape smollm2-135m)' : 'the demo transformer exported to ONNX (scripts/make-model.mjs)',
+        layers: layout.layers, heads: SMOLLM ? 9 : null, kv_heads: layout.heads, head_dim: layout.headDim, hidden: SMOLLM ? 576 : null, intermediate: SMOLLM ? 1536 : null, vocab: 257,
         onnx_bytes: statSync(onnx).size,
       },
       system_tokens: first.systemTokens,
@@ -188,7 +193,7 @@ try {
     stored_entry_tokens: first.seedTokens,
     stored_entry_bytes: first.seedBytes,
     flush_ms: { idb: first.stores.idb.flushMs, opfs: first.stores.opfs.flushMs },
-    ...Object.fromEntries(KINDS.map((k) => [k, side(k)])),
+    ...(remoteOnly ? {} : Object.fromEntries(KINDS.map((k) => [k, side(k)]))),
     remote: remoteSummary(remoteRuns, ms),
     tokens_match: mismatches.length === 0,
     mismatches,
@@ -207,7 +212,7 @@ mkdirSync(dirname(out), { recursive: true });
 writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);
 const f = (x) => `${x.toFixed(0)} ms`;
 console.error(`  ttft: ${result.config.system_tokens}-token system prompt, ${result.config.prompt_tokens}-token prompt, ${result.reused_tokens} reused (${(result.kv_restored_bytes / 2 ** 20).toFixed(1)} MiB of KV): cold ${f(result.cold_ttft_ms)}, memory ${f(result.memory_ttft_ms)}, ` +
-  `${KINDS.map((k) => `${k} ${f(result[k].ttft_ms)} (x${result[k].over_memory.toFixed(2)})`).join(', ')}; target <= x${TARGET}; greedy tokens ${result.tokens_match ? 'match' : `DIFFER: ${JSON.stringify(result.mismatches)}`}`);
+  `${KINDS.filter((k) => result[k]).map((k) => `${k} ${f(result[k].ttft_ms)} (x${result[k].over_memory.toFixed(2)})`).join(', ')}; target <= x${TARGET}; greedy tokens ${result.tokens_match ? 'match' : `DIFFER: ${JSON.stringify(result.mismatches)}`}`);
 
 /**
  * The remote tier's first visits against a cold first visit (a fresh

@@ -39,14 +39,19 @@ export function ttftMarkdown(dir) {
   md.push('');
   md.push(`"vs warm from memory": the median TTFT over the memory run's median (measured before the reloads, in the worker that ran the cold runs). With preload, the TTFT counts any wait for the open after the model had loaded. Within each reloaded worker, the first run over the memory run after it: ${KINDS.map(([key]) => `${key.replace('_', ' with ')} ${times(d[key].over_same_page_memory)}`).join(', ')} (median of per-reload ratios). The same read by a second cache in that worker after both runs, outside generate: IndexedDB ${ms(d.idb.read_again_ms)}, OPFS ${ms(d.opfs.read_again_ms)}. Loading the model took ${ms(d.model_load_ms)} on the first visit, ${ms(d.idb.model_load_ms)} and ${ms(d.opfs.model_load_ms)} (medians) after the reloads, not counted in any TTFT; writing the entry took ${ms(d.flush_ms.idb)} ('idb') and ${ms(d.flush_ms.opfs)} ('opfs').`);
   md.push('');
-  if (d.remote) md.push(...remoteSection(d));
+  if (d.remote) md.push(...remoteSection(d, '### A first visit through the remote tier'));
+  // The demo model's first visits (bench/bench_ttft.mjs --model rlxkv-demo --remote-only).
+  let demo = null;
+  try { demo = JSON.parse(readFileSync(join(dir, 'ttft_demo.json'), 'utf8')); } catch { /* not run */ }
+  if (demo?.remote) md.push(...remoteSection(demo, `### A first visit through the remote tier: the demo model (${demo.config.model.layers} layers, ${demo.config.model.kv_heads} KV heads of ${demo.config.model.head_dim}; cold ${ms(demo.cold_ttft_ms)}, warm from memory ${ms(demo.memory_ttft_ms)})`));
+  else md.push('The demo model\'s first visits through the remote tier: not measured in this run.', '');
   return md.join('\n');
 }
 
 /** The remote tier's first visits (issue #28): from the same run's JSON. */
-function remoteSection(d) {
+function remoteSection(d, title) {
   const r = d.remote, cdn = r.cdn;
-  const md = ['### A first visit through the remote tier', ''];
+  const md = [title, ''];
   md.push(`The same model and prompts, on a first visit: a fresh worker and an empty IndexedDB store. The KV of the system prompt's cached entry was published as pages (js/publish.js, as \`rlxkv publish\` cuts entries) on a loopback server standing for a CDN: ${n0(cdn.delayMs)} ms before each answer, every body through one ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s link shared by all of them; the cache opened with \`remote: { url, dtype, pageTokens }\`, and its match fetched the pages past what it held (none), at most 6 at once. "Computed" is the same first visit with no remote tier. Medians of ${d.config.reps}.`);
   md.push('');
   md.push('| First visit | TTFT | Tokens reused | Fetched (pages, bytes) | Fetch, in the TTFT | vs computed | Target (≤ 0.2×) |');

@@ -23,7 +23,8 @@ import * as adapter from '/js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, userTurn } from '/demo/system-prompt.js';
 import { localTransformers } from './transformers_local.js';
 
-export const MODEL_ID = 'rlxkv-smollm2-135m-shape';
+/** The model folder under /build/models/ (bench/bench_ttft.mjs --model): each phase's message names it. */
+let MODEL_ID = 'rlxkv-smollm2-135m-shape';
 const SYSTEM_TOKENS = 1000;
 const CAP = 512 << 20;
 /** User messages: [0] is the one cached with the system prompt; each starts with its own letter, so a later turn reuses only the system prompt and '\nUser: '. */
@@ -210,6 +211,7 @@ export async function remote({ url, dtype, pageTokens, msg, path }) {
 const PHASES = { first, reload, remote };
 self.onmessage = async ({ data }) => {
   try {
+    if (data.model) MODEL_ID = data.model;
     self.postMessage(await PHASES[data.phase](data));
   } catch (err) {
     self.postMessage({ error: String((err && err.stack) || err) });

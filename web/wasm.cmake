@@ -70,13 +70,18 @@ target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS}
   # target_features section (for tools; engines ignore it): 72 B less gzipped.
   -sBINARYEN_EXTRA_PASSES=--converge,--strip-target-features)
 
+# A Node-capable build's glue, patched (web/patch-glue.mjs), and its wasm, copied into `dest`.
+function(rlxkv_node_glue target dest)
+  add_custom_command(TARGET ${target} POST_BUILD
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${dest}
+    COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
+            $<TARGET_FILE_DIR:${target}>/${target}.mjs ${dest}/${target}.mjs
+    COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:${target}>/${target}.wasm ${dest}/
+    VERBATIM)
+endfunction()
+
 set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
-add_custom_command(TARGET rlxkv_core POST_BUILD
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
-          $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.mjs ${RLXKV_DIST}/rlxkv_core.mjs
-  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core>/rlxkv_core.wasm ${RLXKV_DIST}/
-  VERBATIM)
+rlxkv_node_glue(rlxkv_core ${RLXKV_DIST})
 add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
@@ -84,10 +89,4 @@ add_custom_command(TARGET rlxkv_core_web POST_BUILD
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
   VERBATIM)
-set(RLXKV_TEST_DIST ${CMAKE_CURRENT_BINARY_DIR}/test)
-add_custom_command(TARGET rlxkv_core_test POST_BUILD
-  COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_TEST_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
-          $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.mjs ${RLXKV_TEST_DIST}/rlxkv_core_test.mjs
-  COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_test>/rlxkv_core_test.wasm ${RLXKV_TEST_DIST}/
-  VERBATIM)
+rlxkv_node_glue(rlxkv_core_test ${CMAKE_CURRENT_BINARY_DIR}/test)

@@ -11,6 +11,7 @@ import { createServer } from 'node:http';
 import { readFileSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
 import { publishPages } from '../../js/publish.js';
@@ -175,6 +176,29 @@ test('a page of other tokens under a right name, a cut body and another model\'s
   }));
   assert.equal(foreign.matched, 0);
   assert.equal(foreign.stats.refused, 1);
+});
+
+test('pages served compressed (Content-Encoding: gzip) are taken as fetch takes them', async () => {
+  const { matched, stats } = await hitWith(() => {
+    for (let i = 1; i <= 9; i++) {
+      behaviour.set(nameAt(i * P), (res) => {
+        res.writeHead(200, { 'content-encoding': 'gzip', 'content-type': 'application/octet-stream' }).end(gzipSync(readFileSync(join(published, nameAt(i * P)))));
+        return true;
+      });
+    }
+  });
+  assert.equal(matched, 9 * P);
+  assert.equal(stats.refused, 0);
+});
+
+test('a prompt nothing was published for misses, after one request', async () => {
+  reset();
+  const cache = await open();
+  const other = Uint32Array.from({ length: 300 }, (_, i) => 7 + i);
+  assert.equal(await cache.match(other, { partial: true }), null);
+  assert.equal(requests.length, 4, 'the first page of each worker in flight; none after the 404s');
+  assert.ok(cache.stats.remote.notFound >= 1);
+  await cache.close();
 });
 
 test('requests go only to the configured URL, and only from match()', async () => {
