@@ -52,7 +52,8 @@ const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000
 const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
 const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
-const INDEX_MAGIC = 'RLXKVIX3';
+const INDEX_MAGIC = 'RLXKVIX4';
+const INDEX_MAGIC_V3 = 'RLXKVIX3'; // read: every record's whole path of tokens
 const INDEX_MAGIC_V2 = 'RLXKVIX2'; // read as a store of blobs only (no page columns)
 
 /**
@@ -147,7 +148,7 @@ export class TieredStore {
   async #index() {
     if (this.#blobs.kind === 'idb') await this.#readIndex();
     else if (this.#blobs.kind === 'opfs') await this.#readIndexFile();
-    else this.#admit(await this.#scanDir());
+    else await this.#readDirIndex();
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
     const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
@@ -167,13 +168,40 @@ export class TieredStore {
     this.#learn(records, { opening: true });
   }
 
-  /** A Node directory: every blob's first bytes; temporary files of dead writers swept. */
-  async #scanDir() {
-    const { blobs: files, temporaries } = await this.#blobs.list();
+  /**
+   * A Node directory: its index file (web/fs-blobs.js), read against the
+   * listing of names (one readdir, no stat of each file): the entries of
+   * files gone leave; files it does not describe, or records corrupt or
+   * too large (a writer may have replaced them since), are read (their
+   * first bytes) and added, and the file is updated if either happened
+   * (a store without one, written before it, gets one so). Writers of
+   * other processes update it after their saves and removals, last one
+   * winning: what one missed is found here the same way. A file rewritten
+   * in place under its name is not seen here: the hit that reads it checks
+   * it whole. Temporary files of dead writers are swept.
+   */
+  async #readDirIndex() {
+    const [bytes, { blobs: names, temporaries }] = await Promise.all([this.#blobs.readIndex(), this.#blobs.names()]);
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    return this.#headRecords(files);
+    const stored = parseIndex(bytes) ?? new Map();
+    const present = new Set(names);
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
+    const kept = [], dropped = [];
+    for (const [name, r] of stored) {
+      if (!present.has(name)) dropped.push(name);
+      else if (!bad(r)) kept.push(r);
+    }
+    const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
+    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
+    const repaired = await this.#headRecords(files);
+    this.#admit(kept.length ? [...kept, ...repaired] : repaired);
+    const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
+    if (!news.length && !dropped.length) return;
+    // Only a cache of the directory: one that cannot be written is found as it is at the next open.
+    await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+      [...news.map((r) => r.name), ...dropped]).catch(() => {});
   }
 
   /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
@@ -413,9 +441,9 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // A Node directory keeps uses as file times; IndexedDB and OPFS in their index (at the next flush).
+    // In their index (at the next flush); a Node directory in file times too, for the CLI and the C store.
     if (this.#blobs.kind === 'fs') this.#touchSoon(name);
-    else this.#used.add(name);
+    this.#used.add(name);
     return true;
   }
 
@@ -633,8 +661,8 @@ export class TieredStore {
     } finally {
       for (const it of batch) this.#saving.delete(it.name);
     }
-    // OPFS: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
-    if (this.#blobs.kind === 'opfs' && (this.#savedRecords.length || this.#used.size)) {
+    // OPFS, a directory: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
+    if (this.#blobs.kind !== 'idb' && (this.#savedRecords.length || this.#used.size)) {
       failure = await firstError(failure, this.#updateIndexFile(this.#savedRecords));
     }
     await this.#removePending(failed);
@@ -995,7 +1023,7 @@ export class TieredStore {
     } else {
       gone = [];
       failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n), { retry }));
-      if (this.#blobs.kind === 'opfs' && gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
+      if (gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
     }
     for (const n of gone) this.#known.delete(n);
     if (gone.length) this.#tell({ removed: gone });
@@ -1440,66 +1468,229 @@ function keyOfName(name) {
   return hex.length === 32 ? [BigInt(`0x${hex.slice(0, 16)}`), BigInt(`0x${hex.slice(16)}`)] : [0n, BigInt(`0x${hex}`)];
 }
 
-// ---- the IndexedDB index record --------------------------------------
-// 'RLXKVIX3': a header of six u32 words (the magic's two, count, tokens:
-// all blobs', high: how many of those are 0x10000 or more, names: bytes
-// of the names), then columns, a value per blob, oldest use first:
+// ---- the store index (IndexedDB's record, OPFS's and a directory's file) ----
+// 'RLXKVIX4': a header of six u32 words (the magic's two, count, tokens:
+// all blobs' own, high: how many of those are 0x10000 or more, names:
+// bytes of the names), then columns, a value per blob, oldest use first:
 //   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, f64 start,
-//   f64 parentN, u64 parent key's first half, u64 its second (a page's:
-//   its first own token, its parent's token count and key; 0 for a blob),
-//   u32 n (tokens),
+//   f64 parentN (a page's first own token and its parent's token count; 0
+//   for a blob), u32 n (its own tokens: a page's from start, a blob's
+//   all), u32 parent (a page's parent's place in this index, plus 1; 0
+//   if the index lacks it, or for a blob),
 //   u8 flags (1 corrupt, 2 f16, 4 rowMajor, 8 foreign: under a name not
 //   its own, 16 too large), zero bytes to a multiple of 4,
-//   u16 the low 16 bits of every token (blob after blob, n each), zero
+//   u16 the low 16 bits of every own token (blob after blob, n each), zero
 //   bytes to a multiple of 4, u32 each high token's place among them, u16
 //   its high 16 bits, zero bytes to a multiple of 4,
 //   the names in UTF-8, each followed by '/' (no name holds one).
-// 'RLXKVIX2' (0.1 and stores before pages) is the same without the three
-// page columns, and is read as such. Tokens take 2 bytes, not 4 (most of
-// any vocabulary's are below 0x10000; the read of this record is most of
-// an open's time), widened in one typed-array conversion; each blob's
-// tokens are a view of the result. The columns and the names are read as
-// whole arrays, not field by field. (An index of another magic is rebuilt
-// from the blobs, as a damaged one is.)
+// A page's path is its parent's first `start` tokens, then its own: read
+// by following parents (pathsOf), so that a chain of pages costs its
+// tokens once, not each page's whole path again.
+// 'RLXKVIX3' (before: every blob's whole path, u64 parent keys instead of
+// places) and 'RLXKVIX2' (stores before pages: no page columns) are read
+// too. Tokens take 2 bytes, not 4 (most of any vocabulary's are below
+// 0x10000), widened in one typed-array conversion. The columns and the
+// names are read as whole arrays, not field by field. (An index of
+// another magic is rebuilt from the blobs, as a damaged one is.)
 const pad4 = (at) => (at + 3) & ~3;
 const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
 const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
+const INDEX_VERSIONS = { [INDEX_MAGIC]: 4, [INDEX_MAGIC_V3]: 3, [INDEX_MAGIC_V2]: 2 };
 
 /**
  * A blob record as an index describes it: flags as the index's; indexed
- * (its name is not checked against its tokens again: the index says foreign).
+ * (its name is not checked against its tokens again: the index says
+ * foreign). One shape for every valid one (start, parentN, parent
+ * undefined for a blob), made ten thousand at a time.
  */
-function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, page) {
+function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, start, parentN, parent) {
   if (flags & (FLAG_CORRUPT | FLAG_TOO_LARGE)) {
     return { name, bytes, lastUse, fingerprint: null, status: flags & FLAG_CORRUPT ? 'corrupt' : 'too-large' };
   }
   return {
     name, bytes, lastUse, fingerprint, status: flags & FLAG_FOREIGN ? 'foreign' : 'ok', dtype: flags & FLAG_F16 ? 'f16' : 'f32',
-    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true, ...pageOf(page),
+    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true,
+    start: start || undefined, parentN: start ? parentN : undefined, parent: start ? parent : undefined,
   };
 }
 const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
 
 /**
- * Where each part of an index record of count blobs, total tokens, high of
- * them high, lies: RLXKVIX3's, or without `pages` RLXKVIX2's. Column
- * offsets are from cols, in bytes.
+ * Where each part of an index of count blobs, total tokens, high of them
+ * high, lies, by version (4: RLXKVIX4, 3, 2). Column offsets are from
+ * cols, in bytes.
  */
-function indexLayout(count, total, high, nameBytes, pages = true) {
-  const extra = pages ? 32 : 0, cols = 24, width = 37 + extra;
-  const tokensAt = pad4(cols + width * count), highAt = pad4(tokensAt + 2 * total);
+function indexLayout(count, total, high, nameBytes, version = 4) {
+  const pageCols = version === 4 ? 16 : version === 3 ? 32 : 0, cols = 24;
+  const ns = (32 + pageCols) * count, parentAt = version === 4 ? ns + 4 * count : -1;
+  const flags = ns + (version === 4 ? 8 : 4) * count;
+  const tokensAt = pad4(cols + flags + count), highAt = pad4(tokensAt + 2 * total);
   const namesAt = pad4(highAt + 6 * high);
-  return {
-    cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes,
-    fps: 24 * count, pageAt: 32 * count, ns: (32 + extra) * count, flags: (36 + extra) * count,
-  };
+  return { cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes, fps: 24 * count, pageAt: 32 * count, ns, parentAt, flags };
 }
-/** RLXKVIX3's page columns: f64 start and parentN, then the parent key's two u64s. */
-function pageColumns(buffer, offset, count) {
-  return {
-    starts: new Float64Array(buffer, offset, 2 * count),
-    parents: new BigUint64Array(buffer, offset + 16 * count, 2 * count),
-  };
+
+export function encodeIndex(map) {
+  const records = [...map.values()].sort((a, b) => a.lastUse - b.lastUse);
+  const count = records.length;
+  const place = new Map(records.map((r, i) => [r.name, i]));
+  let total = 0, high = 0;
+  // A page's own tokens only, from its start.
+  const own = records.map((r) => (r.tokens ? (r.start ? r.tokens.subarray(r.start) : r.tokens) : null));
+  for (const t of own) {
+    if (!t) continue;
+    total += t.length;
+    for (let i = 0; i < t.length; i++) if (t[i] > 0xffff) high++;
+  }
+  const names = UTF8_ENCODER.encode(records.map((r) => `${r.name}/`).join(''));
+  const at = indexLayout(count, total, high, names.length);
+  const out = new Uint8Array(at.size);
+  // Little-endian hosts (all that run wasm): the columns are typed arrays.
+  const head = new Uint32Array(out.buffer, 0, 6);
+  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
+  head.set([count, total, high, names.length], 2);
+  const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
+  const fps = new BigUint64Array(out.buffer, at.cols + at.fps, count);
+  const starts = new Float64Array(out.buffer, at.cols + at.pageAt, 2 * count);
+  const ns = new Uint32Array(out.buffer, at.cols + at.ns, count), parents = new Uint32Array(out.buffer, at.cols + at.parentAt, count);
+  const flags = new Uint8Array(out.buffer, at.cols + at.flags, count);
+  const low = new Uint16Array(out.buffer, at.tokensAt, total);
+  const places = new Uint32Array(out.buffer, at.highAt, high), highs = new Uint16Array(out.buffer, at.highAt + 4 * high, high);
+  out.set(names, at.namesAt);
+  let k = 0, h = 0;
+  records.forEach((r, i) => {
+    f64[i] = r.bytes;
+    f64[count + i] = r.nValues ?? 0;
+    f64[2 * count + i] = r.lastUse;
+    fps[i] = r.fingerprint ?? 0n;
+    starts[i] = r.start ?? 0;
+    starts[count + i] = r.parentN ?? 0;
+    parents[i] = r.start ? (place.get(r.parent) ?? -1) + 1 : 0;
+    flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
+    const t = own[i], n = t ? t.length : 0;
+    ns[i] = n;
+    for (let j = 0; j < n; j++, k++) {
+      low[k] = t[j]; // the low 16 bits
+      if (t[j] > 0xffff) { places[h] = k; highs[h++] = t[j] >>> 16; }
+    }
+  });
+  return out;
+}
+
+const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
+
+/**
+ * The index's blobs by name; null for none or a damaged one (then rebuilt
+ * from the blobs). A page of RLXKVIX4 whose path cannot be followed to a
+ * blob through the index (a parent it lacks, bad or of another length) is
+ * left out, as a blob the index does not describe: the open reads that
+ * page's own first bytes instead.
+ */
+export function parseIndex(bytes) {
+  if (!bytes || bytes.length < 12) return null;
+  const version = INDEX_VERSIONS[String.fromCharCode.apply(null, bytes.subarray(0, 8))];
+  try {
+    if (!version || bytes.length < 24) return null;
+    const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
+    const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
+    const at = indexLayout(count, total, high, nameBytes, version);
+    if (at.size !== b.length) return null;
+    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
+    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + at.fps, count);
+    const ns = view(Uint32Array, at.cols + at.ns, count), flags = view(Uint8Array, at.cols + at.flags, count);
+    const starts = version > 2 ? view(Float64Array, at.cols + at.pageAt, 2 * count) : null;
+    // One conversion widens the stream; the few high halves go in after.
+    const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
+    const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
+    for (let h = 0; h < high; h++) {
+      if (places[h] >= total) return null;
+      tokens[places[h]] += highs[h] * 0x10000;
+    }
+    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
+    if (names.length !== count + 1) return null;
+    const offs = new Float64Array(count + 1);
+    for (let i = 0; i < count; i++) {
+      const n = ns[i];
+      offs[i + 1] = offs[i] + n;
+      if (offs[i + 1] > total) return null;
+      // Sizes and times a blob can have (a budget sums them): else damaged.
+      if (!isCount(f64[i]) || !isCount(f64[count + i]) || !Number.isFinite(f64[2 * count + i])) return null;
+      // A page's start past its first token and before its last, its parent at least that long.
+      const start = starts ? starts[i] : 0, parentN = starts ? starts[count + i] : 0;
+      if (!isCount(start) || !isCount(parentN) || (start && ((version === 4 ? !n : start >= n) || parentN < start))) return null;
+    }
+    let paths = null, parentOf;
+    if (version === 4) {
+      const parents = view(Uint32Array, at.cols + at.parentAt, count);
+      parentOf = (i) => (parents[i] && parents[i] <= count ? parents[i] - 1 : -1);
+      paths = pathsOf(parentOf, starts, offs, tokens, flags, count);
+    } else if (version === 3) {
+      const keys = view(BigUint64Array, at.cols + at.pageAt + 16 * count, 2 * count);
+      const parentNames = names.map((_, i) => (i < count && starts[i] ? nameOfKey([keys[i], keys[count + i]]) : null));
+      parentOf = (i) => parentNames[i];
+    }
+    const map = new Map();
+    for (let i = 0; i < count; i++) {
+      const t = paths ? paths[i] : tokens.subarray(offs[i], offs[i + 1]);
+      if (!t) continue; // a path that breaks: see above
+      const start = starts ? starts[i] : 0;
+      const parent = !start ? undefined : version === 4 ? names[parentOf(i)] : parentOf(i);
+      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], t, f64[count + i], start, starts?.[count + i], parent));
+    }
+    return map;
+  } catch {
+    return null; // a RangeError past the end: damaged
+  }
+}
+
+/**
+ * RLXKVIX4's paths, by record: a page's tokens are its parent's
+ * (parentOf(i): its place, or -1) first `start`, then its own (offs[i] to
+ * offs[i + 1] of `tokens`); a blob's are its own. The ends of chains first
+ * (records no page extends from their last token): each gets one array,
+ * and every record up its chain whose path ends where the walk is takes a
+ * view of it, so that a chain of pages shares one array, linear in its
+ * tokens, and NativeCache.putStored places each page from the one before.
+ * null for a record whose path breaks (a parent missing, bad or of
+ * another length; a loop), and for a bad one (it has no tokens).
+ */
+function pathsOf(parentOf, starts, offs, tokens, flags, count) {
+  const bad = (i) => (flags[i] & (FLAG_CORRUPT | FLAG_TOO_LARGE)) !== 0;
+  const len = (i) => starts[i] + offs[i + 1] - offs[i];
+  const parent = new Int32Array(count).fill(-1), extended = new Uint8Array(count);
+  for (let i = 0; i < count; i++) {
+    if (!starts[i] || bad(i)) continue;
+    const p = parentOf(i);
+    if (p < 0 || bad(p) || len(p) !== starts[count + i]) continue;
+    parent[i] = p;
+    if (starts[i] === len(p)) extended[p] = 1;
+  }
+  const paths = new Array(count).fill(null), broken = new Uint8Array(count);
+  const chain = [];
+  for (const ends of [1, 0]) {
+    for (let r = 0; r < count; r++) {
+      if (paths[r] || broken[r] || bad(r) || (ends && extended[r])) continue;
+      if (!starts[r]) { paths[r] = new Uint32Array(tokens.buffer, 4 * offs[r], offs[r + 1] - offs[r]); continue; }
+      const path = new Uint32Array(len(r));
+      let cur = r, end = path.length, ok = true;
+      chain.length = 0;
+      for (let steps = 0; end > 0; steps++) {
+        if (paths[cur]) { path.set(paths[cur].subarray(0, end)); break; }
+        const start = starts[cur], o = offs[cur];
+        if (end > start) path.set(tokens.subarray(o, o + end - start), start);
+        if (end === len(cur)) chain.push(cur);
+        if (!start) break;
+        const p = parent[cur];
+        if (p < 0 || broken[p] || steps > count) { ok = false; break; }
+        if (start < end) end = start;
+        cur = p;
+      }
+      for (const c of chain) {
+        if (ok) paths[c] = new Uint32Array(path.buffer, 0, len(c));
+        else broken[c] = 1;
+      }
+    }
+  }
+  return paths;
 }
 
 /**
@@ -1526,91 +1717,3 @@ function mergeIndex(index, { set = [], remove = [], uses = [], keep = () => fals
   return encodeIndex(index);
 }
 
-function encodeIndex(map) {
-  const records = [...map.values()].sort((a, b) => a.lastUse - b.lastUse);
-  const count = records.length;
-  let total = 0, high = 0;
-  for (const r of records) {
-    const t = r.tokens;
-    if (!t) continue;
-    total += t.length;
-    for (let i = 0; i < t.length; i++) if (t[i] > 0xffff) high++;
-  }
-  const names = UTF8_ENCODER.encode(records.map((r) => `${r.name}/`).join(''));
-  const at = indexLayout(count, total, high, names.length);
-  const out = new Uint8Array(at.size);
-  // Little-endian hosts (all that run wasm): the columns are typed arrays.
-  const head = new Uint32Array(out.buffer, 0, 6);
-  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
-  head.set([count, total, high, names.length], 2);
-  const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
-  const fps = new BigUint64Array(out.buffer, at.cols + at.fps, count);
-  const { starts, parents } = pageColumns(out.buffer, at.cols + at.pageAt, count);
-  const ns = new Uint32Array(out.buffer, at.cols + at.ns, count);
-  const flags = new Uint8Array(out.buffer, at.cols + at.flags, count);
-  const low = new Uint16Array(out.buffer, at.tokensAt, total);
-  const places = new Uint32Array(out.buffer, at.highAt, high), highs = new Uint16Array(out.buffer, at.highAt + 4 * high, high);
-  out.set(names, at.namesAt);
-  let k = 0, h = 0;
-  records.forEach((r, i) => {
-    f64[i] = r.bytes;
-    f64[count + i] = r.nValues ?? 0;
-    f64[2 * count + i] = r.lastUse;
-    fps[i] = r.fingerprint ?? 0n;
-    starts[i] = r.start ?? 0;
-    starts[count + i] = r.parentN ?? 0;
-    [parents[i], parents[count + i]] = r.start ? keyOfName(r.parent) : [0n, 0n];
-    flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
-    const t = r.tokens, n = t ? t.length : 0;
-    ns[i] = n;
-    for (let j = 0; j < n; j++, k++) {
-      low[k] = t[j]; // the low 16 bits
-      if (t[j] > 0xffff) { places[h] = k; highs[h++] = t[j] >>> 16; }
-    }
-  });
-  return out;
-}
-
-const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
-
-/** The index record's blobs by name; null for none or a damaged one (then rebuilt from the blobs). */
-function parseIndex(bytes) {
-  if (!bytes || bytes.length < 12) return null;
-  const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
-  try {
-    const pages = magic === INDEX_MAGIC;
-    if ((!pages && magic !== INDEX_MAGIC_V2) || bytes.length < 24) return null;
-    const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
-    const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
-    const at = indexLayout(count, total, high, nameBytes, pages);
-    if (at.size !== b.length) return null;
-    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
-    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + at.fps, count);
-    const ns = view(Uint32Array, at.cols + at.ns, count), flags = view(Uint8Array, at.cols + at.flags, count);
-    const { starts, parents } = pages ? pageColumns(b.buffer, b.byteOffset + at.cols + at.pageAt, count) : {};
-    // One conversion widens the stream; the few high halves go in after.
-    const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
-    const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
-    for (let h = 0; h < high; h++) {
-      if (places[h] >= total) return null;
-      tokens[places[h]] += highs[h] * 0x10000;
-    }
-    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
-    if (names.length !== count + 1) return null;
-    const map = new Map();
-    for (let i = 0, next = 0; i < count; i++) {
-      const n = ns[i];
-      if (next + n > total) return null;
-      // Sizes and times a blob can have (a budget sums them): else damaged.
-      if (!isCount(f64[i]) || !isCount(f64[count + i]) || !Number.isFinite(f64[2 * count + i])) return null;
-      // A page's start past its first token and before its last, its parent at least that long.
-      const start = starts ? starts[i] : 0, parentN = starts ? starts[count + i] : 0;
-      if (!isCount(start) || !isCount(parentN) || (start && (start >= n || parentN < start))) return null;
-      const page = start ? { start, parentN, parent: [parents[i], parents[count + i]] } : null;
-      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], page));
-    }
-    return map;
-  } catch {
-    return null; // a RangeError past the end: damaged
-  }
-}

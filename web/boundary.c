@@ -266,23 +266,17 @@ size_t rlxkv_web_held(web_cache *w, size_t n, int dtype, size_t n_layers, int ha
     return rlxkv_cache_held(w->cache, w->tokens, n, dtype, n_layers, has_rows ? (const size_t *)(w->tokens + n) : NULL);
 }
 
-/* Stored-only entries (rlxkv_cache_put_stored) for count entries the
- * scratch area describes: count heads of STORED_HEAD words { n_tokens,
- * dtype | row_major << 8 | too_many << 16, n_values, tokens_at }, then the
- * tokens, each entry's n_tokens from word tokens_at of the scratch area
- * (entries may share words). tokens_at is overwritten with the entry's
- * status. One call for an index's thousands of entries. too_many: n_values
- * is not a size_t (INVALID). */
-enum { STORED_HEAD = 4 };
-void rlxkv_web_put_stored(web_cache *w, size_t count) {
-    uint32_t *head = w->tokens;
-    for (size_t i = 0; i < count; i++, head += STORED_HEAD) {
-        uint32_t how = head[1];
-        int st = (how >> 16) ? RLXKV_ERR_INVALID
-            : rlxkv_cache_put_stored(w->cache, w->tokens + head[3], head[0], (int)(how & 0xff), head[2],
-                                     (int)((how >> 8) & 1));
-        head[3] = (uint32_t)st;
-    }
+/* Stored-only entries (rlxkv_cache_put_stored_many) for count entries the
+ * scratch area describes: count rlxkv_stored records (STORED_HEAD words
+ * each), then n_tokens tokens, which their tokens_at count from. Each
+ * record's status is set. One call for an index's thousands of entries. */
+enum { STORED_HEAD = 7 };
+_Static_assert(sizeof(rlxkv_stored) == 4 * STORED_HEAD && offsetof(rlxkv_stored, like) == 12 &&
+                   offsetof(rlxkv_stored, dtype) == 16 && offsetof(rlxkv_stored, status) == 24,
+               "web/native-cache.js writes rlxkv_stored records as 7 words");
+int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
+    return rlxkv_cache_put_stored_many(w->cache, w->tokens + STORED_HEAD * count, n_tokens, (rlxkv_stored *)w->tokens,
+                                       count);
 }
 
 /* Marks the resident entry of the n scratch tokens clean (how 1) or
