@@ -96,7 +96,7 @@ export class TieredStore {
   #fp;
   #layout;
   /** name -> blob record (see above), every blob of the store. */
-  #known = new Map();
+  #known = new KnownRecords();
   /** names whose lastUse changed since the index was last written (IndexedDB, OPFS). */
   #used = new Set();
   /** name -> promise of a load under way. */
@@ -152,12 +152,13 @@ export class TieredStore {
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
     const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
-    for (const r of this.#known.values()) {
-      if (r.admitted) {
+    // Records an index gave are counted from its columns, not made (KnownRecords).
+    this.#known.tally((admitted, nValues, dtype, status) => {
+      if (admitted) {
         report.indexed++;
-        report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
-      } else report[ADMIT_COUNT[r.status] ?? 'skipped']++;
-    }
+        report.bytes += nValues * (dtype === 'f16' ? 2 : 4);
+      } else report[ADMIT_COUNT[status] ?? 'skipped']++;
+    });
     this.report = report;
   }
 
@@ -166,6 +167,99 @@ export class TieredStore {
     // Oldest use first, so that the most recently used ends most recent.
     records.sort((a, b) => a.lastUse - b.lastUse);
     this.#learn(records, { opening: true });
+  }
+
+  /**
+   * Takes in an index (its bytes) as the open's first known records, those
+   * of this cache as stored-only entries: an RLXKVIX4 one by its columns,
+   * in one C call (NativeCache.putIndex), its records made only when asked
+   * for (KnownRecords); an older one record by record. present: the names
+   * the store holds (an array), or null to trust the index. null if there is
+   * no index or it is damaged; else { dropped: names it has whose blob is
+   * gone (left out), bad: name -> status of records corrupt or too large
+   * (kept, to read again: a writer may have replaced them since),
+   * unresolved: names of pages whose path breaks in it (left out, to read),
+   * missing: with present, the names it lacks, newest: its most recently
+   * used name, count: its records }.
+   */
+  #adoptIndex(bytes, present) {
+    const dropped = [], bad = new Map(), unresolved = new Set();
+    const cols = indexColumns(bytes);
+    if (!cols) {
+      const stored = parseIndex(bytes);
+      if (!stored) return null;
+      const listed = present;
+      if (present) present = new Set(present);
+      const kept = [];
+      for (const [name, r] of stored) {
+        if (present && !present.has(name)) dropped.push(name);
+        else {
+          kept.push(r);
+          if (r.status === 'corrupt' || r.status === 'too-large') bad.set(name, r.status);
+        }
+      }
+      this.#admit(kept);
+      const missing = listed ? listed.filter((n) => !stored.has(n)) : null;
+      return { dropped, bad, unresolved, missing, newest: newestOf(kept), count: stored.size };
+    }
+    const { count, names } = cols;
+    const flags = cols.flags.slice();
+    // Every name in, then those the store lacks out: one pass over each list.
+    const known = this.#known;
+    known.adopt(cols, this.#fp);
+    let missing = null;
+    if (present) {
+      const seen = new Uint8Array(count);
+      missing = [];
+      for (const n of present) {
+        const i = known.placeOf(n);
+        if (i >= 0) seen[i] = 1;
+        else missing.push(n);
+      }
+      for (let i = 0; i < count; i++) {
+        if (!seen[i]) {
+          flags[i] |= FLAG_SKIP;
+          dropped.push(names[i]);
+        }
+      }
+    }
+    for (let i = 0; i < count; i++) {
+      if (flags[i] & (FLAG_CORRUPT | FLAG_TOO_LARGE) && !(flags[i] & FLAG_SKIP)) bad.set(names[i], flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
+    }
+    const status = this.#native.putIndex({ ...cols, flags });
+    if (typeof status === 'number') { // a column no index holds: damaged
+      known.clear();
+      return null;
+    }
+    for (let i = 0; i < count; i++) {
+      if (status[i] === STATUS.NOTFOUND && !(flags[i] & FLAG_SKIP)) {
+        flags[i] |= FLAG_SKIP;
+        unresolved.add(names[i]);
+      }
+    }
+    for (const n of dropped) known.delete(n);
+    for (const n of unresolved) known.delete(n);
+    known.admit(status);
+    let newest = null;
+    for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
+    return { dropped, bad, unresolved, missing, newest, count };
+  }
+
+  /**
+   * The index checked against the store's names and repaired: the records
+   * #adoptIndex took (or none), those the index does not describe, or
+   * describes as bad, read (their first bytes) and added. The records to
+   * write back into the index: { news, dropped }.
+   */
+  async #repair(adopted, names) {
+    const { dropped = [], bad = new Map(), unresolved = new Set() } = adopted ?? {};
+    const missing = adopted?.missing ? [...adopted.missing, ...unresolved, ...bad.keys()] : names.filter((n) => !this.#known.has(n) || bad.has(n));
+    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
+    const repaired = await this.#headRecords(files);
+    this.#admit(repaired);
+    // A page whose path broke in the index is written back as it was (it breaks again: an orphan, for a prune).
+    const news = repaired.filter((r) => !unresolved.has(r.name) && (!bad.has(r.name) || bad.get(r.name) !== r.status));
+    return { news, dropped };
   }
 
   /**
@@ -185,21 +279,10 @@ export class TieredStore {
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    const stored = parseIndex(bytes) ?? new Map();
-    const present = new Set(names);
-    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    const kept = [], dropped = [];
-    for (const [name, r] of stored) {
-      if (!present.has(name)) dropped.push(name);
-      else if (!bad(r)) kept.push(r);
-    }
-    const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
-    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
-    const repaired = await this.#headRecords(files);
-    this.#admit(kept.length ? [...kept, ...repaired] : repaired);
-    const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
+    const { news, dropped } = await this.#repair(this.#adoptIndex(bytes, names), names);
     if (!news.length && !dropped.length) return;
     // Only a cache of the directory: one that cannot be written is found as it is at the next open.
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
     await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
       [...news.map((r) => r.name), ...dropped]).catch(() => {});
   }
@@ -246,28 +329,26 @@ export class TieredStore {
    */
   async #readIndexFile() {
     const [bytes, dead] = await Promise.all([this.#blobs.readIndex(), this.#blobs.deadMarkers()]);
-    const stored = parseIndex(bytes) ?? new Map();
-    const newest = () => [...this.#known.values()].reduce((a, r) => (!a || r.lastUse > a.lastUse ? r : a), null)?.name;
-    if (stored.size && dead && !dead.length) {
-      // Every writer since it was written has updated it, or is at it now.
-      this.#admit([...stored.values()]);
-      await this.#blobs.ready(newest());
+    // Every writer since it was written has updated it, or is at it now: trusted.
+    const trusted = dead && !dead.length ? this.#adoptIndex(bytes, null) : null;
+    if (trusted && trusted.count && !trusted.unresolved.size) {
+      await this.#blobs.ready(trusted.newest);
       return;
     }
     const names = await this.#blobs.names();
-    const present = new Set(names);
-    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    const kept = [...stored.values()].filter((r) => present.has(r.name) && !bad(r));
-    const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
-    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
-    const repaired = await this.#headRecords(files);
-    this.#admit([...kept, ...repaired]);
-    const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
-    const ready = this.#blobs.ready(newest());
+    let adopted;
+    if (trusted) {
+      const present = new Set(names);
+      const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
+      for (const n of dropped) this.#drop(n);
+      adopted = { ...trusted, dropped };
+    } else adopted = this.#adoptIndex(bytes, names);
+    const { news, dropped } = await this.#repair(adopted, names);
+    const ready = this.#blobs.ready(newestOf([...this.#known.values()]));
     // A record another tab wrote since is kept, unless bad. Only a hint: a
     // store it cannot be written to (over quota) opens all the same, and
     // its dead writers' markers stay.
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
     const updated = !news.length && !dropped.length ? true
       : await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
         [...news.map((r) => r.name), ...dropped]).then(() => true, () => false);
@@ -285,26 +366,23 @@ export class TieredStore {
   async #readIndex() {
     const listing = this.#blobs.list();
     const index = await listing.index;
-    const stored = parseIndex(index && index.bytes) ?? new Map();
-    this.#admit([...stored.values()]);
+    const adopted = this.#adoptIndex(index && index.bytes, null);
     const { records, newest } = await listing.census;
-    const current = !!index && records === stored.size + 1 && newest <= index.timestamp;
+    const current = !!adopted && !adopted.unresolved.size && records === adopted.count + 1 && newest <= index.timestamp;
     if (current) return; // the index describes every key
     const present = new Set(await this.#blobs.names());
-    const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    for (const name of dropped) {
-      if (this.#known.get(name).admitted) this.#native.blobGone(stored.get(name).tokens);
-      this.#known.delete(name);
-    }
+    const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
+    for (const name of dropped) this.#drop(name);
     const repaired = [];
     for (const name of present) {
-      if (stored.has(name)) continue;
+      if (this.#known.has(name)) continue;
       const bytes = await this.#blobs.read(name);
       if (bytes) repaired.push(recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length)));
     }
     this.#admit(repaired);
-    if (repaired.length || dropped.length) {
-      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: repaired, remove: dropped }));
+    const news = repaired.filter((r) => !adopted?.unresolved.has(r.name));
+    if (news.length || dropped.length) {
+      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: news, remove: dropped }));
     }
   }
 
@@ -1494,6 +1572,7 @@ function keyOfName(name) {
 // another magic is rebuilt from the blobs, as a damaged one is.)
 const pad4 = (at) => (at + 3) & ~3;
 const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
+const FLAG_SKIP = 128; // never in an index: NativeCache.putIndex's 'do not place'
 const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
 const INDEX_VERSIONS = { [INDEX_MAGIC]: 4, [INDEX_MAGIC_V3]: 3, [INDEX_MAGIC_V2]: 2 };
 
@@ -1577,6 +1656,165 @@ export function encodeIndex(map) {
 }
 
 const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
+
+/** The name of the most recently used of records, or null. */
+const newestOf = (records) => records.reduce((a, r) => (!a || r.lastUse > a.lastUse ? r : a), null)?.name ?? null;
+
+/**
+ * An RLXKVIX4 index's columns, as views of its bytes (no record made), for
+ * an open (NativeCache.putIndex, KnownRecords): { count, names, bytes,
+ * nValues, lastUse, fps, starts (start, then parentN), ns, parents, flags,
+ * low, places, highs (the own tokens' stream as stored) }; null for none,
+ * another magic, or sizes that disagree (the per-record checks are
+ * putIndex's, in C).
+ */
+function indexColumns(bytes) {
+  if (!bytes || bytes.length < 24 || INDEX_VERSIONS[String.fromCharCode.apply(null, bytes.subarray(0, 8))] !== 4) return null;
+  try {
+    const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
+    const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
+    const at = indexLayout(count, total, high, nameBytes, 4);
+    if (at.size !== b.length) return null;
+    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
+    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
+    if (names.length !== count + 1) return null;
+    return {
+      count, names,
+      bytes: view(Float64Array, at.cols, count), nValues: view(Float64Array, at.cols + 8 * count, count),
+      lastUse: view(Float64Array, at.cols + 16 * count, count), fps: view(BigUint64Array, at.cols + at.fps, count),
+      starts: view(Float64Array, at.cols + at.pageAt, 2 * count), ns: view(Uint32Array, at.cols + at.ns, count),
+      parents: view(Uint32Array, at.cols + at.parentAt, count), flags: view(Uint8Array, at.cols + at.flags, count),
+      low: view(Uint16Array, at.tokensAt, total), places: view(Uint32Array, at.highAt, high), highs: view(Uint16Array, at.highAt + 4 * high, high),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The store's records by name (TieredStore's #known): a Map whose values
+ * that an index gave at the open (adopt()) stay places in its columns
+ * until asked for. get() makes that one record, its path walked up its
+ * parents; values(), entries() and iteration make them all, their paths
+ * shared (pathsOf). So an open of ten thousand records makes none, and a
+ * hit makes those of its path. tally() counts without making any.
+ */
+class KnownRecords extends Map {
+  #cols = null;
+  #status = null;
+  #mine = null;
+  #fp = 0n;
+  #tokens = null;
+  #offs = null;
+  #paths = null;
+
+  /** The records of index columns `cols`, every one (the caller deletes those it leaves out); fp: the cache's. */
+  adopt(cols, fp) {
+    this.#cols = cols;
+    this.#fp = fp;
+    const { names, count } = cols;
+    for (let i = 0; i < count; i++) super.set(names[i], i);
+    // Of the cache's fingerprint: compared as two u32 halves, no BigInt each.
+    const halves = new Uint32Array(cols.fps.buffer, cols.fps.byteOffset, 2 * count);
+    const lo = Number(fp & 0xffffffffn), hi = Number(fp >> 32n);
+    this.#mine = new Uint8Array(count);
+    for (let i = 0; i < count; i++) this.#mine[i] = halves[2 * i] === lo && halves[2 * i + 1] === hi ? 1 : 0;
+  }
+
+  /** Which records are stored-only entries: their NativeCache.putIndex status (>= 0). */
+  admit(status) { this.#status = status; }
+
+  /** Record `name`'s place in the adopted columns, if it is still one of them unmade; else -1. */
+  placeOf(name) {
+    const v = super.get(name);
+    return typeof v === 'number' ? v : -1;
+  }
+
+  get(name) {
+    const v = super.get(name);
+    return typeof v === 'number' ? this.#make(name, v) : v;
+  }
+
+  values() { this.#makeAll(); return super.values(); }
+  entries() { this.#makeAll(); return super.entries(); }
+  [Symbol.iterator]() { return this.entries(); }
+  forEach(fn, self) { this.#makeAll(); super.forEach(fn, self); }
+
+  /** fn(admitted, nValues, dtype, status) of every record, none made. */
+  tally(fn) {
+    const c = this.#cols;
+    for (const v of super.values()) {
+      if (typeof v !== 'number') { fn(!!v.admitted, v.nValues, v.dtype, v.status); continue; }
+      const f = c.flags[v];
+      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#mine[v] ? 'stale' : 'ok';
+      fn(status === 'ok' && this.#status[v] >= 0, c.nValues[v], f & FLAG_F16 ? 'f16' : 'f32', status);
+    }
+  }
+
+  /** Record i of the columns, as indexedRecord and #learn make it. */
+  #make(name, i) {
+    const c = this.#cols, f = c.flags[i], start = c.starts[i];
+    const tokens = f & (FLAG_CORRUPT | FLAG_TOO_LARGE) ? null : this.#pathOf(i);
+    const r = indexedRecord(name, c.bytes[i], c.lastUse[i], c.fps[i], f, tokens, c.nValues[i], start, c.starts[c.count + i], start ? c.names[c.parents[i] - 1] : undefined);
+    if (r.status === 'ok') {
+      if (r.fingerprint !== this.#fp) r.status = 'stale';
+      else r.admitted = this.#status[i] >= 0;
+    }
+    super.set(name, r);
+    return r;
+  }
+
+  #makeAll() {
+    let lazy = false;
+    for (const v of super.values()) if (typeof v === 'number') { lazy = true; break; }
+    if (!lazy) return;
+    const c = this.#cols;
+    this.#paths ??= pathsOf((i) => (c.parents[i] ? c.parents[i] - 1 : -1), c.starts, this.#offsets(), this.#own(), c.flags, c.count);
+    for (const [name, v] of super.entries()) if (typeof v === 'number') this.#make(name, v);
+  }
+
+  /** The own tokens, widened (once). */
+  #own() {
+    if (!this.#tokens) {
+      const c = this.#cols, t = new Uint32Array(c.low);
+      for (let h = 0; h < c.places.length; h++) t[c.places[h]] += c.highs[h] * 0x10000;
+      this.#tokens = t;
+    }
+    return this.#tokens;
+  }
+
+  /** Where each record's own tokens begin (count + 1 of them). */
+  #offsets() {
+    if (!this.#offs) {
+      const { ns, count } = this.#cols, o = new Float64Array(count + 1);
+      for (let i = 0; i < count; i++) o[i + 1] = o[i] + ns[i];
+      this.#offs = o;
+    }
+    return this.#offs;
+  }
+
+  /** Record i's path: its own tokens after its parents' (putIndex found it whole), or the shared paths once made. */
+  #pathOf(i) {
+    if (this.#paths) return this.#paths[i];
+    const c = this.#cols, own = this.#own(), offs = this.#offsets();
+    const len = (k) => c.starts[k] + c.ns[k];
+    const out = new Uint32Array(len(i));
+    let cur = i, end = out.length;
+    for (let steps = 0; end > 0 && steps <= c.count; steps++) {
+      const made = cur !== i ? super.get(c.names[cur]) : null;
+      if (made && typeof made === 'object' && made.tokens && made.tokens.length >= end) {
+        out.set(made.tokens.subarray(0, end));
+        break;
+      }
+      const start = c.starts[cur];
+      if (end > start) out.set(own.subarray(offs[cur], offs[cur] + end - start), start);
+      if (!start) break;
+      if (start < end) end = start;
+      cur = c.parents[cur] - 1;
+    }
+    return out;
+  }
+}
 
 /**
  * The index's blobs by name; null for none or a damaged one (then rebuilt

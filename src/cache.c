@@ -260,9 +260,12 @@ static const uint32_t *base_of(const node *x) { return x->label - (x->depth - x-
 
 /* The nodes from x up whose labels borrow from `from` borrow from `to`
  * instead: the tokens of another entry below each of them (so, with the
- * same tokens on their paths). */
+ * same tokens on their paths). The run stops at a node above x that holds
+ * an entry: its label is its own entry's, even where that entry's tokens
+ * are `from` too (stubs of one put_stored_many share theirs). */
 static void rebase(const rlxkv_cache *c, node *x, const uint32_t *from, const uint32_t *to) {
-    for (; x != c->root && base_of(x) == from; x = x->parent) x->label = to + (x->depth - x->nlabel);
+    for (node *y = x; y != c->root && base_of(y) == from && (y == x || !y->entry); y = y->parent)
+        y->label = to + (y->depth - y->nlabel);
 }
 
 /* Index of the first child whose first token is >= t. */
@@ -1285,12 +1288,94 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     return put_stored_at(c, c ? c->root : NULL, tokens, n_tokens, dtype, n_values, row_major, NULL, &at);
 }
 
-/* Stubs of one call share one copy of its tokens, and one whose tokens
- * start where an earlier one's do (`like`) shares its first tokens: it is
- * placed from the node up that one's path where they meet, not from the
- * root. A chain of pages is then O(its own tokens) to place, not O(its
- * path): 10,000 pages in chains of 200 are 16 million path tokens, 160
- * thousand of their own. */
+/* A block of tokens stubs share: a count of its holders, then the tokens. */
+static size_t *block_new(size_t n) {
+    if (n > (SIZE_MAX - sizeof(size_t)) / sizeof(uint32_t)) return NULL;
+    size_t *b = malloc(sizeof(size_t) + n * sizeof(uint32_t));
+    if (b) *b = 1; /* the call's own hold, let go at its end */
+    return b;
+}
+static void block_release(size_t *b) {
+    if (b && !--*b) free(b);
+}
+
+/* The paths of put_stored_many's pages (specs with a parent), after the
+ * blobs' (their own tokens). A page's path is its parent's first `start`
+ * tokens, then its own. The ends of chains first (specs no page extends
+ * from their last token): each gets a block of its own, and every spec up
+ * its chain whose path ends where the walk is gets a view of it, so that
+ * a chain shares one copy, linear in its tokens. A spec whose path breaks
+ * (a parent out of range, of another length than parent_n, or broken; a
+ * loop) gets path NULL. path[i], block[i], len[i]: out; blocks: every
+ * block made, *n_blocks of them. Returns 0 if out of memory. */
+static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, const rlxkv_stored *s, size_t count,
+                        const uint32_t **path, size_t **block, size_t *len, size_t **blocks, size_t *n_blocks,
+                        size_t *chain, unsigned char *extended) {
+    for (size_t i = 0; i < count; i++) {
+        path[i] = NULL;
+        block[i] = NULL;
+        extended[i] = 0;
+        len[i] = s[i].parent ? s[i].start + s[i].n_tokens : s[i].n_tokens;
+        if (s[i].tokens_at > n_tokens || s[i].n_tokens > n_tokens - s[i].tokens_at || len[i] < s[i].n_tokens ||
+            (s[i].parent && !s[i].start))
+            len[i] = SIZE_MAX; /* invalid */
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t p = s[i].parent;
+        if (p && p <= count && len[i] != SIZE_MAX && s[i].start == len[p - 1]) extended[p - 1] = 1;
+    }
+    *n_blocks = 0;
+    for (int ends = 1; ends >= 0; ends--) {
+        for (size_t r = 0; r < count; r++) {
+            if (path[r] || len[r] == SIZE_MAX || extended[r] == 2 || (ends && extended[r] == 1)) continue;
+            if (!s[r].parent) {
+                path[r] = copy + s[r].tokens_at;
+                block[r] = shared;
+                continue;
+            }
+            size_t *b = block_new(len[r]);
+            if (!b) return 0;
+            blocks[(*n_blocks)++] = b;
+            uint32_t *buf = (uint32_t *)(b + 1);
+            size_t cur = r, end = len[r], n_chain = 0, steps = 0;
+            int ok = 1;
+            while (end > 0) {
+                if (path[cur]) {
+                    memcpy(buf, path[cur], end * sizeof *buf);
+                    break;
+                }
+                size_t start = s[cur].parent ? s[cur].start : 0;
+                if (end > start) memcpy(buf + start, copy + s[cur].tokens_at, (end - start) * sizeof *buf);
+                if (end == len[cur]) chain[n_chain++] = cur;
+                if (!s[cur].parent) break;
+                size_t p = s[cur].parent - 1;
+                if (p >= count || len[p] == SIZE_MAX || extended[p] == 2 || len[p] != s[cur].parent_n || ++steps > count) {
+                    ok = 0;
+                    break;
+                }
+                if (start < end) end = start;
+                cur = p;
+            }
+            for (size_t k = 0; k < n_chain; k++) {
+                if (ok) {
+                    path[chain[k]] = buf;
+                    block[chain[k]] = b;
+                } else {
+                    extended[chain[k]] = 2; /* broken */
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* Stubs of one call share copies of its tokens: the blobs' one copy of
+ * the array, a chain of pages one block of its path. A spec with a parent
+ * is placed from its parent's node, and one whose tokens start where an
+ * earlier one's do (`like`) from that one's, not from the root: a chain
+ * of pages is then O(its own tokens) to place and to hold, not O(its
+ * path) each: 10,000 pages in chains of 200 are 16 million path tokens,
+ * 160 thousand of their own. */
 int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
                                 size_t count) {
     if (!c || (!tokens && n_tokens) || (!specs && count)) return RLXKV_ERR_INVALID;
@@ -1299,34 +1384,48 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
         for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_OK;
         return RLXKV_OK;
     }
-    if (n_tokens > (SIZE_MAX - sizeof(size_t)) / sizeof *tokens) return RLXKV_ERR_NOMEM;
-    size_t *shared = malloc(sizeof(size_t) + n_tokens * sizeof *tokens);
-    node **at = malloc((count ? count : 1) * sizeof *at);
-    if (!shared || !at) {
-        free(shared);
-        free(at);
-        return RLXKV_ERR_NOMEM;
-    }
+    size_t *shared = block_new(n_tokens);
+    size_t n = count ? count : 1, n_blocks = 0;
+    node **at = malloc(n * sizeof *at);
+    const uint32_t **path = malloc(n * sizeof *path);
+    size_t **block = malloc(n * sizeof *block), **blocks = malloc(n * sizeof *blocks);
+    size_t *len = malloc(n * sizeof *len), *chain = malloc(n * sizeof *chain);
+    unsigned char *extended = malloc(n);
+    int st = RLXKV_ERR_NOMEM;
+    if (!shared || !at || !path || !block || !blocks || !len || !chain || !extended) goto out;
     uint32_t *copy = (uint32_t *)(shared + 1);
     if (n_tokens) memcpy(copy, tokens, n_tokens * sizeof *tokens);
-    *shared = 1; /* this call's own hold, let go at the end */
+    if (!stored_paths(copy, n_tokens, shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
+        goto out;
     for (size_t i = 0; i < count; i++) {
         rlxkv_stored *r = &specs[i];
         at[i] = NULL;
-        if (r->tokens_at > n_tokens || r->n_tokens > n_tokens - r->tokens_at) continue; /* INVALID */
-        /* Where the path of `like` and this one's part: the lowest node up
-         * its path at or above this one's length (they share that much). */
-        node *from = c->root;
-        if (r->like && r->like <= i && specs[r->like - 1].tokens_at == r->tokens_at && at[r->like - 1]) {
-            from = at[r->like - 1];
-            while (from->depth > r->n_tokens) from = from->parent;
+        if (!path[i]) {
+            r->status = r->parent && len[i] != SIZE_MAX ? RLXKV_ERR_NOTFOUND : RLXKV_ERR_INVALID;
+            continue;
         }
-        r->status = put_stored_at(c, from, copy + r->tokens_at, r->n_tokens, r->dtype, r->n_values, r->row_major,
-                                  shared, &at[i]);
+        /* Where its path and its parent's (or like's) part: the lowest node
+         * up that one's path at or above this one's length. */
+        node *from = c->root;
+        size_t hint = r->parent ? r->parent : r->like;
+        if (hint && hint <= i && at[hint - 1] && (r->parent || specs[hint - 1].tokens_at == r->tokens_at)) {
+            from = at[hint - 1];
+            while (from->depth > (r->parent ? r->start : len[i])) from = from->parent;
+        }
+        r->status = put_stored_at(c, from, path[i], len[i], r->dtype, r->n_values, r->row_major, block[i], &at[i]);
     }
+    st = RLXKV_OK;
+out:
+    for (size_t k = 0; k < n_blocks; k++) block_release(blocks[k]);
+    block_release(shared);
     free(at);
-    if (!--*shared) free(shared);
-    return RLXKV_OK;
+    free(path);
+    free(block);
+    free(blocks);
+    free(len);
+    free(chain);
+    free(extended);
+    return st;
 }
 
 int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,

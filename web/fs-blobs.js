@@ -209,8 +209,8 @@ export class FsBlobs {
     }
     const blobs = [], temps = [];
     for (const name of names) {
-      if (TEMP.test(name) || INDEX_TEMP.test(name)) temps.push(name);
-      else if (name.endsWith(SUFFIX)) blobs.push(name);
+      if (name.endsWith(SUFFIX)) blobs.push(name);
+      else if (name.endsWith('.tmp') && (TEMP.test(name) || INDEX_TEMP.test(name))) temps.push(name);
     }
     return { blobs, temporaries: temps.length ? (await this.list(temps)).temporaries : [] };
   }

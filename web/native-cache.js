@@ -18,7 +18,7 @@ export const DTYPE = { f32: 0, f16: 1 };
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
 /** Words of each entry's head in rlxkv_web_put_stored's scratch (web/boundary.c, STORED_HEAD). */
-export const STORED_HEAD = 7;
+export const STORED_HEAD = 10;
 /** Scratch words per rlxkv_web_put_stored call: 1 MiB. */
 const STORED_BATCH = 1 << 18;
 
@@ -73,6 +73,7 @@ function bindings(core) {
       rlxkv_web_mark: M._rlxkv_web_mark,
       rlxkv_web_match: M._rlxkv_web_match,
       rlxkv_web_put: M._rlxkv_web_put,
+      rlxkv_web_put_index: M._rlxkv_web_put_index,
       rlxkv_web_put_stored: M._rlxkv_web_put_stored,
       rlxkv_web_record: M._rlxkv_web_record,
       rlxkv_web_scratch: M._rlxkv_web_scratch,
@@ -327,22 +328,56 @@ export class NativeCache {
         const r = records[k], t = r.tokens;
         const fits = r.nValues >= 0 && r.nValues === toSize(r.nValues); // else INVALID
         const tokensAt = spans.get(t.buffer).at + ((t.byteOffset - spans.get(t.buffer).lo) >> 2);
-        // rlxkv_stored: tokens_at, n_tokens, n_values, like, dtype, row_major, status
+        // rlxkv_stored: tokens_at, n_tokens, n_values, like, parent, start, parent_n, dtype, row_major, status
         u32[head] = tokensAt;
         u32[head + 1] = t.length;
         u32[head + 2] = fits ? r.nValues : 0;
         u32[head + 3] = last.get(tokensAt) ?? 0;
-        u32[head + 4] = fits ? DTYPE[r.dtype] : 0xff;
-        u32[head + 5] = r.rowMajor ? 1 : 0;
-        u32[head + 6] = 0;
+        u32[head + 4] = u32[head + 5] = u32[head + 6] = 0;
+        u32[head + 7] = fits ? DTYPE[r.dtype] : 0xff;
+        u32[head + 8] = r.rowMajor ? 1 : 0;
+        u32[head + 9] = 0;
         last.set(tokensAt, k - i + 1);
       }
       const st = C.rlxkv_web_put_stored(this.#web, count, words);
       const out = core.u32; // read after the call: the heap may have grown
-      for (let k = i, head = p + 6; k < end; k++, head += STORED_HEAD) status[k] = st < 0 ? st : out[head] | 0;
+      for (let k = i, head = p + 9; k < end; k++, head += STORED_HEAD) status[k] = st < 0 ? st : out[head] | 0;
       i = end;
     }
     return status;
+  }
+
+  /**
+   * Stored-only entries for the records of a store index as its columns
+   * give them (js/tiers.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
+   * { count, nValues, starts (start, then parentN: 2 × count), bytes,
+   * lastUse, fps, ns (own
+   * token counts), parents (place + 1, or 0), flags (the index's, 128: skip),
+   * low, places, highs (the own tokens as the index stores them: low 16
+   * bits, and the places and high halves of those of 0x10000 or more) }. Each record's C status, in
+   * an Int32Array (NOTFOUND: its path breaks; INVALID: not placed), or a
+   * status < 0 for them all (CORRUPT: a column no index holds).
+   */
+  putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
+    const C = this.#C, high = places.length;
+    const flagWords = (count + 3) >> 2, words = 14 * count + flagWords + low.length + high + ((high + 1) >> 1);
+    const p = C.rlxkv_web_scratch(this.#web, words) >>> 2;
+    if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
+    const buf = this.#core.u32.buffer, at = 4 * p, tokensAt = at + 56 * count + 4 * flagWords;
+    new Float64Array(buf, at, count).set(nValues);
+    new Float64Array(buf, at + 8 * count, 2 * count).set(starts);
+    new Float64Array(buf, at + 24 * count, count).set(bytes);
+    new Float64Array(buf, at + 32 * count, count).set(lastUse);
+    new BigUint64Array(buf, at + 40 * count, count).set(fps);
+    new Uint32Array(buf, at + 48 * count, count).set(ns);
+    new Uint32Array(buf, at + 52 * count, count).set(parents);
+    new Uint8Array(buf, at + 56 * count, count).set(flags);
+    new Uint32Array(buf, tokensAt, low.length).set(low); // widened by the copy; the high halves added in C
+    new Uint32Array(buf, tokensAt + 4 * low.length, high).set(places);
+    new Uint16Array(buf, tokensAt + 4 * (low.length + high), high).set(highs);
+    const st = C.rlxkv_web_put_index(this.#web, count, low.length, high);
+    if (st < 0) return st;
+    return new Int32Array(this.#core.u32.buffer, at + 48 * count, count).slice();
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */

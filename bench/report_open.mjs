@@ -1,0 +1,80 @@
+// The BENCHMARKS.md section for the open of a large store (issue #23,
+// "Open"), from the JSON of bench/bench_open.mjs (open.json): the target
+// judged per storage, then the table. bench/report.mjs calls
+// openMarkdown(dir); the bench prints openTable({ open }).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mb, ms, n0 } from './format.mjs';
+
+const LIMIT_MS = 20, MIN_PAGES = 10000, MIN_BYTES = 2e9;
+const STORAGES = [['node', "Node 'fs'"], ['idb', "Chromium 'idb'"], ['opfs', "Chromium 'opfs'"]];
+
+/** The target row: met where every storage measured opened its ≥ 10,000-page, ≥ 2 GB store within the limit. */
+function target(open) {
+  const rows = STORAGES.filter(([k]) => open[k]).map(([k, label]) => [label, open[k]]);
+  if (!rows.length) return null;
+  const big = (r) => r.pages >= MIN_PAGES && r.store_bytes >= MIN_BYTES;
+  return {
+    name: `Open of a store of ≥ ${n0(MIN_PAGES)} pages (≥ 2 GB) ≤ ${LIMIT_MS} ms`,
+    met: rows.every(([, r]) => big(r) && r.open_ms <= LIMIT_MS),
+    measured: rows.map(([label, r]) => `${label}: ${ms(r.open_ms)} (${n0(r.pages)} pages, ${mb(r.store_bytes)}${big(r) ? '' : ': too small to count'})`).join('; '),
+    per: rows.map(([label, r]) => ({ label, met: big(r) && r.open_ms <= LIMIT_MS, r })),
+  };
+}
+
+const COLS = [
+  ['Storage', (label) => label],
+  ['Pages', (l, r) => n0(r.pages)],
+  ['Stored', (l, r) => mb(r.store_bytes)],
+  ['Entries indexed', (l, r) => n0(r.indexed)],
+  ['openCache (median)', (l, r) => ms(r.open_ms)],
+  ['Fastest, slowest', (l, r) => `${ms(Math.min(...r.runs))}, ${ms(Math.max(...r.runs))}`],
+  ['Written in', (l, r) => `${r.build_s} s`],
+  ['Checked after', (l, r) => (r.check ? `a match of conversation ${r.check.checked}: every page's values in place` : '—')],
+];
+
+function table(open, md) {
+  const rows = STORAGES.filter(([k]) => open[k]).map(([k, label]) => COLS.map(([, f]) => f(label, open[k])));
+  const out = [md ? `| ${COLS.map(([h]) => h).join(' | ')} |` : COLS.map(([h]) => h).join(' | ')];
+  if (md) out.push(`|${COLS.map((_, i) => (i < 1 ? '---' : '---:')).join('|')}|`);
+  for (const cells of rows) out.push(md ? `| ${cells.join(' | ')} |` : cells.join(' | '));
+  return out;
+}
+
+/** What else the Node run measured: the open without the index, and by another checkout. */
+function notes(open) {
+  const n = open.node, out = [];
+  if (n?.without_index) out.push(`Node, the same directory without its index file (as a store written before it): ${ms(n.without_index.ms)}, once: the first bytes of each of the ${n0(n.pages)} blobs read, and the index written for the opens after.`);
+  if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (before this change: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
+  return out;
+}
+
+/** The text the bench prints. */
+export function openTable({ open }) {
+  const t = target(open);
+  return [...table(open, false), '', ...(t ? t.per.map((p) => `  [${p.met ? 'met' : 'MISSED'}] ${t.name}, ${p.label}: ${ms(p.r.open_ms)}`) : []), ...notes(open)].join('\n');
+}
+
+/** The BENCHMARKS.md section, from open.json in dir (saying so if it is missing). */
+export function openMarkdown(dir) {
+  let open = null;
+  try { open = JSON.parse(readFileSync(join(dir, 'open.json'), 'utf8')); } catch { /* not run */ }
+  const md = ['## Open of a large store (issue #23)', ''];
+  if (!open) {
+    md.push(`Not measured in this run: no ${join(dir, 'open.json')} from bench/bench_open.mjs.`, '');
+    return md.join('\n');
+  }
+  const c = open.config;
+  md.push(`A store of ${n0(c.pages)} pages: ${n0(c.conversations)} conversations over one 16-token system prompt, each of 200 turns of 16 tokens, every turn inserted as a page and each conversation flushed in turn (bench/open_workload.js; f16 KV of Qwen2.5-0.5B's shape, ${n0(c.bytes_per_token)} bytes a token). ` +
+    `openCache is timed from its call to the open cache, ${c.reps} times: in Node (bench/bench_open.mjs, Node ${c.node}, storage 'fs' on local disk) each in a fresh process, the directory in the OS page cache; in Chromium (${c.chromium ? `Chromium ${c.chromium}, the page importing ${c.entry}` : 'not run'}, bench/open_page.js, a persistent profile on disk) each on a fresh page load, in a window, the module loaded before the clock starts. ` +
+    'Each store is then checked once: a match of one whole conversation (201 pages, parents first) with every page\'s values in place. Medians; the machine is shared, so absolute times move between runs.');
+  const t = target(open);
+  md.push('', '| Target | Status | Measured |', '|---|---|---|');
+  for (const p of t ? t.per : []) md.push(`| ${t.name}: ${p.label} | ${p.met ? '**met**' : '**missed**'} | ${ms(p.r.open_ms)} (${n0(p.r.pages)} pages, ${mb(p.r.store_bytes)}) |`);
+  for (const [k, label] of STORAGES) if (!open[k]) md.push(`| ${t ? t.name : 'Open'}: ${label} | not measured | — |`);
+  md.push('', ...table(open, true));
+  const extra = notes(open);
+  if (extra.length) md.push('', ...extra.map((x) => `- ${x}`));
+  md.push('');
+  return md.join('\n');
+}
