@@ -22,6 +22,35 @@ function target(open) {
   };
 }
 
+/**
+ * The rows of BENCHMARKS.md's Targets table (bench/report.mjs): one per
+ * storage, { name, met, measured, why, fix } (met null: not measured).
+ */
+export function openTargets(open) {
+  const name = (label) => `Open of a store of ≥ ${n0(MIN_PAGES)} pages (≥ 2 GB) ≤ ${LIMIT_MS} ms, ${label}`;
+  const t = open && target(open);
+  return STORAGES.map(([k, label]) => {
+    const p = t && t.per.find((x) => x.label === label);
+    if (!p) return { name: name(label), met: null, measured: 'not measured' };
+    return {
+      name: name(label), met: p.met, measured: `${ms(p.r.open_ms)} (${n0(p.r.pages)} pages, ${mb(p.r.store_bytes)})`,
+      why: WHY[k], fix: FIX[k],
+    };
+  });
+}
+
+// Where a missed open's time goes, from profiles of the open (js/tiers.js #readDirIndex, #adoptIndex).
+const WHY = {
+  node: "An open does a few passes over the index's ten thousand records, and each is cold code: the listing of the directory (one readdir of 10,401 names, about 10 ms alone here), the index file's read, a map of its names, the listing checked against it, and one C call that places every stored-only entry (a page from its parent's node, each chain's path one shared block). Node 20's V8 runs these passes in its interpreter and baseline tier the first time, several times slower than warmed code.",
+  idb: 'The index record\'s read and the same passes as in Node, but no listing: a census of the store (a count and the newest timestamp) instead.',
+  opfs: "The index file's read (a helper worker started in a window), the check of its writers' markers, and the same passes as in Node.",
+};
+const FIX = {
+  node: "Trust the index without listing the directory when the directory's mtime is the one recorded with it and older than it by more than the file system's timestamp tick (git's racy-clean rule), so that readdir runs only when something changed; make the records' names a column matched in C.",
+  idb: "Keep the names' map out of the open (match names in C); read the index record and the census in one transaction.",
+  opfs: 'Open the index file without the helper worker in a window; as for IndexedDB, match names in C.',
+};
+
 const COLS = [
   ['Storage', (label) => label],
   ['Pages', (l, r) => n0(r.pages)],

@@ -4,14 +4,17 @@
 // stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
 // hit.
 //
-//   open:  reads the index, never the KV: in a Node directory each blob's
-//          first bytes (tokens and sizes); in IndexedDB one index record,
+//   open:  reads the index, never the KV: in IndexedDB one index record,
 //          checked against a census of the store (a count and the newest
 //          timestamp) or, if they disagree, against every key, and the
 //          blobs it does not describe read once to repair it (a store
 //          written by 0.1.0 has no index at all); in OPFS one index file,
-//          checked against the directory's listing of names, the blobs it
-//          does not describe read (their first bytes) to repair it.
+//          checked, when a writer died, against the directory's listing of
+//          names; in a Node directory one index file, always checked
+//          against the listing: the blobs either does not describe read
+//          (their first bytes) to repair it. The index's records go into
+//          the C cache in one call and are made in JS only when asked for
+//          (KnownRecords), so an open costs a few passes over its columns.
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
@@ -27,10 +30,10 @@
 //          page reads its parents first where memory lacks them, and a
 //          prune takes pages that others need only after them.
 //   flush: each dirty entry encoded from the heap and written on its own
-//          (a directory: temporary file + rename or move, then, in OPFS,
-//          one update of the index file; IndexedDB: batches of records and
-//          the index in one transaction), then marked clean if it is still
-//          the entry that was encoded.
+//          (a directory: temporary file + rename or move, then one update
+//          of the index file; IndexedDB: batches of records and the index
+//          in one transaction), then marked clean if it is still the entry
+//          that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
 import { RlxkvError, STATUS, statusError } from '../web/errors.js';
@@ -272,15 +275,32 @@ export class TieredStore {
    * other processes update it after their saves and removals, last one
    * winning: what one missed is found here the same way. A file rewritten
    * in place under its name is not seen here: the hit that reads it checks
-   * it whole. Temporary files of dead writers are swept.
+   * it whole. Temporary files of dead writers are swept. An index that a
+   * listing found right, and that the directory has not changed since
+   * (FsBlobs indexState(): its mtime, stamped on the index), is taken
+   * without the listing.
    */
   async #readDirIndex() {
-    const [bytes, { blobs: names, temporaries }] = await Promise.all([this.#blobs.readIndex(), this.#blobs.names()]);
+    const [bytes, state] = await Promise.all([this.#blobs.readIndex(), this.#blobs.indexState()]);
+    // Stamped: nothing added, removed or renamed since a listing agreed with it.
+    // (A bad record needs no second look then: a blob mended by a save would have been renamed in.)
+    const trusted = state.stamped ? this.#adoptIndex(bytes, null) : null;
+    if (trusted) {
+      // Pages whose path breaks in it (orphans) are read by name, as they always are.
+      if (trusted.unresolved.size) await this.#repair({ ...trusted, bad: new Map(), missing: [] }, []);
+      return;
+    }
+    const { blobs: names, temporaries } = await this.#blobs.names();
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    const { news, dropped } = await this.#repair(this.#adoptIndex(bytes, names), names);
-    if (!news.length && !dropped.length) return;
+    const adopted = this.#adoptIndex(bytes, names);
+    const { news, dropped } = await this.#repair(adopted, names);
+    if (!news.length && !dropped.length) {
+      // The listing agrees with the index: the next opens need not list, until the directory changes.
+      if (adopted && !left.length) await this.#blobs.stampIndex(state);
+      return;
+    }
     // Only a cache of the directory: one that cannot be written is found as it is at the next open.
     const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
     await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
@@ -748,7 +768,7 @@ export class TieredStore {
   }
 
   /**
-   * OPFS: the index file updated with saved records, last uses and removed
+   * OPFS, a Node directory: the index file updated with saved records, last uses and removed
    * names, as their files are then (see mergeIndex). An index found gone
    * or damaged while this store knows of other blobs is written from all
    * it knows, and the store marked behind: its marker stays, so that the

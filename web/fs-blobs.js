@@ -22,6 +22,16 @@ const ABANDONED_MS = 3600e3;
  * reader takes it for one.
  */
 const INDEX_NAME = '.rlxkv-index';
+/**
+ * An index known to describe the directory carries its directory's mtime,
+ * less STAMP_MS, as its own mtime (stampIndex()): an offset no write and
+ * rename of the index makes, so that a fresh index is never taken for a
+ * stamped one. Stamped only when the directory was STAMP_AGE_MS old when
+ * its listing began: any change after the listing then moves the
+ * directory's mtime past it (whatever the file system's timestamp tick:
+ * git's rule for racily clean entries), and the stamp no longer matches.
+ */
+const STAMP_MS = 0.777, STAMP_AGE_MS = 2000;
 const INDEX_TEMP = /^\.rlxkv-index\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 
 /** Whether process pid runs here (signal 0 probes; EPERM: it runs, as another user). */
@@ -249,6 +259,31 @@ export class FsBlobs {
       await fsp.unlink(tmp).catch(() => {});
       throw fsError(err, `updating the index of ${this.root}`);
     }
+  }
+
+  /**
+   * Whether the index describes the directory as it is (stampIndex() was
+   * given its mtime, and nothing was added, removed or renamed since): two
+   * stats, no listing. { stamped, dirMtimeMs, since: Date.now() before
+   * the stats }.
+   */
+  async indexState() {
+    const since = Date.now();
+    const [dir, index] = await Promise.all([fsp.stat(this.root).catch(() => null), fsp.stat(this.#path(INDEX_NAME)).catch(() => null)]);
+    if (!dir || !index) return { stamped: false, dirMtimeMs: null, since };
+    return { stamped: Math.abs(dir.mtimeMs - STAMP_MS - index.mtimeMs) < 0.01, dirMtimeMs: dir.mtimeMs, since };
+  }
+
+  /**
+   * Stamps the index as describing the directory, when a listing that
+   * began at `since` (Date.now()) of the directory of mtime dirMtimeMs
+   * (indexState()'s) found it so, and the directory was old enough then;
+   * else nothing. Never rejects: a stamp is a hint.
+   */
+  async stampIndex({ dirMtimeMs, since }) {
+    if (this.readOnly || dirMtimeMs === null || since - dirMtimeMs < STAMP_AGE_MS) return;
+    const mtime = (dirMtimeMs - STAMP_MS) / 1000;
+    await fsp.utimes(this.#path(INDEX_NAME), since / 1000, mtime).catch(() => {});
   }
 
   /**

@@ -5,7 +5,7 @@
 // hundreds of pages round-trips, its index linear in its tokens.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, existsSync, readFileSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, renameSync, statSync, unlinkSync, utimesSync, writeFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import init from 'rlxkv';
@@ -252,4 +252,53 @@ test('fs: the CLI ignores the index and its temporaries; a dead writer\'s index 
   assert.equal(cache.restoreReport.swept, 1);
   assert.equal(existsSync(join(path, deadTemp)), false);
   await cache.close();
+});
+
+test('fs: an index a listing found right is taken without listing until the directory changes', async () => {
+  const path = await storeOf(4);
+  // The directory as it is after a while (a stamp needs the directory older than the file system's tick).
+  const old = new Date(Date.now() - 60_000);
+  utimesSync(path, old, old);
+  const listings = () => {
+    let n = 0;
+    const names = FsBlobs.prototype.names;
+    FsBlobs.prototype.names = function (...args) { n++; return names.apply(this, args); };
+    return { get n() { return n; }, undo() { FsBlobs.prototype.names = names; } };
+  };
+  let l = listings();
+  try {
+    (await open(path)).close({ flush: false });
+    assert.equal(l.n, 1, 'listed, found right, stamped');
+    const cache = await open(path);
+    assert.equal(l.n, 1, 'not listed again');
+    assert.equal(cache.restoreReport.indexed, 4);
+    assert.deepEqual((await cache.match(range(2000, 9))).k, kv(2).k);
+    await cache.close({ flush: false });
+  } finally {
+    l.undo();
+  }
+  // Another writer's blob, its index update lost: the directory changed, so the next open lists.
+  const stamped = readFileSync(join(path, INDEX_FILE));
+  const other = await open(path);
+  other.insert(range(7000, 8), kv(7));
+  await other.close();
+  writeFileSync(join(path, `${INDEX_FILE}.x`), stamped);
+  renameSync(join(path, `${INDEX_FILE}.x`), join(path, INDEX_FILE)); // the old index back, as a lost race would leave it
+  l = listings();
+  try {
+    const cache = await open(path);
+    assert.equal(l.n, 1);
+    assert.equal(cache.restoreReport.indexed, 5);
+    await cache.close({ flush: false });
+  } finally {
+    l.undo();
+  }
+  // A blob removed behind it (the CLI's prune): listed again, the blob gone.
+  utimesSync(path, old, old);
+  (await open(path)).close({ flush: false }); // stamps
+  unlinkSync(join(path, await nameOf(range(7000, 8))));
+  const after = await open(path);
+  assert.equal(after.restoreReport.indexed, 4);
+  assert.equal(after.has(range(7000, 8)), false);
+  await after.close({ flush: false });
 });
