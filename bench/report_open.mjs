@@ -73,6 +73,7 @@ function table(open, md) {
 /** What else the Node run measured: the open without the index, and by another checkout. */
 function notes(open) {
   const n = open.node, out = [];
+  if (n?.listed) out.push(`Node, the same directory after a change to it (a file added and removed before each open, so that the index's stamp no longer matches the directory's mtime): ${ms(n.listed.open_ms)} (median of ${n.listed.runs.length}): it lists the directory (one readdir of ${n0(n.pages)} names) and checks the index against the listing. The first open after the store was written: ${ms(n.first_open.ms)} (the listing, and the stamp).`);
   if (n?.without_index) out.push(`Node, the same directory without its index file (as a store written before it): ${ms(n.without_index.ms)}, once: the first bytes of each of the ${n0(n.pages)} blobs read, and the index written for the opens after.`);
   if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (before this change: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
   return out;
@@ -95,7 +96,7 @@ export function openMarkdown(dir) {
   }
   const c = open.config;
   md.push(`A store of ${n0(c.pages)} pages: ${n0(c.conversations)} conversations over one 16-token system prompt, each of 200 turns of 16 tokens, every turn inserted as a page and each conversation flushed in turn (bench/open_workload.js; f16 KV of Qwen2.5-0.5B's shape, ${n0(c.bytes_per_token)} bytes a token). ` +
-    `openCache is timed from its call to the open cache, ${c.reps} times: in Node (bench/bench_open.mjs, Node ${c.node}, storage 'fs' on local disk) each in a fresh process, the directory in the OS page cache; in Chromium (${c.chromium ? `Chromium ${c.chromium}, the page importing ${c.entry}` : 'not run'}, bench/open_page.js, a persistent profile on disk) each on a fresh page load, in a window, the module loaded before the clock starts. ` +
+    `openCache is timed from its call to the open cache, ${c.reps} times: in Node (bench/bench_open.mjs, Node ${c.node}, storage 'fs' on local disk) each in a fresh process, the directory in the OS page cache, unchanged since an open listed it and stamped its index (the opens after a change to the directory are given below the table); in Chromium (${c.chromium ? `Chromium ${c.chromium}, the page importing ${c.entry}` : 'not run'}, bench/open_page.js, a persistent profile on disk) each on a fresh page load, in a window, the module loaded before the clock starts. ` +
     'Each store is then checked once: a match of one whole conversation (201 pages, parents first) with every page\'s values in place. Medians; the machine is shared, so absolute times move between runs.');
   const t = target(open);
   md.push('', '| Target | Status | Measured |', '|---|---|---|');
