@@ -156,9 +156,7 @@ async function browserOpen(kinds) {
 }
 
 const outPath = args.find((a, i) => !a.startsWith('--') && !['--only', '--before'].includes(args[i - 1])) || join(repo, 'build/bench/open.json');
-// --only one storage: the others' figures of an earlier run are kept.
-const results = only && existsSync(outPath) ? JSON.parse(readFileSync(outPath, 'utf8')) : {};
-results.config = { ...results.config, quick, reps: REPS, node: process.version, pages: PAGES, conversations: CONVERSATIONS, bytes_per_token: bytesPerToken };
+const results = { config: { quick, reps: REPS, node: process.version, pages: PAGES, conversations: CONVERSATIONS, bytes_per_token: bytesPerToken } };
 if (before) results.config.before = before;
 if (!only || only === 'fs') results.node = await nodeOpen();
 const kinds = only ? [only].filter((k) => k !== 'fs') : ['idb', 'opfs'];
@@ -169,6 +167,12 @@ if (kinds.length) {
   for (const k of kinds) results[k] = b[k];
 }
 mkdirSync(dirname(outPath), { recursive: true });
+// --only one storage: the others' figures of an earlier run are kept (read now: another run may have written since).
+if (only && existsSync(outPath)) {
+  const was = JSON.parse(readFileSync(outPath, 'utf8'));
+  for (const k of ['node', 'idb', 'opfs']) if (!results[k] && was[k]) results[k] = was[k];
+  results.config = { ...was.config, ...results.config };
+}
 writeFileSync(outPath, JSON.stringify(results, null, 2) + '\n');
 const { openTable } = await import('./report_open.mjs');
 console.log(openTable({ open: results }));

@@ -209,7 +209,7 @@ export class TieredStore {
     const flags = cols.flags.slice();
     // Every name in, then those the store lacks out: one pass over each list.
     const known = this.#known;
-    known.adopt(cols, this.#fp);
+    known.adopt(cols, this.#fp, flags);
     let missing = null;
     if (present) {
       const seen = new Uint8Array(count);
@@ -221,7 +221,7 @@ export class TieredStore {
       }
       for (let i = 0; i < count; i++) {
         if (!seen[i]) {
-          flags[i] |= FLAG_SKIP;
+          known.skip(i);
           dropped.push(names[i]);
         }
       }
@@ -236,12 +236,10 @@ export class TieredStore {
     }
     for (let i = 0; i < count; i++) {
       if (status[i] === STATUS.NOTFOUND && !(flags[i] & FLAG_SKIP)) {
-        flags[i] |= FLAG_SKIP;
+        known.skip(i);
         unresolved.add(names[i]);
       }
     }
-    for (const n of dropped) known.delete(n);
-    for (const n of unresolved) known.delete(n);
     known.admit(status);
     let newest = null;
     for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
@@ -1727,13 +1725,22 @@ class KnownRecords extends Map {
   #tokens = null;
   #offs = null;
   #paths = null;
+  /** The adopted records' flags, FLAG_SKIP on those left out; while #pending, their names are not in the map yet. */
+  #skip = null;
+  #pending = false;
 
-  /** The records of index columns `cols`, every one (the caller deletes those it leaves out); fp: the cache's. */
-  adopt(cols, fp) {
+  /**
+   * The records of index columns `cols` (fp: the cache's), but those
+   * `flags` (a copy of the index's, kept) marks FLAG_SKIP. Their names go
+   * into the map only when a name is first asked for (an open that asks
+   * none makes no map of ten thousand names).
+   */
+  adopt(cols, fp, flags) {
     this.#cols = cols;
     this.#fp = fp;
-    const { names, count } = cols;
-    for (let i = 0; i < count; i++) super.set(names[i], i);
+    this.#skip = flags;
+    this.#pending = true;
+    const count = cols.count;
     // Of the cache's fingerprint: compared as two u32 halves, no BigInt each.
     const halves = new Uint32Array(cols.fps.buffer, cols.fps.byteOffset, 2 * count);
     const lo = Number(fp & 0xffffffffn), hi = Number(fp >> 32n);
@@ -1744,17 +1751,39 @@ class KnownRecords extends Map {
   /** Which records are stored-only entries: their NativeCache.putIndex status (>= 0). */
   admit(status) { this.#status = status; }
 
+  /** Leaves adopted record i out (its blob is gone, or its path broke). */
+  skip(i) {
+    this.#skip[i] |= FLAG_SKIP;
+    if (!this.#pending && super.get(this.#cols.names[i]) === i) super.delete(this.#cols.names[i]);
+  }
+
+  /** The adopted names in the map, once. */
+  #ensure() {
+    if (!this.#pending) return;
+    this.#pending = false;
+    const { names, count } = this.#cols, skip = this.#skip;
+    for (let i = 0; i < count; i++) if (!(skip[i] & FLAG_SKIP)) super.set(names[i], i);
+  }
+
   /** Record `name`'s place in the adopted columns, if it is still one of them unmade; else -1. */
   placeOf(name) {
+    this.#ensure();
     const v = super.get(name);
     return typeof v === 'number' ? v : -1;
   }
 
   get(name) {
+    this.#ensure();
     const v = super.get(name);
     return typeof v === 'number' ? this.#make(name, v) : v;
   }
 
+  has(name) { this.#ensure(); return super.has(name); }
+  set(name, r) { this.#ensure(); return super.set(name, r); }
+  delete(name) { this.#ensure(); return super.delete(name); }
+  clear() { this.#pending = false; super.clear(); }
+  get size() { this.#ensure(); return super.size; }
+  keys() { this.#ensure(); return super.keys(); }
   values() { this.#makeAll(); return super.values(); }
   entries() { this.#makeAll(); return super.entries(); }
   [Symbol.iterator]() { return this.entries(); }
@@ -1763,6 +1792,15 @@ class KnownRecords extends Map {
   /** fn(admitted, nValues, dtype, status) of every record, none made. */
   tally(fn) {
     const c = this.#cols;
+    const lazy = (v) => {
+      const f = c.flags[v];
+      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#mine[v] ? 'stale' : 'ok';
+      fn(status === 'ok' && this.#status[v] >= 0, c.nValues[v], f & FLAG_F16 ? 'f16' : 'f32', status);
+    };
+    if (this.#pending) { // no name asked for yet: the adopted records alone, by their columns
+      for (let i = 0; i < c.count; i++) if (!(this.#skip[i] & FLAG_SKIP)) lazy(i);
+      return;
+    }
     for (const v of super.values()) {
       if (typeof v !== 'number') { fn(!!v.admitted, v.nValues, v.dtype, v.status); continue; }
       const f = c.flags[v];
@@ -1785,6 +1823,7 @@ class KnownRecords extends Map {
   }
 
   #makeAll() {
+    this.#ensure();
     let lazy = false;
     for (const v of super.values()) if (typeof v === 'number') { lazy = true; break; }
     if (!lazy) return;

@@ -1384,6 +1384,11 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
         for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_OK;
         return RLXKV_OK;
     }
+    /* Room for what follows in one piece, freed at once: the stubs, nodes
+     * and child arrays below then come out of it, not each from a heap
+     * that must grow for it (emmalloc takes each from sbrk otherwise). */
+    size_t want = count * (sizeof(rlxkv_entry) + sizeof(node) + 6 * sizeof(void *) + 64);
+    free(count < SIZE_MAX / 512 ? malloc(want) : NULL);
     size_t *shared = block_new(n_tokens);
     size_t n = count ? count : 1, n_blocks = 0;
     node **at = malloc(n * sizeof *at);
