@@ -19,7 +19,7 @@
 // blob's first bytes once, and writes the index).
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median } from './stats.js';
@@ -156,7 +156,7 @@ async function browserOpen(kinds) {
 }
 
 const outPath = args.find((a, i) => !a.startsWith('--') && !['--only', '--before'].includes(args[i - 1])) || join(repo, 'build/bench/open.json');
-const results = { config: { quick, reps: REPS, node: process.version, pages: PAGES, conversations: CONVERSATIONS, bytes_per_token: bytesPerToken } };
+const results = { config: { quick, reps: REPS, node: process.version, pages: PAGES, conversations: CONVERSATIONS, bytes_per_token: bytesPerToken, cores: cpus().length, load_start: loadavg() } };
 if (before) results.config.before = before;
 if (!only || only === 'fs') results.node = await nodeOpen();
 const kinds = only ? [only].filter((k) => k !== 'fs') : ['idb', 'opfs'];
@@ -166,6 +166,7 @@ if (kinds.length) {
   results.config.entry = b.entry;
   for (const k of kinds) results[k] = b[k];
 }
+results.config.load_end = loadavg();
 mkdirSync(dirname(outPath), { recursive: true });
 // --only one storage: the others' figures of an earlier run are kept (read now: another run may have written since).
 if (only && existsSync(outPath)) {

@@ -97,7 +97,8 @@ export function openMarkdown(dir) {
   const c = open.config;
   md.push(`A store of ${n0(c.pages)} pages: ${n0(c.conversations)} conversations over one 16-token system prompt, each of 200 turns of 16 tokens, every turn inserted as a page and each conversation flushed in turn (bench/open_workload.js; f16 KV of Qwen2.5-0.5B's shape, ${n0(c.bytes_per_token)} bytes a token). ` +
     `openCache is timed from its call to the open cache, ${c.reps} times: in Node (bench/bench_open.mjs, Node ${c.node}, storage 'fs' on local disk) each in a fresh process, the directory in the OS page cache, unchanged since an open listed it and stamped its index (the opens after a change to the directory are given below the table); in Chromium (${c.chromium ? `Chromium ${c.chromium}, the page importing ${c.entry}` : 'not run'}, bench/open_page.js, a persistent profile on disk) each on a fresh page load, in a window, the module loaded before the clock starts. ` +
-    'Each store is then checked once: a match of one whole conversation (201 pages, parents first) with every page\'s values in place. Medians; the machine is shared, so absolute times move between runs.');
+    'Each store is then checked once: a match of one whole conversation (201 pages, parents first) with every page\'s values in place. Medians; the machine is shared, so absolute times move between runs' +
+    (c.load_start ? ` (load average at the start and end of this run: ${c.load_start.map((x) => x.toFixed(2)).join(', ')}; ${(c.load_end ?? []).map((x) => x.toFixed(2)).join(', ')}, on ${c.cores ?? 2} cores).` : '.'));
   const t = target(open);
   md.push('', '| Target | Status | Measured |', '|---|---|---|');
   for (const p of t ? t.per : []) md.push(`| ${t.name}: ${p.label} | ${p.met ? '**met**' : '**missed**'} | ${ms(p.r.open_ms)} (${n0(p.r.pages)} pages, ${mb(p.r.store_bytes)}) |`);

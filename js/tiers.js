@@ -156,7 +156,7 @@ export class TieredStore {
     this.readOnly = !!this.#blobs.readOnly;
     const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
     // Records an index gave are counted from its columns, not made (KnownRecords).
-    this.#known.tally((admitted, nValues, dtype, status) => {
+    this.#known.tally(report, (admitted, nValues, dtype, status) => {
       if (admitted) {
         report.indexed++;
         report.bytes += nValues * (dtype === 'f16' ? 2 : 4);
@@ -226,21 +226,19 @@ export class TieredStore {
         }
       }
     }
-    for (let i = 0; i < count; i++) {
-      if (flags[i] & (FLAG_CORRUPT | FLAG_TOO_LARGE) && !(flags[i] & FLAG_SKIP)) bad.set(names[i], flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
-    }
-    const status = this.#native.putIndex({ ...cols, flags });
-    if (typeof status === 'number') { // a column no index holds: damaged
+    const placed = this.#native.putIndex({ ...cols, flags });
+    if (typeof placed === 'number') { // a column no index holds: damaged
       known.clear();
       return null;
     }
-    for (let i = 0; i < count; i++) {
-      if (status[i] === STATUS.NOTFOUND && !(flags[i] & FLAG_SKIP)) {
+    // The few records to look at again, as C found them (no pass over all here).
+    for (const i of placed.special) {
+      if (placed.status[i] === STATUS.NOTFOUND) {
         known.skip(i);
         unresolved.add(names[i]);
-      }
+      } else bad.set(names[i], flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
     }
-    known.admit(status);
+    known.admit(placed.status, placed.counts);
     let newest = null;
     for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
     return { dropped, bad, unresolved, missing, newest, count };
@@ -1720,7 +1718,7 @@ function indexColumns(bytes) {
 class KnownRecords extends Map {
   #cols = null;
   #status = null;
-  #mine = null;
+  #halves = null;
   #fp = 0n;
   #tokens = null;
   #offs = null;
@@ -1728,6 +1726,7 @@ class KnownRecords extends Map {
   /** The adopted records' flags, FLAG_SKIP on those left out; while #pending, their names are not in the map yet. */
   #skip = null;
   #pending = false;
+  #counts = null;
 
   /**
    * The records of index columns `cols` (fp: the cache's), but those
@@ -1740,19 +1739,28 @@ class KnownRecords extends Map {
     this.#fp = fp;
     this.#skip = flags;
     this.#pending = true;
-    const count = cols.count;
-    // Of the cache's fingerprint: compared as two u32 halves, no BigInt each.
-    const halves = new Uint32Array(cols.fps.buffer, cols.fps.byteOffset, 2 * count);
-    const lo = Number(fp & 0xffffffffn), hi = Number(fp >> 32n);
-    this.#mine = new Uint8Array(count);
-    for (let i = 0; i < count; i++) this.#mine[i] = halves[2 * i] === lo && halves[2 * i + 1] === hi ? 1 : 0;
   }
 
-  /** Which records are stored-only entries: their NativeCache.putIndex status (>= 0). */
-  admit(status) { this.#status = status; }
+  /** Whether adopted record i is of the cache's fingerprint (compared as two u32 halves, no BigInt each). */
+  #isMine(i) {
+    const c = this.#cols, fp = this.#fp;
+    this.#halves ??= new Uint32Array(c.fps.buffer, c.fps.byteOffset, 2 * c.count);
+    return this.#halves[2 * i] === Number(fp & 0xffffffffn) && this.#halves[2 * i + 1] === Number(fp >> 32n);
+  }
+
+  /**
+   * Which records are stored-only entries: their NativeCache.putIndex
+   * status (>= 0); and what it counted of them (its `counts`: the report
+   * of the adopted records while none was made or left out since).
+   */
+  admit(status, counts) {
+    this.#status = status;
+    this.#counts = counts;
+  }
 
   /** Leaves adopted record i out (its blob is gone, or its path broke). */
   skip(i) {
+    if (this.#status) this.#counts = null; // after putIndex counted: counted again, record by record
     this.#skip[i] |= FLAG_SKIP;
     if (!this.#pending && super.get(this.#cols.names[i]) === i) super.delete(this.#cols.names[i]);
   }
@@ -1789,12 +1797,20 @@ class KnownRecords extends Map {
   [Symbol.iterator]() { return this.entries(); }
   forEach(fn, self) { this.#makeAll(); super.forEach(fn, self); }
 
-  /** fn(admitted, nValues, dtype, status) of every record, none made. */
-  tally(fn) {
+  /**
+   * The open's report of every record, none made: from putIndex's counts
+   * while the map holds nothing else (no name asked for), else fn(admitted,
+   * nValues, dtype, status) of each record. report: the counts to add to.
+   */
+  tally(report, fn) {
     const c = this.#cols;
+    if (this.#pending && this.#counts) {
+      for (const k of Object.keys(this.#counts)) report[k] += this.#counts[k];
+      return;
+    }
     const lazy = (v) => {
       const f = c.flags[v];
-      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#mine[v] ? 'stale' : 'ok';
+      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#isMine(v) ? 'stale' : 'ok';
       fn(status === 'ok' && this.#status[v] >= 0, c.nValues[v], f & FLAG_F16 ? 'f16' : 'f32', status);
     };
     if (this.#pending) { // no name asked for yet: the adopted records alone, by their columns
@@ -1804,7 +1820,7 @@ class KnownRecords extends Map {
     for (const v of super.values()) {
       if (typeof v !== 'number') { fn(!!v.admitted, v.nValues, v.dtype, v.status); continue; }
       const f = c.flags[v];
-      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#mine[v] ? 'stale' : 'ok';
+      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#isMine(v) ? 'stale' : 'ok';
       fn(status === 'ok' && this.#status[v] >= 0, c.nValues[v], f & FLAG_F16 ? 'f16' : 'f32', status);
     }
   }

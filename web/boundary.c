@@ -334,6 +334,33 @@ int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high
     int st = rlxkv_cache_put_stored_many(w->cache, tokens, n_tokens, s, count);
     for (size_t i = 0; i < count; i++) ns[i] = (uint32_t)(st < 0 ? st : s[i].status);
     free(s);
+    if (st < 0) return st;
+    /* What the open reports (js/tiers.js #index), counted here rather than
+     * in a JS pass over every record: indexed, KV bytes, stale, corrupt,
+     * foreign, too large, skipped (f64 each), then the count and places of
+     * the records JS must look at (bad ones, pages whose path broke). The
+     * columns read above are done with: this overwrites them. */
+    double sum[7] = {0};
+    for (size_t i = 0; i < count; i++) {
+        int f = flags[i], status = (int32_t)ns[i];
+        if ((f & INDEX_SKIP) || status == RLXKV_ERR_NOTFOUND) continue;
+        if (f & INDEX_CORRUPT) sum[3]++;
+        else if (f & INDEX_TOO_LARGE) sum[5]++;
+        else if (f & INDEX_FOREIGN) sum[4]++;
+        else if (fps[i] != fp) sum[2]++;
+        else if (status >= 0) {
+            sum[0]++;
+            sum[1] += f64[i] * (f & INDEX_F16 ? 2 : 4);
+        } else sum[6]++;
+    }
+    /* Then the places (over the f64 columns, read by now: the sums are kept aside). */
+    uint32_t *special = w->tokens + 16, n_special = 0;
+    for (size_t i = 0; i < count; i++) {
+        int f = flags[i], status = (int32_t)ns[i];
+        if (!(f & INDEX_SKIP) && ((f & (INDEX_CORRUPT | INDEX_TOO_LARGE)) || status == RLXKV_ERR_NOTFOUND)) special[n_special++] = (uint32_t)i;
+    }
+    memcpy(w->tokens, sum, sizeof sum);
+    w->tokens[14] = n_special;
     return st;
 }
 

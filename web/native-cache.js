@@ -351,16 +351,22 @@ export class NativeCache {
    * Stored-only entries for the records of a store index as its columns
    * give them (js/tiers.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
    * { count, nValues, starts (start, then parentN: 2 × count), bytes,
-   * lastUse, fps, ns (own
-   * token counts), parents (place + 1, or 0), flags (the index's, 128: skip),
-   * low, places, highs (the own tokens as the index stores them: low 16
-   * bits, and the places and high halves of those of 0x10000 or more) }. Each record's C status, in
-   * an Int32Array (NOTFOUND: its path breaks; INVALID: not placed), or a
-   * status < 0 for them all (CORRUPT: a column no index holds).
+   * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
+   * (the index's, 128: skip), low, places, highs (the own tokens as the
+   * index stores them: low 16 bits, and the places and high halves of
+   * those of 0x10000 or more) }. Resolves to { status: each record's C
+   * status, an Int32Array (NOTFOUND: its path breaks; INVALID: not
+   * placed), counts: the open's report of the records not skipped whose
+   * path holds ({ indexed, bytes, stale, corrupt, foreign, tooLarge,
+   * skipped }), special: the places of those not skipped that are corrupt,
+   * too large or whose path breaks }, or a status < 0 for them all
+   * (CORRUPT: a column no index holds).
    */
   putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
     const C = this.#C, high = places.length;
-    const flagWords = (count + 3) >> 2, words = 14 * count + flagWords + low.length + high + ((high + 1) >> 1);
+    const flagWords = (count + 3) >> 2;
+    // (At least room for what comes back: 16 words of sums, then up to count places.)
+    const words = Math.max(14 * count + flagWords + low.length + high + ((high + 1) >> 1), 17 + count);
     const p = C.rlxkv_web_scratch(this.#web, words) >>> 2;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
     const buf = this.#core.u32.buffer, at = 4 * p, tokensAt = at + 56 * count + 4 * flagWords;
@@ -377,7 +383,12 @@ export class NativeCache {
     new Uint16Array(buf, tokensAt + 4 * (low.length + high), high).set(highs);
     const st = C.rlxkv_web_put_index(this.#web, count, low.length, high);
     if (st < 0) return st;
-    return new Int32Array(this.#core.u32.buffer, at + 48 * count, count).slice();
+    const out = this.#core.u32.buffer, sums = new Float64Array(out, at, 7), n = new Uint32Array(out, at + 56, 1)[0];
+    return {
+      status: new Int32Array(out, at + 48 * count, count).slice(),
+      counts: { indexed: sums[0], bytes: sums[1], stale: sums[2], corrupt: sums[3], foreign: sums[4], tooLarge: sums[5], skipped: sums[6] },
+      special: new Uint32Array(out, at + 64, n).slice(),
+    };
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */
