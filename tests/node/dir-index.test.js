@@ -150,20 +150,26 @@ test('fs: a conversation of 300 pages round-trips, and its index holds each page
   await again.close();
 });
 
-/** RLXKVIX3 as 0.2 wrote it (every record's whole path, parents by key): a fixture, from the records parseIndex gives. */
-function encodeIndexV3(records) {
+/**
+ * RLXKVIX3 as stores with pages wrote it before (every record's whole
+ * path, parents by key), or with v2 RLXKVIX2 (stores before pages: no page
+ * columns): a fixture, from the records parseIndex gives.
+ */
+function encodeIndexV3(records, v2 = false) {
   records = [...records].sort((a, b) => a.lastUse - b.lastUse);
-  const count = records.length, pad4 = (x) => (x + 3) & ~3;
+  const count = records.length, pad4 = (x) => (x + 3) & ~3, pages = v2 ? 0 : 32;
   let total = 0, high = 0;
   for (const r of records) for (const t of r.tokens ?? []) { total++; if (t > 0xffff) high++; }
   const names = new TextEncoder().encode(records.map((r) => `${r.name}/`).join(''));
-  const cols = 24, tokensAt = pad4(cols + 69 * count), highAt = pad4(tokensAt + 2 * total), namesAt = pad4(highAt + 6 * high);
+  const cols = 24, tokensAt = pad4(cols + (37 + pages) * count), highAt = pad4(tokensAt + 2 * total), namesAt = pad4(highAt + 6 * high);
   const out = new Uint8Array(namesAt + names.length);
-  out.set(new TextEncoder().encode('RLXKVIX3'));
+  out.set(new TextEncoder().encode(v2 ? 'RLXKVIX2' : 'RLXKVIX3'));
   new Uint32Array(out.buffer, 8, 4).set([count, total, high, names.length]);
   const f64 = new Float64Array(out.buffer, cols, 3 * count), fps = new BigUint64Array(out.buffer, cols + 24 * count, count);
-  const starts = new Float64Array(out.buffer, cols + 32 * count, 2 * count), keys = new BigUint64Array(out.buffer, cols + 48 * count, 2 * count);
-  const ns = new Uint32Array(out.buffer, cols + 64 * count, count), flags = new Uint8Array(out.buffer, cols + 68 * count, count);
+  const scratch = new ArrayBuffer(48 * count); // v2: the page columns go nowhere
+  const starts = v2 ? new Float64Array(scratch, 0, 2 * count) : new Float64Array(out.buffer, cols + 32 * count, 2 * count);
+  const keys = v2 ? new BigUint64Array(scratch, 16 * count, 2 * count) : new BigUint64Array(out.buffer, cols + 48 * count, 2 * count);
+  const ns = new Uint32Array(out.buffer, cols + (32 + pages) * count, count), flags = new Uint8Array(out.buffer, cols + (36 + pages) * count, count);
   const low = new Uint16Array(out.buffer, tokensAt, total);
   const places = new Uint32Array(out.buffer, highAt, high), highs = new Uint16Array(out.buffer, highAt + 4 * high, high);
   out.set(names, namesAt);
@@ -213,6 +219,17 @@ test('fs: an index of the layout before (RLXKVIX3, whole paths) is read as it is
   const again = await open(path, { layout });
   assert.equal(again.restoreReport.indexed, 6);
   await again.close();
+});
+
+test('fs: an index of stores before pages (RLXKVIX2) is read as it is: nothing lost, no blob read', async () => {
+  const path = await storeOf(5);
+  const records = [...parseIndex(new Uint8Array(readFileSync(join(path, INDEX_FILE)))).values()];
+  writeFileSync(join(path, INDEX_FILE), encodeIndexV3(records, true));
+  const { result: back, counts } = await countingReads(() => open(path));
+  assert.equal(counts.head, 0);
+  assert.equal(back.restoreReport.indexed, 5);
+  assert.deepEqual((await back.match(range(4000, 9))).k, kv(4).k);
+  await back.close();
 });
 
 test('fs: two writers on one directory: whichever index is written last, the next open finds every blob', async () => {
