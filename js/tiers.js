@@ -1684,7 +1684,7 @@ const newestOf = (records) => records.reduce((a, r) => (!a || r.lastUse > a.last
  * another magic, or sizes that disagree (the per-record checks are
  * putIndex's, in C).
  */
-function indexColumns(bytes) {
+export function indexColumns(bytes) {
   if (!bytes || bytes.length < 24 || INDEX_VERSIONS[String.fromCharCode.apply(null, bytes.subarray(0, 8))] !== 4) return null;
   try {
     const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it

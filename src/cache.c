@@ -72,6 +72,7 @@ struct node {
     struct kid_hash *hash;    /* a wide node's index of kids by key (2 *
                                  cap slots, same allocation), or NULL */
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
+    size_t *slab;             /* made in an arena's block (its holders' count), or NULL */
     uint32_t slot;            /* the entry's recency slot */
     node *parent;
     size_t kids_cap;          /* room in kids and keys */
@@ -118,7 +119,27 @@ struct rlxkv_cache {
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
     uint32_t puts;            /* serials of entries (wraps) */
+    /* While put_stored_many places its stubs: one block their entries and
+     * nodes are carved from (block NULL otherwise). */
+    struct arena {
+        size_t *block;
+        unsigned char *next, *end;
+    } arena;
 };
+
+/* n bytes, zeroed, from the cache's arena (its block then held once more),
+ * or NULL when there is none or it is full: the caller mallocs. */
+static void *arena_take(rlxkv_cache *c, size_t n, size_t **slab) {
+    struct arena *a = &c->arena;
+    n = (n + 15) & ~(size_t)15;
+    if (!a->block || (size_t)(a->end - a->next) < n) return NULL;
+    void *p = a->next;
+    a->next += n;
+    memset(p, 0, n);
+    ++*a->block;
+    *slab = a->block;
+    return p;
+}
 
 /* ---- recency lists ---------------------------------------------------- */
 
@@ -241,9 +262,11 @@ static void slot_move(slot *s, uint32_t i, uint32_t list, int last) {
 
 /* ---- nodes and their children ----------------------------------------- */
 
-static node *node_new(const uint32_t *label, size_t n) {
-    node *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
+static node *node_new(rlxkv_cache *c, const uint32_t *label, size_t n) {
+    size_t *slab = NULL;
+    node *x = c ? arena_take(c, sizeof *x, &slab) : NULL;
+    if (x) x->slab = slab;
+    else if (!(x = calloc(1, sizeof *x))) return NULL;
     x->label = label;
     x->nlabel = n;
     return x;
@@ -251,7 +274,8 @@ static node *node_new(const uint32_t *label, size_t n) {
 
 static void node_free(node *x) {
     free(x->kids);
-    free(x);
+    if (!x->slab) free(x);
+    else if (!--*x->slab) free(x->slab);
 }
 
 /* The tokens x's label borrows from: those of an entry in its subtree. Not
@@ -633,8 +657,8 @@ static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n
  *   2. put m in y's place among p's children, m's trimmable counts taken
  *      from y (its one source below);
  *   3. shorten y's label to "cd" and make y m's child. */
-static node *split(node *y, size_t k, size_t room) {
-    node *p = y->parent, *m = node_new(y->label, k);
+static node *split(rlxkv_cache *c, node *y, size_t k, size_t room) {
+    node *p = y->parent, *m = node_new(c, y->label, k);
     if (!m || !kids_reserve(m, room)) {
         if (m) node_free(m);
         return NULL;
@@ -672,12 +696,12 @@ static node *split(node *y, size_t k, size_t room) {
  *      the node the walk stopped at (room for one more); failing either,
  *      free the leaf: the tree is as it was;
  *   4. add the leaf under it. */
-static node *make_node(const struct pos *p, const rlxkv_entry *e) {
+static node *make_node(rlxkv_cache *c, const struct pos *p, const rlxkv_entry *e) {
     node *leaf, *at;
-    if (p->depth == e->n_tokens) return split(p->edge, p->off, 1);
-    leaf = node_new(e->tokens + p->depth, e->n_tokens - p->depth);
+    if (p->depth == e->n_tokens) return split(c, p->edge, p->off, 1);
+    leaf = node_new(c, e->tokens + p->depth, e->n_tokens - p->depth);
     if (!leaf) return NULL;
-    at = p->edge ? split(p->edge, p->off, 2) : kids_reserve(p->at, 1) ? p->at : NULL;
+    at = p->edge ? split(c, p->edge, p->off, 2) : kids_reserve(p->at, 1) ? p->at : NULL;
     if (!at) {
         node_free(leaf);
         return NULL;
@@ -1020,7 +1044,7 @@ static void trim_front(rlxkv_entry *e, size_t from, int head_major, size_t heads
 rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
     rlxkv_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->root = node_new(NULL, 0);
+    c->root = node_new(NULL, NULL, 0);
     c->slots_cap = 16;
     c->slots = malloc(c->slots_cap * sizeof *c->slots);
     if (!c->root || !c->slots) {
@@ -1198,7 +1222,7 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(&p, e)))) {
+    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, e)))) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
@@ -1252,9 +1276,21 @@ static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, siz
     }
     int trim = n_tokens > 0 && (c->layout.order != RLXKV_ORDER_ANY || row_major); /* as trimmable() */
     unsigned flags = trim ? RLXKV_ENTRY_TRIMMABLE : 0;
-    rlxkv_entry *s = shared ? stub_new(NULL, 0, dtype, n_values, flags, (uint8_t)c->layout.order, (uint32_t)c->layout.heads)
-                            : stub_new(tokens, n_tokens, dtype, n_values, flags, (uint8_t)c->layout.order,
-                                       (uint32_t)c->layout.heads);
+    size_t *slab = NULL;
+    rlxkv_entry *s = shared ? arena_take(c, sizeof *s + sizeof(size_t), &slab) : NULL;
+    if (s) { /* as rlxkv_entry_alloc lays out an entry of no values, then as stub_new */
+        s->slab = slab;
+        s->dtype = (uint8_t)dtype;
+        s->offs = (size_t *)(s + 1);
+        s->kv = (unsigned char *)(s->offs + 1);
+        s->n_values = n_values;
+        s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED | flags;
+        s->order = (uint8_t)c->layout.order;
+        s->heads = (uint32_t)c->layout.heads;
+    } else {
+        s = shared ? stub_new(NULL, 0, dtype, n_values, flags, (uint8_t)c->layout.order, (uint32_t)c->layout.heads)
+                   : stub_new(tokens, n_tokens, dtype, n_values, flags, (uint8_t)c->layout.order, (uint32_t)c->layout.heads);
+    }
     if (!s) return RLXKV_ERR_NOMEM;
     if (shared) {
         s->tokens = (uint32_t *)tokens;
@@ -1269,7 +1305,7 @@ static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, siz
         *at = n;
         return RLXKV_OK;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(&p, s)))) {
+    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, s)))) {
         rlxkv_entry_free(s);
         return RLXKV_ERR_NOMEM;
     }
@@ -1384,11 +1420,15 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
         for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_OK;
         return RLXKV_OK;
     }
-    /* Room for what follows in one piece, freed at once: the stubs, nodes
-     * and child arrays below then come out of it, not each from a heap
-     * that must grow for it (emmalloc takes each from sbrk otherwise). */
-    size_t want = count * (sizeof(rlxkv_entry) + sizeof(node) + 6 * sizeof(void *) + 64);
-    free(count < SIZE_MAX / 512 ? malloc(want) : NULL);
+    /* The stubs' entries and nodes carved from one block (an arena), not
+     * allocated one by one: ten thousand of each at an open. The block
+     * goes with the last of them; none of it: one by one, as elsewhere. */
+    size_t per = ((sizeof(rlxkv_entry) + sizeof(size_t) + 15) & ~(size_t)15) + 2 * ((sizeof(node) + 15) & ~(size_t)15);
+    size_t *arena = count && count < (SIZE_MAX - 16) / per / 2 ? malloc(16 + count * per) : NULL;
+    if (arena) {
+        *arena = 1; /* the call's own hold */
+        c->arena = (struct arena){arena, (unsigned char *)arena + 16, (unsigned char *)arena + 16 + count * per};
+    }
     size_t *shared = block_new(n_tokens);
     size_t n = count ? count : 1, n_blocks = 0;
     node **at = malloc(n * sizeof *at);
@@ -1421,6 +1461,8 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
     }
     st = RLXKV_OK;
 out:
+    c->arena = (struct arena){NULL, NULL, NULL};
+    block_release(arena);
     for (size_t k = 0; k < n_blocks; k++) block_release(blocks[k]);
     block_release(shared);
     free(at);

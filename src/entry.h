@@ -38,6 +38,10 @@ struct rlxkv_entry {
      * lie in a block it shares with the others of that call, whose first
      * word counts them (the last one frees it). NULL: tokens of its own. */
     size_t *shared;
+    /* A stub made in one allocation with others (cache.c, arena): that
+     * allocation's count of holders, the last one freeing it; NULL: its
+     * own allocation. */
+    size_t *slab;
 };
 
 /* Own rows: the tokens whose values the entry holds itself. */
