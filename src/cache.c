@@ -41,7 +41,11 @@
  * caller can load on a hit (rlxkv_cache_match). Stored-only entries are
  * nodes like any other, on a third list (STORED, most recent first), and
  * count apart from the memory budget. With the stored index on, evicting
- * an entry that has a blob leaves its stored-only entry behind. Partial
+ * an entry that has a blob leaves its stored-only entry behind. Those an
+ * open places at once (rlxkv_cache_put_stored_many: a store's index) share
+ * their tokens (a block per chain of pages) and are carved, with their
+ * nodes, from one block (an arena): each holds its blocks by a count, the
+ * last one out frees them. Partial
  * reuse keeps two counts per node: trimmable resident entries (what a
  * sync lookup may use) and trimmable entries of both tiers.
  */

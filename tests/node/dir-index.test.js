@@ -10,7 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import init from 'rlxkv';
 import { FsBlobs } from '../../web/fs-blobs.js';
-import { parseIndex } from '../../js/tiers.js';
+import { parseIndex } from '../../js/store-index.js';
 import { INDEX_FILE, dropIndex, kvFor, modelKv, range, storeFiles, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });
