@@ -280,7 +280,7 @@ int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
                                        count);
 }
 
-/* Stored-only entries for the count records of a store index (js/tiers.js,
+/* Stored-only entries for the count records of a store index (js/store-index.js,
  * RLXKVIX4), as its columns lie in the scratch area (js: putIndex):
  *   f64 n_values, start, parent_n, bytes, last use (checked: sizes a blob
  *   can have, a finite time); u64 fingerprint; u32 n (own tokens),

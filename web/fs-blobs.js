@@ -14,7 +14,7 @@ const SUFFIX = '.rlxkv';
 const TEMP = /^[0-9a-f]{16}(?:[0-9a-f]{16})?\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 const ABANDONED_MS = 3600e3;
 /**
- * The directory's index (js/tiers.js: RLXKVIX4, FORMATS.md), so that an
+ * The directory's index (js/store-index.js: RLXKVIX4, FORMATS.md), so that an
  * open reads one file and the listing of names, not every blob's first
  * bytes. Only a cache of what the directory holds: a name no blob has
  * (src/store.c and the CLI leave it alone), replaced whole by a temporary

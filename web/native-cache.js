@@ -294,7 +294,7 @@ export class NativeCache {
    * thousands at open): each one's C status, in an Int32Array. Tokens are
    * copied in by the buffer they are views of, each buffer's span once;
    * records whose tokens begin at the same place of one buffer (a chain
-   * of pages sharing its path: js/tiers.js pathsOf) are placed each from
+   * of pages sharing its path: js/store-index.js pathsOf) are placed each from
    * the one before (rlxkv_cache_put_stored_many), not from the root.
    */
   putStored(records) {
@@ -349,7 +349,7 @@ export class NativeCache {
 
   /**
    * Stored-only entries for the records of a store index as its columns
-   * give them (js/tiers.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
+   * give them (js/store-index.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
    * { count, nValues, starts (start, then parentN: 2 × count), bytes,
    * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
    * (the index's, 128: skip), low, places, highs (the own tokens as the
