@@ -42,14 +42,14 @@ export function openTargets(open) {
 // Where a missed open's time goes, from profiles of the open (js/tiers.js
 // #readDirIndex, #adoptIndex; web/boundary.c rlxkv_web_put_index).
 const WHY = {
-  node: "The open reads the index file (1.9 MB here) and its columns, and places every stored-only entry in one C call: ten thousand stubs and tree nodes allocated one by one, each page from its parent's node, each chain's path one shared block. That call is most of the open: it runs once, in wasm code compiled for size (-Oz) and, on its first call, by V8's baseline compiler, several times slower than the same C natively (2-3 ms warm, 10-13 ms cold there). The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of the 10,401 names adds 10-15 ms here.",
+  node: "The open reads the index file (1.9 MB here) and its columns, and places every stored-only entry in one C call: ten thousand stubs and tree nodes (carved from one block, each node's array of children still its own allocation), each page from its parent's node, each chain's path one shared block of tokens. That call is most of the open: it runs once, in wasm code compiled for size (-Oz) and, on its first call, by V8's baseline compiler, several times slower than the same C natively (2-3 ms warm, 10-13 ms cold there). The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of the 10,401 names and the check against it add 30-40 ms here. The machine is shared: the fastest of the 9 opens is given beside the median.",
   idb: "The index record's read and the same C call as in Node; a census of the store (a count and the newest timestamp) instead of a listing.",
   opfs: "The index file's read, the check of its writers' markers, and the same C call as in Node; in a window the open also waits for its helper worker (started from a Blob URL) and its warm read of the newest blob, about 20 ms on a store of 61 pages.",
 };
 const FIX = {
-  node: "Place stubs lazily: one per chain end at the open, its parents' stubs (and their tree nodes) made on the first lookup that reaches them; or allocate an open's stubs and nodes in one block, as their tokens already are.",
-  idb: 'As for Node: fewer allocations in the C call that places the stubs.',
-  opfs: "Resolve the open before the helper worker is up (a hit that comes first reads the File, as when there is no helper), and fewer allocations in the C call, as for Node.",
+  node: "Place stubs lazily: one per chain end at the open (52 here, not 10,401), the stubs of its pages and their tree nodes made on the first lookup that reaches them (the C tree would take a stub standing for a chain of pages); the index as it is holds what that needs (each page's parent).",
+  idb: 'As for Node: stubs placed per chain, not per page.',
+  opfs: "Resolve the open before the helper worker is up (a hit that comes first reads the File, as when there is no helper), and stubs per chain as for Node.",
 };
 
 const COLS = [
@@ -76,7 +76,7 @@ function notes(open) {
   const n = open.node, out = [];
   if (n?.listed) out.push(`Node, the same directory after a change to it (a file added and removed before each open, so that the index's stamp no longer matches the directory's mtime): ${ms(n.listed.open_ms)} (median of ${n.listed.runs.length}): it lists the directory (one readdir of ${n0(n.pages)} names) and checks the index against the listing. The first open after the store was written: ${ms(n.first_open.ms)} (the listing, and the stamp).`);
   if (n?.without_index) out.push(`Node, the same directory without its index file (as a store written before it): ${ms(n.without_index.ms)}, once: the first bytes of each of the ${n0(n.pages)} blobs read, and the index written for the opens after.`);
-  if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (before this change: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
+  if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (the main branch before the directory's index: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
   return out;
 }
 
