@@ -284,10 +284,8 @@ export class KnownRecords extends Map {
       return;
     }
     for (const v of super.values()) {
-      if (typeof v !== 'number') { fn(!!v.admitted, v.nValues, v.dtype, v.status); continue; }
-      const f = c.flags[v];
-      const status = f & FLAG_CORRUPT ? 'corrupt' : f & FLAG_TOO_LARGE ? 'too-large' : f & FLAG_FOREIGN ? 'foreign' : !this.#isMine(v) ? 'stale' : 'ok';
-      fn(status === 'ok' && this.#status[v] >= 0, c.nValues[v], f & FLAG_F16 ? 'f16' : 'f32', status);
+      if (typeof v === 'number') lazy(v);
+      else fn(!!v.admitted, v.nValues, v.dtype, v.status);
     }
   }
 

@@ -41,7 +41,6 @@ import { RlxkvError, STATUS, statusError } from '../web/errors.js';
 import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
-import { OpfsBlobs } from '../web/opfs-blobs.js';
 import {
   blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, MAX_LAYERS, u64Bytes,
   isUniformHead, uniformBlobSize, uniformBlockLength,
@@ -1383,7 +1382,9 @@ export class TieredStore {
   }
 }
 
-const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
+// OPFS is loaded when a store first uses it: an app on IndexedDB (and the
+// browser bundle's main file) does without its code.
+const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: async (path) => (await import('../web/opfs-blobs.js')).OpfsBlobs.open(path) } };
 
 /**
  * Copies every blob of store `from` into store `to` ({ kind, path }, kinds

@@ -54,9 +54,6 @@ typedef struct web_cache {
     rlxkv_piece *pieces;
     size_t pieces_cap;
     rlxkv_hit last;            /* the hit the record describes */
-    unsigned char *gathered;   /* rlxkv_web_gather's buffer, reused from hit to hit */
-    size_t gathered_cap;
-    uint32_t gathers;          /* gathers into it so far: a view of it is valid while this stands */
 } web_cache;
 
 /* cap_bytes arrives as a double: budgets past 4 GiB saturate at size_t's
@@ -87,7 +84,6 @@ void rlxkv_web_cache_free(web_cache *w) {
     free(w->tokens);
     free(w->rec);
     free(w->pieces);
-    free(w->gathered);
     free(w);
 }
 
@@ -180,51 +176,6 @@ static int record(web_cache *w, const rlxkv_hit *h, int own_only) {
     }
     return RLXKV_HIT;
 }
-
-/* Gathers the values of the hit the record describes (rlxkv_hit_copy)
- * into the cache's gather buffer, which is kept and reused from hit to hit
- * (so its memory is touched once, not at every hit), and rewrites the
- * record as one piece of one run per block in it: what a view of a hit
- * over several pages reads. Returns the count of gathers so far (a view of
- * the buffer is valid while it stands, and no entry was freed), or 0 when
- * out of memory or without a hit (the record unchanged). */
-uint32_t rlxkv_web_gather(web_cache *w) {
-    const rlxkv_entry *e = w->last.entry;
-    if (!e || !rlxkv_entry_is_resident(e)) return 0;
-    size_t blocks = 2 * rlxkv_entry_n_layers(e), vsize = rlxkv_dtype_size(rlxkv_entry_dtype(e));
-    size_t n = rlxkv_hit_n_values(&w->last);
-    if (n > SIZE_MAX / vsize) return 0;
-    if (n * vsize > w->gathered_cap) {
-        unsigned char *p = malloc(n * vsize ? n * vsize : 1);
-        if (!p) return 0;
-        free(w->gathered);
-        w->gathered = p;
-        w->gathered_cap = n * vsize;
-    }
-    size_t *lens = malloc((blocks ? blocks : 1) * sizeof *lens);
-    if (!lens || !reserve(&w->rec, &w->rec_cap, REC_HEAD + PIECE_WORDS(blocks))) {
-        free(lens);
-        return 0;
-    }
-    rlxkv_hit_copy(&w->last, w->gathered, lens);
-    uint32_t *r = w->rec, *at = r + REC_HEAD;
-    r[REC_PIECES] = 1;
-    at[0] = 0;
-    at[1] = (uint32_t)w->last.matched;
-    size_t offset = 0;
-    for (size_t b = 0; b < blocks; b++) {
-        uint32_t *sp = at + 2 + 4 * b;
-        sp[0] = (uint32_t)(uintptr_t)(w->gathered + offset * vsize);
-        sp[1] = sp[2] = (uint32_t)lens[b];
-        sp[3] = 1;
-        offset += lens[b];
-    }
-    free(lens);
-    if (++w->gathers == 0) w->gathers = 1;
-    return w->gathers;
-}
-
-uint32_t rlxkv_web_gathers(const web_cache *w) { return w->gathers; }
 
 /* Looks up the n tokens in the scratch area: RLXKV_HIT / RLXKV_MISS with
  * the record filled, or an error. partial: lookup_partial with max_match. */

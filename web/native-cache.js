@@ -60,8 +60,6 @@ const C_FUNCTIONS = [
   'rlxkv_web_generation',
   'rlxkv_web_get',
   'rlxkv_web_held',
-  'rlxkv_web_gather',
-  'rlxkv_web_gathers',
   'rlxkv_web_lookup',
   'rlxkv_web_mark',
   'rlxkv_web_match',
@@ -523,8 +521,9 @@ export class NativeCache {
 
   /**
    * Reads the record of a hit: arrays of the values it covers. One piece
-   * whose blocks are one run each can be viewed in place; else each block
-   * is gathered from its pieces into one new array (one copy).
+   * whose blocks are one run each can be viewed in place (with view); else
+   * each block is gathered from its pieces into one new array (one copy,
+   * view false).
    */
   #readHit(view) {
     const core = this.#core;
@@ -545,17 +544,7 @@ export class NativeCache {
     }
     const Type = dtype === 'f16' ? this.#f16 : Float32Array;
     if (view && contiguous) {
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION], 0);
-    }
-    // A view of a hit over several pages (or cut head by head): gathered
-    // in wasm into a buffer reused from hit to hit, and viewed there.
-    const gathered = view && count ? this.#C.rlxkv_web_gather(this.#web) >>> 0 : 0;
-    if (gathered) {
-      // The record anew: the gather may have moved it (and grown the heap).
-      const g = core.u32, r2 = this.#rec(), at = r2 + REC.HEAD + 2;
-      const runs = [];
-      for (let b = 0; b < blocks; b++) runs.push([g[at + 4 * b], g[at + 4 * b + 1], g[at + 4 * b + 2], 1]);
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, g[r2 + REC.GENERATION], gathered);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION]);
     }
     const buf = core.u8.buffer;
     const out = [];
@@ -573,9 +562,6 @@ export class NativeCache {
 
   /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
   generation() { return this.#C.rlxkv_web_generation(this.#web) >>> 0; }
-
-  /** Gathers so far into the gather buffer (rlxkv_web_gather): a view of it is valid while this stands. */
-  gathers() { return this.#C.rlxkv_web_gathers(this.#web) >>> 0; }
 
   /** C statuses: OK, NOTFOUND. */
   remove(tokens) { return this.#withTokens(this.#C.rlxkv_cache_remove, tokens); }
@@ -646,30 +632,25 @@ function gather(buf, Type, pieces, b, matched) {
 }
 
 /**
- * A zero-copy hit: typed arrays over the wasm heap (the entries' own
- * values, or a hit over several pages gathered into the cache's gather
- * buffer), valid until the cache frees an entry (the C generation moves
- * on) or, gathered, until the next hit that gathers. Memory growth detaches views,
+ * A zero-copy hit: typed arrays over the wasm heap (an entry's own
+ * values), valid until the cache frees an entry (the C generation moves
+ * on). Memory growth detaches views,
  * so the getters re-derive them from the current buffer; once the entry may
  * be gone they throw RlxkvError 'STALE_VIEW' instead of reading what now
  * lies there.
  */
 class HeapHit {
   #s;
-  /** gathered: 0 for views of the entries themselves, else the gather count its views are of (NativeCache.gathers). */
-  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation, gathered) {
+  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation) {
     this.matched = matched;
     this.dtype = dtype;
     this.view = true;
-    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, gathered, buf: null };
+    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, buf: null };
   }
-  /**
-   * False once the cache has freed an entry since this hit (or was
-   * closed), or, for a hit gathered from pages, once another was gathered.
-   */
+  /** False once the cache has freed an entry since this hit (or was closed). */
   get valid() {
     const s = this.#s;
-    return !s.cache.closed && s.cache.generation() === s.generation && (!s.gathered || s.cache.gathers() === s.gathered);
+    return !s.cache.closed && s.cache.generation() === s.generation;
   }
   #derive() {
     const s = this.#s;
