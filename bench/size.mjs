@@ -53,12 +53,18 @@ const glueFile = js.find((f) => f.path.endsWith('rlxkv_core.mjs'));
 const bundleJs = join(root, 'web/dist/rlxkv.browser.js');
 const bundleWasm = join(root, 'web/dist/rlxkv_core_web.wasm'); // the bundle's own: no C store or codec
 const webGlue = join(root, 'web/dist/rlxkv_core_web.mjs');
+// Its chunks (web/bundle.mjs): those the main file imports count in what an
+// app loads; the others load when first used (OPFS), reported apart.
+const chunkFiles = existsSync(bundleJs) ? readdirSync(join(root, 'web/dist')).filter((f) => /^rlxkv-[\w-]+\.js$/.test(f)) : [];
+const staticChunks = existsSync(bundleJs) ? [...readFileSync(bundleJs, 'utf8').matchAll(/\bfrom\s*"\.\/(rlxkv-[\w-]+\.js)"/g)].map((m) => m[1]) : [];
+const sizeOf = (f) => {
+  const buf = readFileSync(f);
+  return { path: relative(root, f), raw: buf.length, gz: gz(buf) };
+};
 const bundle = existsSync(bundleJs) && existsSync(bundleWasm)
-  ? [bundleWasm, bundleJs].map((f) => {
-    const buf = readFileSync(f);
-    return { path: relative(root, f), raw: buf.length, gz: gz(buf) };
-  })
+  ? [bundleWasm, bundleJs, ...staticChunks.map((f) => join(root, 'web/dist', f))].map(sizeOf)
   : null;
+const lazyChunks = chunkFiles.filter((f) => !staticChunks.includes(f)).map((f) => sizeOf(join(root, 'web/dist', f)));
 
 // ---- inside the glue: top-level statements of the module factory ----------
 async function glueBreakdown(gluePath) {
@@ -162,7 +168,8 @@ const result = {
   bundle: bundle && {
     files: bundle,
     wasm_gz: bundle[0].gz,
-    js_gz: bundle[1].gz,
+    js_gz: sum(bundle.slice(1), 'gz'),
+    lazy_chunks: lazyChunks,
     total_raw: sum(bundle, 'raw'),
     total_gz: sum(bundle, 'gz'),
     glue: existsSync(webGlue) ? relative(root, webGlue) : null,
@@ -180,4 +187,5 @@ console.error(`  total: ${result.total_raw} B, ${result.total_gz} B gzipped (was
 if (bundle) {
   for (const f of bundle) console.error(`  ${f.path.padEnd(28)} ${String(f.raw).padStart(7)} B  ${String(f.gz).padStart(6)} B gz`);
   console.error(`  browser bundle total: ${result.bundle.total_raw} B, ${result.bundle.total_gz} B gzipped`);
+  for (const f of lazyChunks) console.error(`  loaded when first used: ${f.path} ${f.raw} B, ${f.gz} B gz`);
 }

@@ -72,18 +72,17 @@ export interface Hit {
   readonly v: KVBlock[];
   /**
    * Whether k, v and tokens are views of wasm memory, asked for with
-   * `view: true`. Where the hit lies in one entry's own values (one page)
-   * and they are contiguous (a whole hit, a token-major cut), views of the
-   * entry itself. Otherwise (a hit over several pages, or a head-major cut)
-   * views of the cache's gather buffer, where the hit's values are copied
-   * once (a buffer reused from hit to hit): valid until the next such hit.
+   * `view: true`: where the hit lies in one entry's own values (one page,
+   * or pages read back from storage together, which memory holds as one
+   * entry) and they are contiguous (a whole hit, a token-major cut). Else
+   * (a hit over several pages in memory, a head-major cut) copies, each
+   * block gathered once, and view is false.
    */
   view: boolean;
   /**
    * For a view: false once the cache has freed an entry since the lookup
    * (an insert that replaced or evicted one, remove, clear, a smaller
-   * capBytes, close) or, for a gathered view, once another hit was
-   * gathered; its getters then throw RlxkvError 'STALE_VIEW' rather than
+   * capBytes, close); its getters then throw RlxkvError 'STALE_VIEW' rather than
    * read what lies there now. Always true for copies.
    */
   readonly valid: boolean;

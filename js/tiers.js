@@ -4,14 +4,18 @@
 // stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
 // hit.
 //
-//   open:  reads the index, never the KV: in a Node directory each blob's
-//          first bytes (tokens and sizes); in IndexedDB one index record,
+//   open:  reads the index, never the KV: in IndexedDB one index record,
 //          checked against a census of the store (a count and the newest
 //          timestamp) or, if they disagree, against every key, and the
 //          blobs it does not describe read once to repair it (a store
 //          written by 0.1.0 has no index at all); in OPFS one index file,
-//          checked against the directory's listing of names, the blobs it
-//          does not describe read (their first bytes) to repair it.
+//          checked, when a writer died, against the directory's listing of
+//          names; in a Node directory one index file, always checked
+//          against the listing: the blobs either does not describe read
+//          (their first bytes) to repair it. The index's records go into
+//          the C cache in one call and are made in JS only when asked for
+//          (js/store-index.js KnownRecords): an open costs a few passes
+//          over its columns.
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
 //          validates it whole (js/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
@@ -27,17 +31,16 @@
 //          page reads its parents first where memory lacks them, and a
 //          prune takes pages that others need only after them.
 //   flush: each dirty entry encoded from the heap and written on its own
-//          (a directory: temporary file + rename or move, then, in OPFS,
-//          one update of the index file; IndexedDB: batches of records and
-//          the index in one transaction), then marked clean if it is still
-//          the entry that was encoded.
+//          (a directory: temporary file + rename or move, then one update
+//          of the index file; IndexedDB: batches of records and the index
+//          in one transaction), then marked clean if it is still the entry
+//          that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
 import { RlxkvError, STATUS, statusError } from '../web/errors.js';
 import { DTYPE } from '../web/native-cache.js';
 import { FsBlobs } from '../web/fs-blobs.js';
 import { IdbBlobs } from '../web/idb-blobs.js';
-import { OpfsBlobs } from '../web/opfs-blobs.js';
 import {
   blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, MAX_LAYERS, u64Bytes,
   isUniformHead, uniformBlobSize, uniformBlockLength,
@@ -46,6 +49,9 @@ import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 import { serialQueue } from '../web/queue.js';
 import { copyRows, entryOfRows, rowRuns } from './chain.js';
+import {
+  FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
+} from './store-index.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
@@ -53,8 +59,6 @@ const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000
 const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
 const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
 const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
-const INDEX_MAGIC = 'RLXKVIX3';
-const INDEX_MAGIC_V2 = 'RLXKVIX2'; // read as a store of blobs only (no page columns)
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -96,7 +100,7 @@ export class TieredStore {
   #fp;
   #layout;
   /** name -> blob record (see above), every blob of the store. */
-  #known = new Map();
+  #known = new KnownRecords();
   /** names whose lastUse changed since the index was last written (IndexedDB, OPFS). */
   #used = new Set();
   /** name -> promise of a load under way. */
@@ -148,16 +152,17 @@ export class TieredStore {
   async #index() {
     if (this.#blobs.kind === 'idb') await this.#readIndex();
     else if (this.#blobs.kind === 'opfs') await this.#readIndexFile();
-    else this.#admit(await this.#scanDir());
+    else await this.#readDirIndex();
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
     const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
-    for (const r of this.#known.values()) {
-      if (r.admitted) {
+    // Records an index gave are counted from its columns, not made (KnownRecords).
+    this.#known.tally(report, (admitted, nValues, dtype, status) => {
+      if (admitted) {
         report.indexed++;
-        report.bytes += r.nValues * (r.dtype === 'f16' ? 2 : 4);
-      } else report[ADMIT_COUNT[r.status] ?? 'skipped']++;
-    }
+        report.bytes += nValues * (dtype === 'f16' ? 2 : 4);
+      } else report[ADMIT_COUNT[status] ?? 'skipped']++;
+    });
     this.report = report;
   }
 
@@ -169,13 +174,135 @@ export class TieredStore {
     this.#learn(records, { opening: true });
   }
 
-  /** A Node directory: every blob's first bytes; temporary files of dead writers swept. */
-  async #scanDir() {
-    const { blobs: files, temporaries } = await this.#blobs.list();
+  /**
+   * Takes in an index (its bytes) as the open's first known records, those
+   * of this cache as stored-only entries: an RLXKVIX4 one by its columns,
+   * in one C call (NativeCache.putIndex), its records made only when asked
+   * for (KnownRecords); an older one record by record. present: the names
+   * the store holds (an array), or null to trust the index. null if there is
+   * no index or it is damaged; else { dropped: names it has whose blob is
+   * gone (left out), bad: name -> status of records corrupt or too large
+   * (kept, to read again: a writer may have replaced them since),
+   * unresolved: names of pages whose path breaks in it (left out, to read),
+   * missing: with present, the names it lacks, newest: its most recently
+   * used name, count: its records }.
+   */
+  #adoptIndex(bytes, present) {
+    const dropped = [], bad = new Map(), unresolved = new Set();
+    const cols = indexColumns(bytes);
+    if (!cols) {
+      const stored = parseIndex(bytes);
+      if (!stored) return null;
+      const listed = present;
+      if (present) present = new Set(present);
+      const kept = [];
+      for (const [name, r] of stored) {
+        if (present && !present.has(name)) dropped.push(name);
+        else {
+          kept.push(r);
+          if (r.status === 'corrupt' || r.status === 'too-large') bad.set(name, r.status);
+        }
+      }
+      this.#admit(kept);
+      const missing = listed ? listed.filter((n) => !stored.has(n)) : null;
+      return { dropped, bad, unresolved, missing, newest: newestOf(kept), count: stored.size };
+    }
+    const { count, names } = cols;
+    const flags = cols.flags.slice();
+    // Every name in, then those the store lacks out: one pass over each list.
+    const known = this.#known;
+    known.adopt(cols, this.#fp, flags);
+    let missing = null;
+    if (present) {
+      const seen = new Uint8Array(count);
+      missing = [];
+      for (const n of present) {
+        const i = known.placeOf(n);
+        if (i >= 0) seen[i] = 1;
+        else missing.push(n);
+      }
+      for (let i = 0; i < count; i++) {
+        if (!seen[i]) {
+          known.skip(i);
+          dropped.push(names[i]);
+        }
+      }
+    }
+    const placed = this.#native.putIndex({ ...cols, flags });
+    if (typeof placed === 'number') { // a column no index holds: damaged
+      known.clear();
+      return null;
+    }
+    // The few records to look at again, as C found them (no pass over all here).
+    for (const i of placed.special) {
+      if (placed.status[i] === STATUS.NOTFOUND) {
+        known.skip(i);
+        unresolved.add(names[i]);
+      } else bad.set(names[i], flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
+    }
+    known.admit(placed.status, placed.counts);
+    let newest = null;
+    for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
+    return { dropped, bad, unresolved, missing, newest, count };
+  }
+
+  /**
+   * The index checked against the store's names and repaired: the records
+   * #adoptIndex took (or none), those the index does not describe, or
+   * describes as bad, read (their first bytes) and added. The records to
+   * write back into the index: { news, dropped }.
+   */
+  async #repair(adopted, names) {
+    const { dropped = [], bad = new Map(), unresolved = new Set() } = adopted ?? {};
+    const missing = adopted?.missing ? [...adopted.missing, ...unresolved, ...bad.keys()] : names.filter((n) => !this.#known.has(n) || bad.has(n));
+    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
+    const repaired = await this.#headRecords(files);
+    this.#admit(repaired);
+    // A page whose path broke in the index is written back as it was (it breaks again: an orphan, for a prune).
+    const news = repaired.filter((r) => !unresolved.has(r.name) && (!bad.has(r.name) || bad.get(r.name) !== r.status));
+    return { news, dropped };
+  }
+
+  /**
+   * A Node directory: its index file (web/fs-blobs.js), read against the
+   * listing of names (one readdir, no stat of each file): the entries of
+   * files gone leave; files it does not describe, or records corrupt or
+   * too large (a writer may have replaced them since), are read (their
+   * first bytes) and added, and the file is updated if either happened
+   * (a store without one, written before it, gets one so). Writers of
+   * other processes update it after their saves and removals, last one
+   * winning: what one missed is found here the same way. A file rewritten
+   * in place under its name is not seen here: the hit that reads it checks
+   * it whole. Temporary files of dead writers are swept. An index that a
+   * listing found right, and that the directory has not changed since
+   * (FsBlobs indexState(): its mtime, stamped on the index), is taken
+   * without the listing.
+   */
+  async #readDirIndex() {
+    const [bytes, state] = await Promise.all([this.#blobs.readIndex(), this.#blobs.indexState()]);
+    // Stamped: nothing added, removed or renamed since a listing agreed with it.
+    // (A bad record needs no second look then: a blob mended by a save would have been renamed in.)
+    const trusted = state.stamped ? this.#adoptIndex(bytes, null) : null;
+    if (trusted) {
+      // Pages whose path breaks in it (orphans) are read by name, as they always are.
+      if (trusted.unresolved.size) await this.#repair({ ...trusted, bad: new Map(), missing: [] }, []);
+      return;
+    }
+    const { blobs: names, temporaries } = await this.#blobs.names();
     const swept = await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    return this.#headRecords(files);
+    const adopted = this.#adoptIndex(bytes, names);
+    const { news, dropped } = await this.#repair(adopted, names);
+    if (!news.length && !dropped.length) {
+      // The listing agrees with the index: the next opens need not list, until the directory changes.
+      if (adopted && !left.length) await this.#blobs.stampIndex(state);
+      return;
+    }
+    // Only a cache of the directory: one that cannot be written is found as it is at the next open.
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
+    await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+      [...news.map((r) => r.name), ...dropped]).catch(() => {});
   }
 
   /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
@@ -220,28 +347,26 @@ export class TieredStore {
    */
   async #readIndexFile() {
     const [bytes, dead] = await Promise.all([this.#blobs.readIndex(), this.#blobs.deadMarkers()]);
-    const stored = parseIndex(bytes) ?? new Map();
-    const newest = () => [...this.#known.values()].reduce((a, r) => (!a || r.lastUse > a.lastUse ? r : a), null)?.name;
-    if (stored.size && dead && !dead.length) {
-      // Every writer since it was written has updated it, or is at it now.
-      this.#admit([...stored.values()]);
-      await this.#blobs.ready(newest());
+    // Every writer since it was written has updated it, or is at it now: trusted.
+    const trusted = dead && !dead.length ? this.#adoptIndex(bytes, null) : null;
+    if (trusted && trusted.count && !trusted.unresolved.size) {
+      await this.#blobs.ready(trusted.newest);
       return;
     }
     const names = await this.#blobs.names();
-    const present = new Set(names);
-    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    const kept = [...stored.values()].filter((r) => present.has(r.name) && !bad(r));
-    const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    const missing = names.filter((n) => !stored.has(n) || bad(stored.get(n)));
-    const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
-    const repaired = await this.#headRecords(files);
-    this.#admit([...kept, ...repaired]);
-    const news = repaired.filter((r) => !stored.has(r.name) || stored.get(r.name).status !== r.status);
-    const ready = this.#blobs.ready(newest());
+    let adopted;
+    if (trusted) {
+      const present = new Set(names);
+      const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
+      for (const n of dropped) this.#drop(n);
+      adopted = { ...trusted, dropped };
+    } else adopted = this.#adoptIndex(bytes, names);
+    const { news, dropped } = await this.#repair(adopted, names);
+    const ready = this.#blobs.ready(newestOf([...this.#known.values()]));
     // A record another tab wrote since is kept, unless bad. Only a hint: a
     // store it cannot be written to (over quota) opens all the same, and
     // its dead writers' markers stay.
+    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
     const updated = !news.length && !dropped.length ? true
       : await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
         [...news.map((r) => r.name), ...dropped]).then(() => true, () => false);
@@ -259,26 +384,23 @@ export class TieredStore {
   async #readIndex() {
     const listing = this.#blobs.list();
     const index = await listing.index;
-    const stored = parseIndex(index && index.bytes) ?? new Map();
-    this.#admit([...stored.values()]);
+    const adopted = this.#adoptIndex(index && index.bytes, null);
     const { records, newest } = await listing.census;
-    const current = !!index && records === stored.size + 1 && newest <= index.timestamp;
+    const current = !!adopted && !adopted.unresolved.size && records === adopted.count + 1 && newest <= index.timestamp;
     if (current) return; // the index describes every key
     const present = new Set(await this.#blobs.names());
-    const dropped = [...stored.keys()].filter((n) => !present.has(n));
-    for (const name of dropped) {
-      if (this.#known.get(name).admitted) this.#native.blobGone(stored.get(name).tokens);
-      this.#known.delete(name);
-    }
+    const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
+    for (const name of dropped) this.#drop(name);
     const repaired = [];
     for (const name of present) {
-      if (stored.has(name)) continue;
+      if (this.#known.has(name)) continue;
       const bytes = await this.#blobs.read(name);
       if (bytes) repaired.push(recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length)));
     }
     this.#admit(repaired);
-    if (repaired.length || dropped.length) {
-      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: repaired, remove: dropped }));
+    const news = repaired.filter((r) => !adopted?.unresolved.has(r.name));
+    if (news.length || dropped.length) {
+      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: news, remove: dropped }));
     }
   }
 
@@ -545,9 +667,9 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // A Node directory keeps uses as file times; IndexedDB and OPFS in their index (at the next flush).
+    // In their index (at the next flush); a Node directory in file times too, for the CLI and the C store.
     if (this.#blobs.kind === 'fs') this.#touchSoon(name);
-    else this.#used.add(name);
+    this.#used.add(name);
     return true;
   }
 
@@ -728,8 +850,8 @@ export class TieredStore {
     } finally {
       for (const it of batch) this.#saving.delete(it.name);
     }
-    // OPFS: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
-    if (this.#blobs.kind === 'opfs' && (this.#savedRecords.length || this.#used.size)) {
+    // OPFS, a directory: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
+    if (this.#blobs.kind !== 'idb' && (this.#savedRecords.length || this.#used.size)) {
       failure = await firstError(failure, this.#updateIndexFile(this.#savedRecords));
     }
     await this.#removePending(failed);
@@ -737,7 +859,7 @@ export class TieredStore {
   }
 
   /**
-   * OPFS: the index file updated with saved records, last uses and removed
+   * OPFS, a Node directory: the index file updated with saved records, last uses and removed
    * names, as their files are then (see mergeIndex). An index found gone
    * or damaged while this store knows of other blobs is written from all
    * it knows, and the store marked behind: its marker stays, so that the
@@ -1090,7 +1212,7 @@ export class TieredStore {
     } else {
       gone = [];
       failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n), { retry }));
-      if (this.#blobs.kind === 'opfs' && gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
+      if (gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
     }
     for (const n of gone) this.#known.delete(n);
     if (gone.length) this.#tell({ removed: gone });
@@ -1260,7 +1382,9 @@ export class TieredStore {
   }
 }
 
-const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: OpfsBlobs };
+// OPFS is loaded when a store first uses it: an app on IndexedDB (and the
+// browser bundle's main file) does without its code.
+const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: async (path) => (await import('../web/opfs-blobs.js')).OpfsBlobs.open(path) } };
 
 /**
  * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
@@ -1521,197 +1645,3 @@ function recordOf(name, bytes, lastUse, info) {
   };
 }
 
-/**
- * A page's fields of a record: start (its first token of values of its
- * own), parentN and parent (its parent's token count and blob name); none
- * for a blob (start 0).
- */
-function pageOf(page) {
-  return page ? { start: page.start, parentN: page.parentN, parent: nameOfKey(page.parent) } : {};
-}
-/**
- * The name a page's parent key gives, and back (FORMATS.md, Pages): a page
- * name's 32 hex digits as two u64s, or a blob's 16 (its 64-bit name) as 0
- * and that.
- */
-const hex16 = (x) => x.toString(16).padStart(16, '0');
-const nameOfKey = ([a, b]) => `${a ? hex16(a) : ''}${hex16(b)}.rlxkv`;
-function keyOfName(name) {
-  const hex = name.slice(0, name.length - '.rlxkv'.length);
-  return hex.length === 32 ? [BigInt(`0x${hex.slice(0, 16)}`), BigInt(`0x${hex.slice(16)}`)] : [0n, BigInt(`0x${hex}`)];
-}
-
-// ---- the IndexedDB index record --------------------------------------
-// 'RLXKVIX3': a header of six u32 words (the magic's two, count, tokens:
-// all blobs', high: how many of those are 0x10000 or more, names: bytes
-// of the names), then columns, a value per blob, oldest use first:
-//   f64 bytes, f64 nValues, f64 lastUse, u64 fingerprint, f64 start,
-//   f64 parentN, u64 parent key's first half, u64 its second (a page's:
-//   its first own token, its parent's token count and key; 0 for a blob),
-//   u32 n (tokens),
-//   u8 flags (1 corrupt, 2 f16, 4 rowMajor, 8 foreign: under a name not
-//   its own, 16 too large), zero bytes to a multiple of 4,
-//   u16 the low 16 bits of every token (blob after blob, n each), zero
-//   bytes to a multiple of 4, u32 each high token's place among them, u16
-//   its high 16 bits, zero bytes to a multiple of 4,
-//   the names in UTF-8, each followed by '/' (no name holds one).
-// 'RLXKVIX2' (0.1 and stores before pages) is the same without the three
-// page columns, and is read as such. Tokens take 2 bytes, not 4 (most of
-// any vocabulary's are below 0x10000; the read of this record is most of
-// an open's time), widened in one typed-array conversion; each blob's
-// tokens are a view of the result. The columns and the names are read as
-// whole arrays, not field by field. (An index of another magic is rebuilt
-// from the blobs, as a damaged one is.)
-const pad4 = (at) => (at + 3) & ~3;
-const FLAG_CORRUPT = 1, FLAG_F16 = 2, FLAG_ROW_MAJOR = 4, FLAG_FOREIGN = 8, FLAG_TOO_LARGE = 16;
-const STATUS_FLAGS = { corrupt: FLAG_CORRUPT, foreign: FLAG_FOREIGN, 'too-large': FLAG_TOO_LARGE };
-
-/**
- * A blob record as an index describes it: flags as the index's; indexed
- * (its name is not checked against its tokens again: the index says foreign).
- */
-function indexedRecord(name, bytes, lastUse, fingerprint, flags, tokens, nValues, page) {
-  if (flags & (FLAG_CORRUPT | FLAG_TOO_LARGE)) {
-    return { name, bytes, lastUse, fingerprint: null, status: flags & FLAG_CORRUPT ? 'corrupt' : 'too-large' };
-  }
-  return {
-    name, bytes, lastUse, fingerprint, status: flags & FLAG_FOREIGN ? 'foreign' : 'ok', dtype: flags & FLAG_F16 ? 'f16' : 'f32',
-    tokens, nValues, rowMajor: !!(flags & FLAG_ROW_MAJOR), indexed: true, ...pageOf(page),
-  };
-}
-const UTF8_ENCODER = new TextEncoder(), UTF8_DECODER = new TextDecoder();
-
-/**
- * Where each part of an index record of count blobs, total tokens, high of
- * them high, lies: RLXKVIX3's, or without `pages` RLXKVIX2's. Column
- * offsets are from cols, in bytes.
- */
-function indexLayout(count, total, high, nameBytes, pages = true) {
-  const extra = pages ? 32 : 0, cols = 24, width = 37 + extra;
-  const tokensAt = pad4(cols + width * count), highAt = pad4(tokensAt + 2 * total);
-  const namesAt = pad4(highAt + 6 * high);
-  return {
-    cols, tokensAt, highAt, namesAt, size: namesAt + nameBytes,
-    fps: 24 * count, pageAt: 32 * count, ns: (32 + extra) * count, flags: (36 + extra) * count,
-  };
-}
-/** RLXKVIX3's page columns: f64 start and parentN, then the parent key's two u64s. */
-function pageColumns(buffer, offset, count) {
-  return {
-    starts: new Float64Array(buffer, offset, 2 * count),
-    parents: new BigUint64Array(buffer, offset + 16 * count, 2 * count),
-  };
-}
-
-/**
- * The index `index` (parseIndex's: a map, changed here, or null: none)
- * with the records `set` put in (over those of their names, unless
- * keep(the record there) says to keep it), the names `remove` taken out,
- * and the last uses of the records `uses` raised to theirs: new index
- * bytes. With `present` (the names of `set` and `remove` whose files exist
- * as the index is written), a record goes in only if its file is there
- * and a name out only if it is not: the last writer of a name, whichever
- * it was, leaves it right.
- */
-function mergeIndex(index, { set = [], remove = [], uses = [], keep = () => false, present = null }) {
-  index ??= new Map();
-  for (const r of uses) {
-    const was = index.get(r.name);
-    if (was) was.lastUse = Math.max(was.lastUse, r.lastUse);
-  }
-  for (const r of set) {
-    if (r.status === 'unreadable' || (present && !present.has(r.name))) continue; // an unreadable one is read again at the next open
-    if (!index.has(r.name) || !keep(index.get(r.name))) index.set(r.name, r);
-  }
-  for (const n of remove) if (!present || !present.has(n)) index.delete(n);
-  return encodeIndex(index);
-}
-
-function encodeIndex(map) {
-  const records = [...map.values()].sort((a, b) => a.lastUse - b.lastUse);
-  const count = records.length;
-  let total = 0, high = 0;
-  for (const r of records) {
-    const t = r.tokens;
-    if (!t) continue;
-    total += t.length;
-    for (let i = 0; i < t.length; i++) if (t[i] > 0xffff) high++;
-  }
-  const names = UTF8_ENCODER.encode(records.map((r) => `${r.name}/`).join(''));
-  const at = indexLayout(count, total, high, names.length);
-  const out = new Uint8Array(at.size);
-  // Little-endian hosts (all that run wasm): the columns are typed arrays.
-  const head = new Uint32Array(out.buffer, 0, 6);
-  for (let i = 0; i < 8; i++) out[i] = INDEX_MAGIC.charCodeAt(i);
-  head.set([count, total, high, names.length], 2);
-  const f64 = new Float64Array(out.buffer, at.cols, 3 * count);
-  const fps = new BigUint64Array(out.buffer, at.cols + at.fps, count);
-  const { starts, parents } = pageColumns(out.buffer, at.cols + at.pageAt, count);
-  const ns = new Uint32Array(out.buffer, at.cols + at.ns, count);
-  const flags = new Uint8Array(out.buffer, at.cols + at.flags, count);
-  const low = new Uint16Array(out.buffer, at.tokensAt, total);
-  const places = new Uint32Array(out.buffer, at.highAt, high), highs = new Uint16Array(out.buffer, at.highAt + 4 * high, high);
-  out.set(names, at.namesAt);
-  let k = 0, h = 0;
-  records.forEach((r, i) => {
-    f64[i] = r.bytes;
-    f64[count + i] = r.nValues ?? 0;
-    f64[2 * count + i] = r.lastUse;
-    fps[i] = r.fingerprint ?? 0n;
-    starts[i] = r.start ?? 0;
-    starts[count + i] = r.parentN ?? 0;
-    [parents[i], parents[count + i]] = r.start ? keyOfName(r.parent) : [0n, 0n];
-    flags[i] = (STATUS_FLAGS[r.status] ?? 0) | (r.dtype === 'f16' ? FLAG_F16 : 0) | (r.rowMajor ? FLAG_ROW_MAJOR : 0);
-    const t = r.tokens, n = t ? t.length : 0;
-    ns[i] = n;
-    for (let j = 0; j < n; j++, k++) {
-      low[k] = t[j]; // the low 16 bits
-      if (t[j] > 0xffff) { places[h] = k; highs[h++] = t[j] >>> 16; }
-    }
-  });
-  return out;
-}
-
-const isCount = (x) => Number.isSafeInteger(x) && x >= 0;
-
-/** The index record's blobs by name; null for none or a damaged one (then rebuilt from the blobs). */
-function parseIndex(bytes) {
-  if (!bytes || bytes.length < 12) return null;
-  const magic = String.fromCharCode.apply(null, bytes.subarray(0, 8));
-  try {
-    const pages = magic === INDEX_MAGIC;
-    if ((!pages && magic !== INDEX_MAGIC_V2) || bytes.length < 24) return null;
-    const b = bytes.byteOffset % 8 ? bytes.slice() : bytes; // the columns' views need it
-    const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
-    const at = indexLayout(count, total, high, nameBytes, pages);
-    if (at.size !== b.length) return null;
-    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
-    const f64 = view(Float64Array, at.cols, 3 * count), fps = view(BigUint64Array, at.cols + at.fps, count);
-    const ns = view(Uint32Array, at.cols + at.ns, count), flags = view(Uint8Array, at.cols + at.flags, count);
-    const { starts, parents } = pages ? pageColumns(b.buffer, b.byteOffset + at.cols + at.pageAt, count) : {};
-    // One conversion widens the stream; the few high halves go in after.
-    const tokens = new Uint32Array(view(Uint16Array, at.tokensAt, total));
-    const places = view(Uint32Array, at.highAt, high), highs = view(Uint16Array, at.highAt + 4 * high, high);
-    for (let h = 0; h < high; h++) {
-      if (places[h] >= total) return null;
-      tokens[places[h]] += highs[h] * 0x10000;
-    }
-    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
-    if (names.length !== count + 1) return null;
-    const map = new Map();
-    for (let i = 0, next = 0; i < count; i++) {
-      const n = ns[i];
-      if (next + n > total) return null;
-      // Sizes and times a blob can have (a budget sums them): else damaged.
-      if (!isCount(f64[i]) || !isCount(f64[count + i]) || !Number.isFinite(f64[2 * count + i])) return null;
-      // A page's start past its first token and before its last, its parent at least that long.
-      const start = starts ? starts[i] : 0, parentN = starts ? starts[count + i] : 0;
-      if (!isCount(start) || !isCount(parentN) || (start && (start >= n || parentN < start))) return null;
-      const page = start ? { start, parentN, parent: [parents[i], parents[count + i]] } : null;
-      map.set(names[i], indexedRecord(names[i], f64[i], f64[2 * count + i], fps[i], flags[i], tokens.subarray(next, next += n), f64[count + i], page));
-    }
-    return map;
-  } catch {
-    return null; // a RangeError past the end: damaged
-  }
-}

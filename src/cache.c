@@ -41,7 +41,11 @@
  * caller can load on a hit (rlxkv_cache_match). Stored-only entries are
  * nodes like any other, on a third list (STORED, most recent first), and
  * count apart from the memory budget. With the stored index on, evicting
- * an entry that has a blob leaves its stored-only entry behind. Partial
+ * an entry that has a blob leaves its stored-only entry behind. Those an
+ * open places at once (rlxkv_cache_put_stored_many: a store's index) share
+ * their tokens (a block per chain of pages) and are carved, with their
+ * nodes, from one block (an arena): each holds its blocks by a count, the
+ * last one out frees them. Partial
  * reuse keeps two counts per node: trimmable resident entries (what a
  * sync lookup may use) and trimmable entries of both tiers.
  */
@@ -72,6 +76,7 @@ struct node {
     struct kid_hash *hash;    /* a wide node's index of kids by key (2 *
                                  cap slots, same allocation), or NULL */
     rlxkv_entry *entry;       /* its tokens are the path to here, or NULL */
+    size_t *slab;             /* made in an arena's block (its holders' count), or NULL */
     uint32_t slot;            /* the entry's recency slot */
     node *parent;
     size_t kids_cap;          /* room in kids and keys */
@@ -118,7 +123,27 @@ struct rlxkv_cache {
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
     uint32_t puts;            /* serials of entries (wraps) */
+    /* While put_stored_many places its stubs: one block their entries and
+     * nodes are carved from (block NULL otherwise). */
+    struct arena {
+        size_t *block;
+        unsigned char *next, *end;
+    } arena;
 };
+
+/* n bytes, zeroed, from the cache's arena (its block then held once more),
+ * or NULL when there is none or it is full: the caller mallocs. */
+static void *arena_take(rlxkv_cache *c, size_t n, size_t **slab) {
+    struct arena *a = &c->arena;
+    n = (n + 15) & ~(size_t)15;
+    if (!a->block || (size_t)(a->end - a->next) < n) return NULL;
+    void *p = a->next;
+    a->next += n;
+    memset(p, 0, n);
+    ++*a->block;
+    *slab = a->block;
+    return p;
+}
 
 /* ---- recency lists ---------------------------------------------------- */
 
@@ -241,9 +266,11 @@ static void slot_move(slot *s, uint32_t i, uint32_t list, int last) {
 
 /* ---- nodes and their children ----------------------------------------- */
 
-static node *node_new(const uint32_t *label, size_t n) {
-    node *x = calloc(1, sizeof *x);
-    if (!x) return NULL;
+static node *node_new(rlxkv_cache *c, const uint32_t *label, size_t n) {
+    size_t *slab = NULL;
+    node *x = c ? arena_take(c, sizeof *x, &slab) : NULL;
+    if (x) x->slab = slab;
+    else if (!(x = calloc(1, sizeof *x))) return NULL;
     x->label = label;
     x->nlabel = n;
     return x;
@@ -251,7 +278,8 @@ static node *node_new(const uint32_t *label, size_t n) {
 
 static void node_free(node *x) {
     free(x->kids);
-    free(x);
+    if (!x->slab) free(x);
+    else if (!--*x->slab) free(x->slab);
 }
 
 /* The tokens x's label borrows from: those of an entry in its subtree. Not
@@ -260,9 +288,12 @@ static const uint32_t *base_of(const node *x) { return x->label - (x->depth - x-
 
 /* The nodes from x up whose labels borrow from `from` borrow from `to`
  * instead: the tokens of another entry below each of them (so, with the
- * same tokens on their paths). */
+ * same tokens on their paths). The run stops at a node above x that holds
+ * an entry: its label is its own entry's, even where that entry's tokens
+ * are `from` too (stubs of one put_stored_many share theirs). */
 static void rebase(const rlxkv_cache *c, node *x, const uint32_t *from, const uint32_t *to) {
-    for (; x != c->root && base_of(x) == from; x = x->parent) x->label = to + (x->depth - x->nlabel);
+    for (node *y = x; y != c->root && base_of(y) == from && (y == x || !y->entry); y = y->parent)
+        y->label = to + (y->depth - y->nlabel);
 }
 
 /* Index of the first child whose first token is >= t. */
@@ -555,7 +586,7 @@ static size_t common_len(const uint32_t *a, const uint32_t *b, size_t n) {
     return k;
 }
 
-/* Walks down q from the root:
+/* Walks down q from node x, whose path q begins with (descend: the root):
  *   1. at node x, find the child y whose label starts with the next query
  *      token (none: stop at x);
  *   2. compare y's label with the query; if it matches whole, y is the new
@@ -566,9 +597,9 @@ static size_t common_len(const uint32_t *a, const uint32_t *b, size_t n) {
  * child, then that child's label and recency slot), so that in a big
  * cache, where those are cold, the misses overlap the comparison instead
  * of following it. A long shared prefix (a system prompt) hides them. */
-static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct pos *p) {
-    node *x = c->root, *y = n ? kid_find(x, q[0]) : NULL;
-    size_t i = 0;
+static void descend_from(const rlxkv_cache *c, node *x, const uint32_t *q, size_t n, struct pos *p) {
+    size_t i = x->depth;
+    node *y = i < n ? kid_find(x, q[i]) : NULL;
     p->edge = NULL;
     p->off = 0;
     if (y) prefetch_span(y->label, y->nlabel < n ? y->nlabel : n);
@@ -596,6 +627,10 @@ static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct po
     }
     p->at = x;
     p->depth = i;
+}
+
+static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct pos *p) {
+    descend_from(c, c->root, q, n, p);
 }
 
 /* The node whose path is exactly t[0..n), or NULL. */
@@ -626,8 +661,8 @@ static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n
  *   2. put m in y's place among p's children, m's trimmable counts taken
  *      from y (its one source below);
  *   3. shorten y's label to "cd" and make y m's child. */
-static node *split(node *y, size_t k, size_t room) {
-    node *p = y->parent, *m = node_new(y->label, k);
+static node *split(rlxkv_cache *c, node *y, size_t k, size_t room) {
+    node *p = y->parent, *m = node_new(c, y->label, k);
     if (!m || !kids_reserve(m, room)) {
         if (m) node_free(m);
         return NULL;
@@ -665,12 +700,12 @@ static node *split(node *y, size_t k, size_t room) {
  *      the node the walk stopped at (room for one more); failing either,
  *      free the leaf: the tree is as it was;
  *   4. add the leaf under it. */
-static node *make_node(const struct pos *p, const rlxkv_entry *e) {
+static node *make_node(rlxkv_cache *c, const struct pos *p, const rlxkv_entry *e) {
     node *leaf, *at;
-    if (p->depth == e->n_tokens) return split(p->edge, p->off, 1);
-    leaf = node_new(e->tokens + p->depth, e->n_tokens - p->depth);
+    if (p->depth == e->n_tokens) return split(c, p->edge, p->off, 1);
+    leaf = node_new(c, e->tokens + p->depth, e->n_tokens - p->depth);
     if (!leaf) return NULL;
-    at = p->edge ? split(p->edge, p->off, 2) : kids_reserve(p->at, 1) ? p->at : NULL;
+    at = p->edge ? split(c, p->edge, p->off, 2) : kids_reserve(p->at, 1) ? p->at : NULL;
     if (!at) {
         node_free(leaf);
         return NULL;
@@ -1013,7 +1048,7 @@ static void trim_front(rlxkv_entry *e, size_t from, int head_major, size_t heads
 rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint) {
     rlxkv_cache *c = calloc(1, sizeof *c);
     if (!c) return NULL;
-    c->root = node_new(NULL, 0);
+    c->root = node_new(NULL, NULL, 0);
     c->slots_cap = 16;
     c->slots = malloc(c->slots_cap * sizeof *c->slots);
     if (!c->root || !c->slots) {
@@ -1191,7 +1226,7 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(&p, e)))) {
+    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, e)))) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
@@ -1226,26 +1261,55 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
 int rlxkv_cache_put(rlxkv_cache *c, rlxkv_entry *e) { return put(c, e, RLXKV_ENTRY_DIRTY); }
 int rlxkv_cache_put_loaded(rlxkv_cache *c, rlxkv_entry *e) { return put(c, e, RLXKV_ENTRY_STORED); }
 
-int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
-                           size_t n_values, int row_major) {
+/* put_stored from node `from`, whose path the tokens begin with (the
+ * root, or a node a stub of the same call stands at). shared: the block
+ * the stub borrows its tokens from (put_stored_many), or NULL to copy
+ * them. *at: the node it stands at, or NULL. */
+static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, size_t n_tokens, int dtype,
+                         size_t n_values, int row_major, size_t *shared, node **at) {
     size_t vsize = rlxkv_dtype_size(dtype);
+    *at = NULL;
     if (!c || (!tokens && n_tokens) || !vsize || n_values > SIZE_MAX / vsize) return RLXKV_ERR_INVALID;
     if (!c->cap_bytes) return RLXKV_OK;
     struct pos p;
-    descend(c, tokens, n_tokens, &p);
+    descend_from(c, from, tokens, n_tokens, &p);
     node *n = !p.edge && p.depth == n_tokens ? p.at : NULL;
-    if (n && n->entry && !is_stub(n->entry)) return RLXKV_OK; /* resident: newer than any blob */
+    if (n && n->entry && !is_stub(n->entry)) {
+        *at = n;
+        return RLXKV_OK; /* resident: newer than any blob */
+    }
     int trim = n_tokens > 0 && (c->layout.order != RLXKV_ORDER_ANY || row_major); /* as trimmable() */
-    rlxkv_entry *s = stub_new(tokens, n_tokens, dtype, n_values, trim ? RLXKV_ENTRY_TRIMMABLE : 0,
-                              (uint8_t)c->layout.order, (uint32_t)c->layout.heads);
+    unsigned flags = trim ? RLXKV_ENTRY_TRIMMABLE : 0;
+    size_t *slab = NULL;
+    rlxkv_entry *s = shared ? arena_take(c, sizeof *s + sizeof(size_t), &slab) : NULL;
+    if (s) { /* as rlxkv_entry_alloc lays out an entry of no values, then as stub_new */
+        s->slab = slab;
+        s->dtype = (uint8_t)dtype;
+        s->offs = (size_t *)(s + 1);
+        s->kv = (unsigned char *)(s->offs + 1);
+        s->n_values = n_values;
+        s->flags = RLXKV_ENTRY_STUB | RLXKV_ENTRY_STORED | flags;
+        s->order = (uint8_t)c->layout.order;
+        s->heads = (uint32_t)c->layout.heads;
+    } else {
+        s = shared ? stub_new(NULL, 0, dtype, n_values, flags, (uint8_t)c->layout.order, (uint32_t)c->layout.heads)
+                   : stub_new(tokens, n_tokens, dtype, n_values, flags, (uint8_t)c->layout.order, (uint32_t)c->layout.heads);
+    }
     if (!s) return RLXKV_ERR_NOMEM;
+    if (shared) {
+        s->tokens = (uint32_t *)tokens;
+        s->n_tokens = n_tokens;
+        s->shared = shared;
+        ++*shared;
+    }
     s->serial = ++c->puts;
     if (n && n->entry) {
         s->flags |= n->entry->flags & RLXKV_ENTRY_PIN_ON_LOAD;
         swap_entry(c, n, s, 0);
+        *at = n;
         return RLXKV_OK;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(&p, s)))) {
+    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, s)))) {
         rlxkv_entry_free(s);
         return RLXKV_ERR_NOMEM;
     }
@@ -1254,7 +1318,165 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     s->node = n;
     trim_count(n, s, 1);
     enlist(c, n, 0);
+    *at = n;
     return RLXKV_OK;
+}
+
+int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
+                           size_t n_values, int row_major) {
+    node *at;
+    return put_stored_at(c, c ? c->root : NULL, tokens, n_tokens, dtype, n_values, row_major, NULL, &at);
+}
+
+/* A block of tokens stubs share: a count of its holders, then the tokens. */
+static size_t *block_new(size_t n) {
+    if (n > (SIZE_MAX - sizeof(size_t)) / sizeof(uint32_t)) return NULL;
+    size_t *b = malloc(sizeof(size_t) + n * sizeof(uint32_t));
+    if (b) *b = 1; /* the call's own hold, let go at its end */
+    return b;
+}
+static void block_release(size_t *b) {
+    if (b && !--*b) free(b);
+}
+
+/* The paths of put_stored_many's pages (specs with a parent), after the
+ * blobs' (their own tokens). A page's path is its parent's first `start`
+ * tokens, then its own. The ends of chains first (specs no page extends
+ * from their last token): each gets a block of its own, and every spec up
+ * its chain whose path ends where the walk is gets a view of it, so that
+ * a chain shares one copy, linear in its tokens. A spec whose path breaks
+ * (a parent out of range, of another length than parent_n, or broken; a
+ * loop) gets path NULL. path[i], block[i], len[i]: out; blocks: every
+ * block made, *n_blocks of them. Returns 0 if out of memory. */
+static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, const rlxkv_stored *s, size_t count,
+                        const uint32_t **path, size_t **block, size_t *len, size_t **blocks, size_t *n_blocks,
+                        size_t *chain, unsigned char *extended) {
+    for (size_t i = 0; i < count; i++) {
+        path[i] = NULL;
+        block[i] = NULL;
+        extended[i] = 0;
+        len[i] = s[i].parent ? s[i].start + s[i].n_tokens : s[i].n_tokens;
+        if (s[i].tokens_at > n_tokens || s[i].n_tokens > n_tokens - s[i].tokens_at || len[i] < s[i].n_tokens ||
+            (s[i].parent && !s[i].start))
+            len[i] = SIZE_MAX; /* invalid */
+    }
+    for (size_t i = 0; i < count; i++) {
+        size_t p = s[i].parent;
+        if (p && p <= count && len[i] != SIZE_MAX && s[i].start == len[p - 1]) extended[p - 1] = 1;
+    }
+    *n_blocks = 0;
+    for (int ends = 1; ends >= 0; ends--) {
+        for (size_t r = 0; r < count; r++) {
+            if (path[r] || len[r] == SIZE_MAX || extended[r] == 2 || (ends && extended[r] == 1)) continue;
+            if (!s[r].parent) {
+                path[r] = copy + s[r].tokens_at;
+                block[r] = shared;
+                continue;
+            }
+            size_t *b = block_new(len[r]);
+            if (!b) return 0;
+            blocks[(*n_blocks)++] = b;
+            uint32_t *buf = (uint32_t *)(b + 1);
+            size_t cur = r, end = len[r], n_chain = 0, steps = 0;
+            int ok = 1;
+            while (end > 0) {
+                if (path[cur]) {
+                    memcpy(buf, path[cur], end * sizeof *buf);
+                    break;
+                }
+                size_t start = s[cur].parent ? s[cur].start : 0;
+                if (end > start) memcpy(buf + start, copy + s[cur].tokens_at, (end - start) * sizeof *buf);
+                if (end == len[cur]) chain[n_chain++] = cur;
+                if (!s[cur].parent) break;
+                size_t p = s[cur].parent - 1;
+                if (p >= count || len[p] == SIZE_MAX || extended[p] == 2 || len[p] != s[cur].parent_n || ++steps > count) {
+                    ok = 0;
+                    break;
+                }
+                if (start < end) end = start;
+                cur = p;
+            }
+            for (size_t k = 0; k < n_chain; k++) {
+                if (ok) {
+                    path[chain[k]] = buf;
+                    block[chain[k]] = b;
+                } else {
+                    extended[chain[k]] = 2; /* broken */
+                }
+            }
+        }
+    }
+    return 1;
+}
+
+/* Stubs of one call share copies of its tokens: the blobs' one copy of
+ * the array, a chain of pages one block of its path. A spec with a parent
+ * is placed from its parent's node, and one whose tokens start where an
+ * earlier one's do (`like`) from that one's, not from the root: a chain
+ * of pages is then O(its own tokens) to place and to hold, not O(its
+ * path) each: 10,000 pages in chains of 200 are 16 million path tokens,
+ * 160 thousand of their own. */
+int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
+                                size_t count) {
+    if (!c || (!tokens && n_tokens) || (!specs && count)) return RLXKV_ERR_INVALID;
+    for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_ERR_INVALID;
+    if (!c->cap_bytes) {
+        for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_OK;
+        return RLXKV_OK;
+    }
+    /* The stubs' entries and nodes carved from one block (an arena), not
+     * allocated one by one: ten thousand of each at an open. The block
+     * goes with the last of them; none of it: one by one, as elsewhere. */
+    size_t per = ((sizeof(rlxkv_entry) + sizeof(size_t) + 15) & ~(size_t)15) + 2 * ((sizeof(node) + 15) & ~(size_t)15);
+    size_t *arena = count && count < (SIZE_MAX - 16) / per / 2 ? malloc(16 + count * per) : NULL;
+    if (arena) {
+        *arena = 1; /* the call's own hold */
+        c->arena = (struct arena){arena, (unsigned char *)arena + 16, (unsigned char *)arena + 16 + count * per};
+    }
+    size_t *shared = block_new(n_tokens);
+    size_t n = count ? count : 1, n_blocks = 0;
+    node **at = malloc(n * sizeof *at);
+    const uint32_t **path = malloc(n * sizeof *path);
+    size_t **block = malloc(n * sizeof *block), **blocks = malloc(n * sizeof *blocks);
+    size_t *len = malloc(n * sizeof *len), *chain = malloc(n * sizeof *chain);
+    unsigned char *extended = malloc(n);
+    int st = RLXKV_ERR_NOMEM;
+    if (!shared || !at || !path || !block || !blocks || !len || !chain || !extended) goto out;
+    uint32_t *copy = (uint32_t *)(shared + 1);
+    if (n_tokens) memcpy(copy, tokens, n_tokens * sizeof *tokens);
+    if (!stored_paths(copy, n_tokens, shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
+        goto out;
+    for (size_t i = 0; i < count; i++) {
+        rlxkv_stored *r = &specs[i];
+        at[i] = NULL;
+        if (!path[i]) {
+            r->status = r->parent && len[i] != SIZE_MAX ? RLXKV_ERR_NOTFOUND : RLXKV_ERR_INVALID;
+            continue;
+        }
+        /* Where its path and its parent's (or like's) part: the lowest node
+         * up that one's path at or above this one's length. */
+        node *from = c->root;
+        size_t hint = r->parent ? r->parent : r->like;
+        if (hint && hint <= i && at[hint - 1] && (r->parent || specs[hint - 1].tokens_at == r->tokens_at)) {
+            from = at[hint - 1];
+            while (from->depth > (r->parent ? r->start : len[i])) from = from->parent;
+        }
+        r->status = put_stored_at(c, from, path[i], len[i], r->dtype, r->n_values, r->row_major, block[i], &at[i]);
+    }
+    st = RLXKV_OK;
+out:
+    c->arena = (struct arena){NULL, NULL, NULL};
+    block_release(arena);
+    for (size_t k = 0; k < n_blocks; k++) block_release(blocks[k]);
+    block_release(shared);
+    free(at);
+    free(path);
+    free(block);
+    free(blocks);
+    free(len);
+    free(chain);
+    free(extended);
+    return st;
 }
 
 int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,

@@ -102,7 +102,12 @@ rlxkv_entry *rlxkv_entry_new_at(size_t n_tokens, size_t start, size_t n_layers, 
     return e;
 }
 
-void rlxkv_entry_free(rlxkv_entry *e) { free(e); }
+void rlxkv_entry_free(rlxkv_entry *e) {
+    if (!e) return;
+    if (e->shared && !--*e->shared) free(e->shared);
+    if (!e->slab) free(e);
+    else if (!--*e->slab) free(e->slab);
+}
 
 size_t rlxkv_entry_n_tokens(const rlxkv_entry *e) { return e->n_tokens; }
 size_t rlxkv_entry_start(const rlxkv_entry *e) { return e->start; }

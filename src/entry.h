@@ -34,6 +34,14 @@ struct rlxkv_entry {
      * next_user / prev_user. All NULL for an entry no cache holds. */
     rlxkv_entry *parent, *first_user, *next_user, *prev_user;
     size_t users;
+    /* A stored-only entry placed by rlxkv_cache_put_stored_many: its tokens
+     * lie in a block it shares with the others of that call, whose first
+     * word counts them (the last one frees it). NULL: tokens of its own. */
+    size_t *shared;
+    /* A stub made in one allocation with others (cache.c, arena): that
+     * allocation's count of holders, the last one freeing it; NULL: its
+     * own allocation. */
+    size_t *slab;
 };
 
 /* Own rows: the tokens whose values the entry holds itself. */

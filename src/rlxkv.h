@@ -323,6 +323,30 @@ void rlxkv_cache_set_stored_index(rlxkv_cache *c, int on);
 int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, int dtype,
                            size_t n_values, int row_major);
 
+/* One stored-only entry of rlxkv_cache_put_stored_many. Its tokens: with
+ * parent 0, tokens[tokens_at, tokens_at + n_tokens) of the call's array;
+ * with parent (1 + the index of another spec of the call, its parent
+ * page), that spec's tokens' first `start`, then its own n_tokens there
+ * (parent_n: the parent's token count; a spec whose parent is not of that
+ * count, or whose parents loop, gets RLXKV_ERR_NOTFOUND). like: 0, or
+ * 1 + the index of an earlier spec without a parent whose tokens_at is
+ * the same (so their first tokens are the same ones): this one is placed
+ * from that one's place in the tree. status: set by the call, as
+ * put_stored's. */
+typedef struct rlxkv_stored {
+    size_t tokens_at, n_tokens, n_values, like, parent, start, parent_n;
+    int dtype, row_major, status;
+} rlxkv_stored;
+
+/* rlxkv_cache_put_stored of each of count specs, in order, their stubs
+ * sharing copies of the tokens (freed with the last of them; n_tokens:
+ * the array's length), a page placed from its parent (O(its own tokens)).
+ * A spec whose tokens run past the array gets RLXKV_ERR_INVALID. Returns
+ * RLXKV_OK with each status set, or RLXKV_ERR_NOMEM / RLXKV_ERR_INVALID
+ * (every status INVALID) with nothing changed. */
+int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
+                                size_t count);
+
 #define RLXKV_MATCH_PARTIAL 1u /* as lookup_partial, else as lookup */
 /* The longest cached prefix among resident and stored-only entries alike:
  * as rlxkv_cache_lookup, or with RLXKV_MATCH_PARTIAL as

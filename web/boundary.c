@@ -54,9 +54,6 @@ typedef struct web_cache {
     rlxkv_piece *pieces;
     size_t pieces_cap;
     rlxkv_hit last;            /* the hit the record describes */
-    unsigned char *gathered;   /* rlxkv_web_gather's buffer, reused from hit to hit */
-    size_t gathered_cap;
-    uint32_t gathers;          /* gathers into it so far: a view of it is valid while this stands */
 } web_cache;
 
 /* cap_bytes arrives as a double: budgets past 4 GiB saturate at size_t's
@@ -87,7 +84,6 @@ void rlxkv_web_cache_free(web_cache *w) {
     free(w->tokens);
     free(w->rec);
     free(w->pieces);
-    free(w->gathered);
     free(w);
 }
 
@@ -181,51 +177,6 @@ static int record(web_cache *w, const rlxkv_hit *h, int own_only) {
     return RLXKV_HIT;
 }
 
-/* Gathers the values of the hit the record describes (rlxkv_hit_copy)
- * into the cache's gather buffer, which is kept and reused from hit to hit
- * (so its memory is touched once, not at every hit), and rewrites the
- * record as one piece of one run per block in it: what a view of a hit
- * over several pages reads. Returns the count of gathers so far (a view of
- * the buffer is valid while it stands, and no entry was freed), or 0 when
- * out of memory or without a hit (the record unchanged). */
-uint32_t rlxkv_web_gather(web_cache *w) {
-    const rlxkv_entry *e = w->last.entry;
-    if (!e || !rlxkv_entry_is_resident(e)) return 0;
-    size_t blocks = 2 * rlxkv_entry_n_layers(e), vsize = rlxkv_dtype_size(rlxkv_entry_dtype(e));
-    size_t n = rlxkv_hit_n_values(&w->last);
-    if (n > SIZE_MAX / vsize) return 0;
-    if (n * vsize > w->gathered_cap) {
-        unsigned char *p = malloc(n * vsize ? n * vsize : 1);
-        if (!p) return 0;
-        free(w->gathered);
-        w->gathered = p;
-        w->gathered_cap = n * vsize;
-    }
-    size_t *lens = malloc((blocks ? blocks : 1) * sizeof *lens);
-    if (!lens || !reserve(&w->rec, &w->rec_cap, REC_HEAD + PIECE_WORDS(blocks))) {
-        free(lens);
-        return 0;
-    }
-    rlxkv_hit_copy(&w->last, w->gathered, lens);
-    uint32_t *r = w->rec, *at = r + REC_HEAD;
-    r[REC_PIECES] = 1;
-    at[0] = 0;
-    at[1] = (uint32_t)w->last.matched;
-    size_t offset = 0;
-    for (size_t b = 0; b < blocks; b++) {
-        uint32_t *sp = at + 2 + 4 * b;
-        sp[0] = (uint32_t)(uintptr_t)(w->gathered + offset * vsize);
-        sp[1] = sp[2] = (uint32_t)lens[b];
-        sp[3] = 1;
-        offset += lens[b];
-    }
-    free(lens);
-    if (++w->gathers == 0) w->gathers = 1;
-    return w->gathers;
-}
-
-uint32_t rlxkv_web_gathers(const web_cache *w) { return w->gathers; }
-
 /* Looks up the n tokens in the scratch area: RLXKV_HIT / RLXKV_MISS with
  * the record filled, or an error. partial: lookup_partial with max_match. */
 int rlxkv_web_lookup(web_cache *w, size_t n, int partial, size_t max_match) {
@@ -266,23 +217,102 @@ size_t rlxkv_web_held(web_cache *w, size_t n, int dtype, size_t n_layers, int ha
     return rlxkv_cache_held(w->cache, w->tokens, n, dtype, n_layers, has_rows ? (const size_t *)(w->tokens + n) : NULL);
 }
 
-/* Stored-only entries (rlxkv_cache_put_stored) for count entries the
- * scratch area describes: count heads of STORED_HEAD words { n_tokens,
- * dtype | row_major << 8 | too_many << 16, n_values, tokens_at }, then the
- * tokens, each entry's n_tokens from word tokens_at of the scratch area
- * (entries may share words). tokens_at is overwritten with the entry's
- * status. One call for an index's thousands of entries. too_many: n_values
- * is not a size_t (INVALID). */
-enum { STORED_HEAD = 4 };
-void rlxkv_web_put_stored(web_cache *w, size_t count) {
-    uint32_t *head = w->tokens;
-    for (size_t i = 0; i < count; i++, head += STORED_HEAD) {
-        uint32_t how = head[1];
-        int st = (how >> 16) ? RLXKV_ERR_INVALID
-            : rlxkv_cache_put_stored(w->cache, w->tokens + head[3], head[0], (int)(how & 0xff), head[2],
-                                     (int)((how >> 8) & 1));
-        head[3] = (uint32_t)st;
+/* Stored-only entries (rlxkv_cache_put_stored_many) for count entries the
+ * scratch area describes: count rlxkv_stored records (STORED_HEAD words
+ * each), then n_tokens tokens, which their tokens_at count from. Each
+ * record's status is set. */
+enum { STORED_HEAD = 10 };
+_Static_assert(sizeof(rlxkv_stored) == 4 * STORED_HEAD && offsetof(rlxkv_stored, like) == 12 &&
+                   offsetof(rlxkv_stored, parent) == 16 && offsetof(rlxkv_stored, parent_n) == 24 &&
+                   offsetof(rlxkv_stored, dtype) == 28 && offsetof(rlxkv_stored, status) == 36,
+               "web/native-cache.js writes rlxkv_stored records as 10 words");
+int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
+    return rlxkv_cache_put_stored_many(w->cache, w->tokens + STORED_HEAD * count, n_tokens, (rlxkv_stored *)w->tokens,
+                                       count);
+}
+
+/* Stored-only entries for the count records of a store index (js/store-index.js,
+ * RLXKVIX4), as its columns lie in the scratch area (js: putIndex):
+ *   f64 n_values, start, parent_n, bytes, last use (checked: sizes a blob
+ *   can have, a finite time); u64 fingerprint; u32 n (own tokens),
+ *   parent (its place + 1, or 0); u8 flags (INDEX_*), then the own tokens
+ *   (n_tokens u32, record after record: their low 16 bits), the places of
+ *   the `high` ones of 0x10000 or more (u32) and their high halves (u16).
+ * A record is placed if it is valid, of the cache's fingerprint and not
+ * flagged otherwise (INDEX_SKIP: the store lacks its blob); each one's
+ * status (an i32 over its n) is RLXKV_OK, RLXKV_ERR_NOTFOUND (its path
+ * breaks: a parent missing or of another length), RLXKV_ERR_INVALID (not
+ * placed: bad, foreign, of another fingerprint, skipped) or an error.
+ * RLXKV_ERR_CORRUPT, nothing placed, if a column holds what no index does. */
+enum { INDEX_CORRUPT = 1, INDEX_F16 = 2, INDEX_ROW_MAJOR = 4, INDEX_FOREIGN = 8, INDEX_TOO_LARGE = 16, INDEX_SKIP = 128 };
+static int index_count(double x, size_t *out) {
+    if (!(x >= 0 && x <= 9007199254740991.0) || x != (double)(uint64_t)x) return 0;
+    *out = x > (double)SIZE_MAX ? SIZE_MAX : (size_t)x;
+    return 1;
+}
+int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high) {
+    const double *f64 = (const double *)w->tokens; /* n_values, start, parent_n, bytes, last use */
+    const uint64_t *fps = (const uint64_t *)(f64 + 5 * count);
+    uint32_t *ns = (uint32_t *)(fps + count), *parents = ns + count;
+    const uint8_t *flags = (const uint8_t *)(parents + count);
+    uint32_t *tokens = w->tokens + 14 * count + (count + 3) / 4;
+    const uint32_t *places = tokens + n_tokens;
+    const uint16_t *highs = (const uint16_t *)(places + high);
+    for (size_t h = 0; h < high; h++) {
+        if (places[h] >= n_tokens) return RLXKV_ERR_CORRUPT;
+        tokens[places[h]] += (uint32_t)highs[h] << 16;
     }
+    rlxkv_stored *s = malloc((count ? count : 1) * sizeof *s);
+    if (!s) return RLXKV_ERR_NOMEM;
+    uint64_t fp = rlxkv_cache_fingerprint(w->cache);
+    size_t at = 0;
+    for (size_t i = 0; i < count; i++) {
+        size_t n_values, start, parent_n, bytes, p = parents[i];
+        double last_use = f64[4 * count + i];
+        if (!index_count(f64[i], &n_values) || !index_count(f64[count + i], &start) ||
+            !index_count(f64[3 * count + i], &bytes) || !(last_use - last_use == 0) ||
+            !index_count(f64[2 * count + i], &parent_n) || (start && (!ns[i] || parent_n < start || p > count)) ||
+            ns[i] > n_tokens - at) {
+            free(s);
+            return RLXKV_ERR_CORRUPT;
+        }
+        int placed = !(flags[i] & (INDEX_CORRUPT | INDEX_FOREIGN | INDEX_TOO_LARGE | INDEX_SKIP)) && fps[i] == fp;
+        /* A page whose parent the index lacks (p 0) gets a place past the end: NOTFOUND. */
+        s[i] = (rlxkv_stored){at, ns[i], n_values, 0, start ? (p ? p : count + 1) : 0, start, parent_n,
+                              placed ? (flags[i] & INDEX_F16 ? RLXKV_F16 : RLXKV_F32) : -1, (flags[i] & INDEX_ROW_MAJOR) != 0, 0};
+        at += ns[i];
+    }
+    int st = rlxkv_cache_put_stored_many(w->cache, tokens, n_tokens, s, count);
+    for (size_t i = 0; i < count; i++) ns[i] = (uint32_t)(st < 0 ? st : s[i].status);
+    free(s);
+    if (st < 0) return st;
+    /* What the open reports (js/tiers.js #index), counted here rather than
+     * in a JS pass over every record: indexed, KV bytes, stale, corrupt,
+     * foreign, too large, skipped (f64 each), then the count and places of
+     * the records JS must look at (bad ones, pages whose path broke). The
+     * columns read above are done with: this overwrites them. */
+    double sum[7] = {0};
+    for (size_t i = 0; i < count; i++) {
+        int f = flags[i], status = (int32_t)ns[i];
+        if ((f & INDEX_SKIP) || status == RLXKV_ERR_NOTFOUND) continue;
+        if (f & INDEX_CORRUPT) sum[3]++;
+        else if (f & INDEX_TOO_LARGE) sum[5]++;
+        else if (f & INDEX_FOREIGN) sum[4]++;
+        else if (fps[i] != fp) sum[2]++;
+        else if (status >= 0) {
+            sum[0]++;
+            sum[1] += f64[i] * (f & INDEX_F16 ? 2 : 4);
+        } else sum[6]++;
+    }
+    /* Then the places (over the f64 columns, read by now: the sums are kept aside). */
+    uint32_t *special = w->tokens + 16, n_special = 0;
+    for (size_t i = 0; i < count; i++) {
+        int f = flags[i], status = (int32_t)ns[i];
+        if (!(f & INDEX_SKIP) && ((f & (INDEX_CORRUPT | INDEX_TOO_LARGE)) || status == RLXKV_ERR_NOTFOUND)) special[n_special++] = (uint32_t)i;
+    }
+    memcpy(w->tokens, sum, sizeof sum);
+    w->tokens[14] = n_special;
+    return st;
 }
 
 /* Marks the resident entry of the n scratch tokens clean (how 1) or

@@ -7,7 +7,8 @@
 // builds): the Node-only paths get a module that says so if ever reached.
 import { build } from 'esbuild';
 import { minify } from 'terser';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
@@ -50,9 +51,17 @@ export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no, re
 // entries 14.9 ms instead of 18.9, its load 12.7 instead of 11.5 ms.
 const BANNER = '//# allFunctionsCalledOnLoad\n// rlxkv (GPL-3.0-only): browser bundle. Source: js/ and web/.';
 
-const { outputFiles: [out] } = await build({
-  entryPoints: [here('../js/index.js')],
-  outfile: here('./dist/rlxkv.browser.js'),
+// Split: what only some apps use is a chunk of its own, imported when
+// first used (OPFS: web/opfs-blobs.js and its helper), so that the main
+// file holds what every app runs. Code the two share goes into a chunk the
+// main file imports.
+const dist = here('./dist/');
+for (const f of readdirSync(dist)) if (/^rlxkv-[\w-]+\.js$/.test(f)) unlinkSync(join(dist, f)); // an earlier build's chunks
+const { outputFiles } = await build({
+  entryPoints: { 'rlxkv.browser': here('../js/index.js') },
+  outdir: dist,
+  chunkNames: 'rlxkv-[name]-[hash]',
+  splitting: true,
   write: false,
   bundle: true,
   format: 'esm',
@@ -67,6 +76,12 @@ const { outputFiles: [out] } = await build({
 // Then terser renames every binding again, mangle only (no compress: the
 // code stays esbuild's): it picks the short names from the characters the
 // output uses most, which gzip compresses better than esbuild's names (the
-// bundle 1.1 KB less gzipped). A module's scope: top-level names too.
-const { code } = await minify(out.text, { module: true, ecma: 2022, compress: false, mangle: true, format: { preamble: BANNER, comments: false } });
-writeFileSync(out.path, code + '\n');
+// bundle 1.1 KB less gzipped). A module's scope: top-level names too (not
+// the names modules import and export).
+// The main file last: the build judges the bundle stale by it (scripts/build.sh).
+const isMain = (out) => basename(out.path) === 'rlxkv.browser.js';
+for (const out of [...outputFiles.filter((o) => !isMain(o)), ...outputFiles.filter(isMain)]) {
+  const main = isMain(out);
+  const { code } = await minify(out.text, { module: true, ecma: 2022, compress: false, mangle: true, format: { preamble: main ? BANNER : BANNER.split('\n')[1], comments: false } });
+  writeFileSync(out.path, code + '\n');
+}

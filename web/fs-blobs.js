@@ -13,6 +13,26 @@ const SUFFIX = '.rlxkv';
 /** A save's temporary file: <16 or 32 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
 const TEMP = /^[0-9a-f]{16}(?:[0-9a-f]{16})?\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 const ABANDONED_MS = 3600e3;
+/**
+ * The directory's index (js/store-index.js: RLXKVIX4, FORMATS.md), so that an
+ * open reads one file and the listing of names, not every blob's first
+ * bytes. Only a cache of what the directory holds: a name no blob has
+ * (src/store.c and the CLI leave it alone), replaced whole by a temporary
+ * file and a rename, its temporary named apart from blobs' so that no
+ * reader takes it for one.
+ */
+const INDEX_NAME = '.rlxkv-index';
+/**
+ * An index known to describe the directory carries its directory's mtime,
+ * less STAMP_MS, as its own mtime (stampIndex()): an offset no write and
+ * rename of the index makes, so that a fresh index is never taken for a
+ * stamped one. Stamped only when the directory was STAMP_AGE_MS old when
+ * its listing began: any change after the listing then moves the
+ * directory's mtime past it (whatever the file system's timestamp tick:
+ * git's rule for racily clean entries), and the stamp no longer matches.
+ */
+const STAMP_MS = 0.777, STAMP_AGE_MS = 2000;
+const INDEX_TEMP = /^\.rlxkv-index\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 
 /** Whether process pid runs here (signal 0 probes; EPERM: it runs, as another user). */
 function alive(pid) {
@@ -159,19 +179,20 @@ export class FsBlobs {
   /**
    * The blobs: regular files named *.rlxkv, { name, bytes, mtimeMs } (a
    * fifo, socket or directory of that name is no blob and is never opened;
-   * a symlink is not followed). And the temporary files of saves:
-   * { name, bytes, mtimeMs, pid } (pid: the writer's process id).
+   * a symlink is not followed). And the temporary files of saves and of
+   * index updates: { name, bytes, mtimeMs, pid } (pid: the writer's
+   * process id). only: of these names alone, not the whole listing.
    */
-  async list() {
-    let names;
+  async list(only = null) {
+    let names = only;
     try {
-      names = await fsp.readdir(this.root);
+      names ??= await fsp.readdir(this.root);
     } catch (err) {
       throw fsError(err, `listing ${this.root}`);
     }
     const blobs = [], temporaries = [];
     await Promise.all(names.map(async (name) => {
-      const temp = TEMP.exec(name);
+      const temp = TEMP.exec(name) ?? INDEX_TEMP.exec(name);
       if (!temp && !name.endsWith(SUFFIX)) return;
       try {
         const st = await fsp.lstat(this.#path(name));
@@ -181,6 +202,88 @@ export class FsBlobs {
       } catch { /* gone meanwhile */ }
     }));
     return { blobs, temporaries };
+  }
+
+  /**
+   * The listing's names alone, one readdir and no stat (an open's, against
+   * the index): { blobs: names of *.rlxkv (a name that is no regular file
+   * is found so when it is read), temporaries: the temporary files, as
+   * list() gives them (they are few: each is stat'ed) }.
+   */
+  async names() {
+    let names;
+    try {
+      names = await fsp.readdir(this.root);
+    } catch (err) {
+      throw fsError(err, `listing ${this.root}`);
+    }
+    const blobs = [], temps = [];
+    for (const name of names) {
+      if (name.endsWith(SUFFIX)) blobs.push(name);
+      else if (name.endsWith('.tmp') && (TEMP.test(name) || INDEX_TEMP.test(name))) temps.push(name);
+    }
+    return { blobs, temporaries: temps.length ? (await this.list(temps)).temporaries : [] };
+  }
+
+  /** The index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
+  async readIndex() {
+    try {
+      const b = await fsp.readFile(this.#path(INDEX_NAME));
+      return new Uint8Array(b.buffer, b.byteOffset, b.length);
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Replaces the index file with update(its bytes or null, the set of
+   * `names` whose files exist now) (no change if it returns nothing; its
+   * { bytes } if it says more), by a temporary file and a rename. Writers
+   * of other processes are not waited for: the last one's index wins, and
+   * an open reads it against the listing (js/tiers.js), so whatever it
+   * misses or says of files gone costs a repair, not a blob. Not synced:
+   * after a crash it may be old or empty, which the open repairs or
+   * rebuilds alike. Nothing in a read-only directory.
+   */
+  async updateIndex(update, names = []) {
+    if (this.readOnly) return;
+    const [cur, found] = await Promise.all([this.readIndex(), Promise.all(names.map((n) => this.stat(n).catch(() => null)))]);
+    let next = update(cur, new Set(found.filter(Boolean).map((f) => f.name)));
+    if (next && next.bytes) next = next.bytes;
+    if (!next) return;
+    const tmp = this.#path(`${INDEX_NAME}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
+    try {
+      await fsp.writeFile(tmp, next, { mode: 0o644 });
+      await fsp.rename(tmp, this.#path(INDEX_NAME));
+    } catch (err) {
+      await fsp.unlink(tmp).catch(() => {});
+      throw fsError(err, `updating the index of ${this.root}`);
+    }
+  }
+
+  /**
+   * Whether the index describes the directory as it is (stampIndex() was
+   * given its mtime, and nothing was added, removed or renamed since): two
+   * stats, no listing. { stamped, dirMtimeMs, since: Date.now() before
+   * the stats }.
+   */
+  async indexState() {
+    const since = Date.now();
+    const [dir, index] = await Promise.all([fsp.stat(this.root).catch(() => null), fsp.stat(this.#path(INDEX_NAME)).catch(() => null)]);
+    if (!dir || !index) return { stamped: false, dirMtimeMs: null, since };
+    return { stamped: Math.abs(dir.mtimeMs - STAMP_MS - index.mtimeMs) < 0.01, dirMtimeMs: dir.mtimeMs, since };
+  }
+
+  /**
+   * Stamps the index as describing the directory, when a listing that
+   * began at `since` (Date.now()) of the directory of mtime dirMtimeMs
+   * (indexState()'s) found it so, and the directory was old enough then;
+   * else nothing. Never rejects: a stamp is a hint.
+   */
+  async stampIndex({ dirMtimeMs, since }) {
+    if (this.readOnly || dirMtimeMs === null || since - dirMtimeMs < STAMP_AGE_MS) return;
+    const mtime = (dirMtimeMs - STAMP_MS) / 1000;
+    await fsp.utimes(this.#path(INDEX_NAME), since / 1000, mtime).catch(() => {});
   }
 
   /**
@@ -333,7 +436,7 @@ export class FsBlobs {
   async destroy() {
     const { blobs, temporaries } = await this.list();
     const names = await this.remove(blobs.map((b) => b.name));
-    await this.remove(temporaries.map((t) => t.name));
+    await this.remove([...temporaries.map((t) => t.name), INDEX_NAME]);
     await fsp.rmdir(this.root).catch(() => {});
     return names;
   }

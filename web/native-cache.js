@@ -18,7 +18,7 @@ export const DTYPE = { f32: 0, f16: 1 };
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
 /** Words of each entry's head in rlxkv_web_put_stored's scratch (web/boundary.c, STORED_HEAD). */
-export const STORED_HEAD = 4;
+export const STORED_HEAD = 10;
 /** Scratch words per rlxkv_web_put_stored call: 1 MiB. */
 const STORED_BATCH = 1 << 18;
 
@@ -60,12 +60,11 @@ const C_FUNCTIONS = [
   'rlxkv_web_generation',
   'rlxkv_web_get',
   'rlxkv_web_held',
-  'rlxkv_web_gather',
-  'rlxkv_web_gathers',
   'rlxkv_web_lookup',
   'rlxkv_web_mark',
   'rlxkv_web_match',
   'rlxkv_web_put',
+  'rlxkv_web_put_index',
   'rlxkv_web_put_stored',
   'rlxkv_web_record',
   'rlxkv_web_scratch',
@@ -309,54 +308,104 @@ export class NativeCache {
   /**
    * Stored-only entries (src/rlxkv.h, Tiers) for records { tokens, dtype,
    * nValues, rowMajor }, in order, a few C calls for them all (an index's
-   * thousands at open): each one's C status, in an Int32Array. Tokens that
-   * are views of one buffer (an index record's) are copied in with it, in
-   * one piece.
+   * thousands at open): each one's C status, in an Int32Array. Tokens are
+   * copied in by the buffer they are views of, each buffer's span once;
+   * records whose tokens begin at the same place of one buffer (a chain
+   * of pages sharing its path: js/store-index.js pathsOf) are placed each from
+   * the one before (rlxkv_cache_put_stored_many), not from the root.
    */
   putStored(records) {
     const core = this.#core, C = this.#C;
     const status = new Int32Array(records.length);
     for (let i = 0; i < records.length;) {
       // A batch: as many as fit STORED_BATCH words of scratch (at least
-      // one), their tokens one span of one buffer or each its own.
-      const buffer = records[i].tokens.buffer;
-      let end = i, lo = Infinity, hi = 0, own = 0;
+      // one), with the span of each buffer their tokens lie in.
+      const spans = new Map();
+      let end = i, words = 0;
       for (; end < records.length; end++) {
-        const t = records[end].tokens;
-        let lo2 = lo, hi2 = hi, own2 = own;
-        if (t.buffer !== buffer) own2 += t.length;
-        else {
-          if (t.byteOffset < lo2) lo2 = t.byteOffset;
-          if (t.byteOffset + t.byteLength > hi2) hi2 = t.byteOffset + t.byteLength;
-        }
-        if (end > i && STORED_HEAD * (end - i + 1) + (hi2 > lo2 ? (hi2 - lo2) >> 2 : 0) + own2 > STORED_BATCH) break;
-        lo = lo2; hi = hi2; own = own2;
+        const t = records[end].tokens, lo = t.byteOffset, hi = lo + t.byteLength, s = spans.get(t.buffer);
+        const more = s ? ((Math.max(hi, s.hi) - Math.min(lo, s.lo)) - (s.hi - s.lo)) >> 2 : (hi - lo) >> 2;
+        if (end > i && STORED_HEAD * (end - i + 1) + words + more > STORED_BATCH) break;
+        if (s) { s.lo = Math.min(lo, s.lo); s.hi = Math.max(hi, s.hi); } else spans.set(t.buffer, { lo, hi });
+        words += more;
       }
-      const span = hi > lo ? (hi - lo) >> 2 : 0;
-      const p = C.rlxkv_web_scratch(this.#web, STORED_HEAD * (end - i) + span + own) >>> 2;
-      if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${end - i} stored entries`);
-      const u32 = core.u32, spanAt = p + STORED_HEAD * (end - i);
-      if (span) u32.set(new Uint32Array(buffer, lo, span), spanAt);
-      let ownAt = spanAt + span;
+      const count = end - i;
+      const p = C.rlxkv_web_scratch(this.#web, STORED_HEAD * count + words) >>> 2;
+      if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
+      const u32 = core.u32, area = p + STORED_HEAD * count;
+      let at = 0;
+      for (const [buffer, s] of spans) {
+        s.at = at;
+        const n = (s.hi - s.lo) >> 2;
+        if (n) u32.set(new Uint32Array(buffer, s.lo, n), area + at);
+        at += n;
+      }
+      const last = new Map(); // tokens_at -> 1 + the index of the last record there
       for (let k = i, head = p; k < end; k++, head += STORED_HEAD) {
         const r = records[k], t = r.tokens;
         const fits = r.nValues >= 0 && r.nValues === toSize(r.nValues); // else INVALID
-        u32[head] = t.length;
-        u32[head + 1] = DTYPE[r.dtype] | (r.rowMajor ? 1 << 8 : 0) | (fits ? 0 : 1 << 16);
+        const tokensAt = spans.get(t.buffer).at + ((t.byteOffset - spans.get(t.buffer).lo) >> 2);
+        // rlxkv_stored: tokens_at, n_tokens, n_values, like, parent, start, parent_n, dtype, row_major, status
+        u32[head] = tokensAt;
+        u32[head + 1] = t.length;
         u32[head + 2] = fits ? r.nValues : 0;
-        if (t.buffer === buffer && span) u32[head + 3] = spanAt - p + ((t.byteOffset - lo) >> 2);
-        else {
-          u32[head + 3] = ownAt - p;
-          u32.set(t, ownAt);
-          ownAt += t.length;
-        }
+        u32[head + 3] = last.get(tokensAt) ?? 0;
+        u32[head + 4] = u32[head + 5] = u32[head + 6] = 0;
+        u32[head + 7] = fits ? DTYPE[r.dtype] : 0xff;
+        u32[head + 8] = r.rowMajor ? 1 : 0;
+        u32[head + 9] = 0;
+        last.set(tokensAt, k - i + 1);
       }
-      C.rlxkv_web_put_stored(this.#web, end - i);
+      const st = C.rlxkv_web_put_stored(this.#web, count, words);
       const out = core.u32; // read after the call: the heap may have grown
-      for (let k = i, head = p + 3; k < end; k++, head += STORED_HEAD) status[k] = out[head] | 0;
+      for (let k = i, head = p + 9; k < end; k++, head += STORED_HEAD) status[k] = st < 0 ? st : out[head] | 0;
       i = end;
     }
     return status;
+  }
+
+  /**
+   * Stored-only entries for the records of a store index as its columns
+   * give them (js/store-index.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
+   * { count, nValues, starts (start, then parentN: 2 × count), bytes,
+   * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
+   * (the index's, 128: skip), low, places, highs (the own tokens as the
+   * index stores them: low 16 bits, and the places and high halves of
+   * those of 0x10000 or more) }. Resolves to { status: each record's C
+   * status, an Int32Array (NOTFOUND: its path breaks; INVALID: not
+   * placed), counts: the open's report of the records not skipped whose
+   * path holds ({ indexed, bytes, stale, corrupt, foreign, tooLarge,
+   * skipped }), special: the places of those not skipped that are corrupt,
+   * too large or whose path breaks }, or a status < 0 for them all
+   * (CORRUPT: a column no index holds).
+   */
+  putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
+    const C = this.#C, high = places.length;
+    const flagWords = (count + 3) >> 2;
+    // (At least room for what comes back: 16 words of sums, then up to count places.)
+    const words = Math.max(14 * count + flagWords + low.length + high + ((high + 1) >> 1), 17 + count);
+    const p = C.rlxkv_web_scratch(this.#web, words) >>> 2;
+    if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
+    const buf = this.#core.u32.buffer, at = 4 * p, tokensAt = at + 56 * count + 4 * flagWords;
+    new Float64Array(buf, at, count).set(nValues);
+    new Float64Array(buf, at + 8 * count, 2 * count).set(starts);
+    new Float64Array(buf, at + 24 * count, count).set(bytes);
+    new Float64Array(buf, at + 32 * count, count).set(lastUse);
+    new BigUint64Array(buf, at + 40 * count, count).set(fps);
+    new Uint32Array(buf, at + 48 * count, count).set(ns);
+    new Uint32Array(buf, at + 52 * count, count).set(parents);
+    new Uint8Array(buf, at + 56 * count, count).set(flags);
+    new Uint32Array(buf, tokensAt, low.length).set(low); // widened by the copy; the high halves added in C
+    new Uint32Array(buf, tokensAt + 4 * low.length, high).set(places);
+    new Uint16Array(buf, tokensAt + 4 * (low.length + high), high).set(highs);
+    const st = C.rlxkv_web_put_index(this.#web, count, low.length, high);
+    if (st < 0) return st;
+    const out = this.#core.u32.buffer, sums = new Float64Array(out, at, 7), n = new Uint32Array(out, at + 56, 1)[0];
+    return {
+      status: new Int32Array(out, at + 48 * count, count).slice(),
+      counts: { indexed: sums[0], bytes: sums[1], stale: sums[2], corrupt: sums[3], foreign: sums[4], tooLarge: sums[5], skipped: sums[6] },
+      special: new Uint32Array(out, at + 64, n).slice(),
+    };
   }
 
   /** Stored-only entries keep standing for their blobs after eviction (see src/rlxkv.h, Tiers). */
@@ -472,8 +521,9 @@ export class NativeCache {
 
   /**
    * Reads the record of a hit: arrays of the values it covers. One piece
-   * whose blocks are one run each can be viewed in place; else each block
-   * is gathered from its pieces into one new array (one copy).
+   * whose blocks are one run each can be viewed in place (with view); else
+   * each block is gathered from its pieces into one new array (one copy,
+   * view false).
    */
   #readHit(view) {
     const core = this.#core;
@@ -494,17 +544,7 @@ export class NativeCache {
     }
     const Type = dtype === 'f16' ? this.#f16 : Float32Array;
     if (view && contiguous) {
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION], 0);
-    }
-    // A view of a hit over several pages (or cut head by head): gathered
-    // in wasm into a buffer reused from hit to hit, and viewed there.
-    const gathered = view && count ? this.#C.rlxkv_web_gather(this.#web) >>> 0 : 0;
-    if (gathered) {
-      // The record anew: the gather may have moved it (and grown the heap).
-      const g = core.u32, r2 = this.#rec(), at = r2 + REC.HEAD + 2;
-      const runs = [];
-      for (let b = 0; b < blocks; b++) runs.push([g[at + 4 * b], g[at + 4 * b + 1], g[at + 4 * b + 2], 1]);
-      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], runs, layers, Type, g[r2 + REC.GENERATION], gathered);
+      return new HeapHit(this, core, matched, dtype, [tokensAt, matched], pieces[0].runs, layers, Type, u32[r + REC.GENERATION]);
     }
     const buf = core.u8.buffer;
     const out = [];
@@ -522,9 +562,6 @@ export class NativeCache {
 
   /** The low 32 bits of the C generation: a view taken at g is valid while it is g. */
   generation() { return this.#C.rlxkv_web_generation(this.#web) >>> 0; }
-
-  /** Gathers so far into the gather buffer (rlxkv_web_gather): a view of it is valid while this stands. */
-  gathers() { return this.#C.rlxkv_web_gathers(this.#web) >>> 0; }
 
   /** C statuses: OK, NOTFOUND. */
   remove(tokens) { return this.#withTokens(this.#C.rlxkv_cache_remove, tokens); }
@@ -595,30 +632,25 @@ function gather(buf, Type, pieces, b, matched) {
 }
 
 /**
- * A zero-copy hit: typed arrays over the wasm heap (the entries' own
- * values, or a hit over several pages gathered into the cache's gather
- * buffer), valid until the cache frees an entry (the C generation moves
- * on) or, gathered, until the next hit that gathers. Memory growth detaches views,
+ * A zero-copy hit: typed arrays over the wasm heap (an entry's own
+ * values), valid until the cache frees an entry (the C generation moves
+ * on). Memory growth detaches views,
  * so the getters re-derive them from the current buffer; once the entry may
  * be gone they throw RlxkvError 'STALE_VIEW' instead of reading what now
  * lies there.
  */
 class HeapHit {
   #s;
-  /** gathered: 0 for views of the entries themselves, else the gather count its views are of (NativeCache.gathers). */
-  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation, gathered) {
+  constructor(cache, core, matched, dtype, tokSpan, runs, layers, Type, generation) {
     this.matched = matched;
     this.dtype = dtype;
     this.view = true;
-    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, gathered, buf: null };
+    this.#s = { cache, core, tokSpan, runs, layers, Type, generation, buf: null };
   }
-  /**
-   * False once the cache has freed an entry since this hit (or was
-   * closed), or, for a hit gathered from pages, once another was gathered.
-   */
+  /** False once the cache has freed an entry since this hit (or was closed). */
   get valid() {
     const s = this.#s;
-    return !s.cache.closed && s.cache.generation() === s.generation && (!s.gathered || s.cache.gathers() === s.gathered);
+    return !s.cache.closed && s.cache.generation() === s.generation;
   }
   #derive() {
     const s = this.#s;

@@ -51,8 +51,8 @@
 //     same locks. A temporary file
 //     is held under its own exclusive lock while being written, so that
 //     a listing (names()) removes only the strays of writers that are gone.
-//   - An index file (INDEX_NAME, RLXKVIX3 as IndexedDB's index record,
-//     js/tiers.js encodeIndex), so that an open reads one file instead of
+//   - An index file (INDEX_NAME, RLXKVIX4 as IndexedDB's index record,
+//     js/store-index.js encodeIndex), so that an open reads one file instead of
 //     a head of every blob: with 1,000 blobs, Chromium 156 took 2.5-4.4 s
 //     to open from the heads (getFile() of each 0.18 s, their Web Locks
 //     0.25-0.33 s, their slices 0.9-1.3 s), and 50-100 ms only to list

@@ -1098,6 +1098,103 @@ static void set_layout_refuses_a_cache_holding_stored_only_entries(void) {
     rlxkv_cache_free(c);
 }
 
+/* A chain of pages as an index describes it: one copy of its tokens, each
+ * page placed from the one before (like), and every stub freeing its share
+ * as it goes (ASan and valgrind see a double free or a leak). */
+static void put_stored_many_places_a_chain_from_one_copy(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    rlxkv_cache_set_stored_index(c, 1);
+    uint32_t all[46];
+    for (uint32_t i = 0; i < 40; i++) all[i] = 100 + i;
+    const uint32_t other[6] = {100, 101, 102, 103, 7, 8}; /* leaves the chain after 4 tokens */
+    memcpy(all + 40, other, sizeof other);
+#define SPEC(at_, n_, like_, dt_) {.tokens_at = at_, .n_tokens = n_, .n_values = 16, .like = like_, .dtype = dt_, .row_major = 1}
+    rlxkv_stored s[] = {
+        SPEC(0, 4, 0, RLXKV_F32),  /* the first blob */
+        SPEC(0, 8, 1, RLXKV_F32),  /* from the first's node */
+        SPEC(0, 40, 0, RLXKV_F32), /* the deepest, from the root */
+        SPEC(0, 20, 3, RLXKV_F32), /* from up the deepest's path */
+        SPEC(40, 6, 1, RLXKV_F32), /* another place than its like's: from the root */
+        SPEC(44, 9, 0, RLXKV_F32), /* past the array */
+        SPEC(0, 12, 7, RLXKV_F32), /* a like not before it: from the root */
+        SPEC(0, 16, 0, 9),         /* no such dtype */
+    };
+    CHECK_EQ(rlxkv_cache_put_stored_many(c, all, 46, s, 8), RLXKV_OK);
+    const int want[8] = {RLXKV_OK, RLXKV_OK, RLXKV_OK, RLXKV_OK, RLXKV_OK, RLXKV_ERR_INVALID, RLXKV_OK, RLXKV_ERR_INVALID};
+    for (int i = 0; i < 8; i++) CHECK_EQ(s[i].status, want[i]);
+    CHECK_EQ(stats(c).stored_entries, 6);
+    CHECK(consistent(c));
+    for (int i = 0; i < 8; i++) {
+        if (want[i] != RLXKV_OK) continue;
+        const rlxkv_entry *e = rlxkv_cache_get(c, all + s[i].tokens_at, s[i].n_tokens);
+        CHECK(e && !rlxkv_entry_is_resident(e));
+        CHECK(!memcmp(rlxkv_entry_tokens(e), all + s[i].tokens_at, s[i].n_tokens * sizeof *all));
+    }
+    uint32_t q[41];
+    memcpy(q, all, sizeof q);
+    q[40] = 1;
+    CHECK_EQ(match(c, q, 41, 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 40);
+    CHECK_EQ(match(c, TOKS(100, 101, 102, 103, 7, 8, 9), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 6);
+    CHECK_EQ(match(c, TOKS(100, 101, 102, 103, 104, 105, 106, 107, 108, 9), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 8);
+    /* Loaded, removed, replaced: each stub lets go of its share. */
+    CHECK_EQ(put_kv(c, all, 40, 1), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, all, 8), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put_stored(c, all, 20, RLXKV_F32, 8, 1), RLXKV_OK);
+    CHECK(consistent(c));
+    /* A cache of cap 0 takes nothing, and says so by OK. */
+    rlxkv_cache *off = rlxkv_cache_new(0, 0);
+    CHECK_EQ(rlxkv_cache_put_stored_many(off, all, 46, s, 2), RLXKV_OK);
+    CHECK_EQ(stats(off).stored_entries, 0);
+    rlxkv_cache_free(off);
+    CHECK_EQ(rlxkv_cache_put_stored_many(c, NULL, 3, s, 1), RLXKV_ERR_INVALID);
+    rlxkv_cache_free(c);
+}
+
+/* Pages as an index of own tokens describes them: a page's path is its
+ * parent's first `start` tokens, then its own; a chain shares one block;
+ * a page whose parent is missing, of another length, or loops gets
+ * NOTFOUND; parents placed after their pages are found all the same. */
+static void put_stored_many_builds_paths_from_parents(void) {
+    rlxkv_cache *c = rlxkv_cache_new(1 << 20, 0);
+    rlxkv_hit h;
+    /* own tokens: blob 1,2,3,4 | page 5,6 | page 7,8,9 | page 50 (leaves its parent after 2) | loop pair 60, 61 */
+    const uint32_t own[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 50, 60, 61};
+#define PAGE(at_, n_, parent_, start_, pn_) \
+    {.tokens_at = at_, .n_tokens = n_, .n_values = 8, .parent = parent_, .start = start_, .parent_n = pn_, .dtype = RLXKV_F32, .row_major = 1}
+    rlxkv_stored s[] = {
+        PAGE(6, 3, 3, 6, 6),  /* 0: 1..9, its parent (2) placed after it */
+        PAGE(0, 4, 0, 0, 0),  /* 1: the blob 1..4 */
+        PAGE(4, 2, 2, 4, 4),  /* 2: 1..6 */
+        PAGE(9, 1, 2, 2, 4),  /* 3: 1, 2, 50: leaves the blob after 2 tokens */
+        PAGE(10, 1, 6, 1, 2), /* 4: a loop with 5 */
+        PAGE(11, 1, 5, 1, 2), /* 5: a loop with 4 */
+        PAGE(9, 1, 2, 4, 5),  /* 6: parent_n not its parent's count */
+        PAGE(9, 1, 99, 4, 4), /* 7: no such parent */
+    };
+    CHECK_EQ(rlxkv_cache_put_stored_many(c, own, 12, s, 8), RLXKV_OK);
+    const int want[8] = {RLXKV_OK, RLXKV_OK, RLXKV_OK, RLXKV_OK, RLXKV_ERR_NOTFOUND, RLXKV_ERR_NOTFOUND,
+                         RLXKV_ERR_NOTFOUND, RLXKV_ERR_NOTFOUND};
+    for (int i = 0; i < 8; i++) CHECK_EQ(s[i].status, want[i]);
+    CHECK_EQ(stats(c).stored_entries, 4);
+    CHECK(consistent(c));
+    CHECK_EQ(match(c, TOKS(1, 2, 3, 4, 5, 6, 7, 8, 9, 10), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 9);
+    CHECK_EQ(match(c, TOKS(1, 2, 3, 4, 5, 6, 0), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 6);
+    CHECK_EQ(match(c, TOKS(1, 2, 50), 0, &h), RLXKV_HIT);
+    CHECK_EQ(h.matched, 3);
+    CHECK(has(c, TOKS(1, 2, 3, 4)));
+    /* Each stub lets go of its block: loaded, removed, then the rest freed with the cache. */
+    CHECK_EQ(put_kv(c, TOKS(1, 2, 3, 4, 5, 6), 1), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_remove(c, TOKS(1, 2, 3, 4, 5, 6, 7, 8, 9)), RLXKV_OK);
+    CHECK(consistent(c));
+    rlxkv_cache_free(c);
+}
+
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
     RUN(no_match_returns_none);
@@ -1125,6 +1222,8 @@ int main(void) {
     RUN(generation_counts_calls_that_free_entries);
     RUN(stored_only_entries_are_found_by_match_not_lookup);
     RUN(a_put_replaces_a_stored_only_entry_and_keeps_its_pin);
+    RUN(put_stored_many_places_a_chain_from_one_copy);
+    RUN(put_stored_many_builds_paths_from_parents);
     RUN(evicting_a_stored_entry_leaves_it_stored_only);
     RUN(match_prefers_a_resident_hit_of_equal_length);
     RUN(clear_with_the_stored_index_keeps_what_is_stored);

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import init, { RlxkvError } from 'rlxkv';
 import { encodeBlob, decodeBlob } from '../../js/blob.js';
 import { blobName } from '../../js/cli.js';
-import { tempDir, vectorsDir } from './helpers.js';
+import { storeFiles, tempDir, vectorsDir } from './helpers.js';
 import { Core } from '../../web/core.js';
 import { NativeCache, DTYPE } from '../../web/native-cache.js';
 import createTestCore, { wasmUrls as testWasmUrls } from '../../build/wasm/test/rlxkv_core_test.mjs';
@@ -265,7 +265,7 @@ test('damaged blobs: the JS decoder and the C store agree on every one', async (
   const seed = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path: dir });
   seed.insert(e.tokens, e);
   await seed.close();
-  const [name] = readdirSync(dir);
+  const [name] = storeFiles(dir);
   const good = readFileSync(join(dir, name));
   const checked = await agreeOnDamage(good, name, dir, e.tokens.length, rand, (m, cache) =>
     assertSameEntry(cache.lookup(e.tokens), rlx.decodeEntry(m), 'content'));

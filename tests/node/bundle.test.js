@@ -8,9 +8,22 @@ import { gzipSync } from 'node:zlib';
 
 const dist = new URL('../../web/dist/', import.meta.url);
 const bundle = readFileSync(new URL('rlxkv.browser.js', dist), 'utf8');
+/** The bundle's chunks (web/bundle.mjs): those its main file imports statically, and the others (loaded when first used). */
+const chunks = readdirSync(dist).filter((f) => /^rlxkv-[\w-]+\.js$/.test(f));
+const staticChunks = [...bundle.matchAll(/\bfrom\s*"\.\/(rlxkv-[\w-]+\.js)"/g)].map((m) => m[1]);
 
-test('the browser bundle imports no node: module', () => {
-  assert.doesNotMatch(bundle, /\bimport\s*\(\s*["']node:|\bfrom\s*["']node:|\brequire\(\s*["']node:/);
+test('the browser bundle imports no node: module, in no chunk', () => {
+  for (const file of ['rlxkv.browser.js', ...chunks]) {
+    assert.doesNotMatch(readFileSync(new URL(file, dist), 'utf8'), /\bimport\s*\(\s*["']node:|\bfrom\s*["']node:|\brequire\(\s*["']node:/, file);
+  }
+});
+
+test('OPFS is a chunk of its own, imported only when a store first uses it', () => {
+  const opfs = chunks.filter((f) => f.startsWith('rlxkv-opfs-blobs-'));
+  assert.equal(opfs.length, 1);
+  assert.ok(!staticChunks.includes(opfs[0]));
+  assert.match(bundle, new RegExp(`import\\("\\./${opfs[0].replace('.', '\\.')}"\\)`));
+  assert.doesNotMatch(bundle, /createSyncAccessHandle/, 'no OPFS code in the main file');
 });
 
 test('the universal glue loads rlxkv_core.wasm; the browser bundle its own smaller wasm, which exports no C store', () => {
@@ -32,9 +45,9 @@ test('the bundle names its wasm beside itself and as the package export, nothing
   assert.equal(pkg.exports['./rlxkv_core_web.wasm'], './web/dist/rlxkv_core_web.wasm');
 });
 
-test('the browser bundle, wasm and JS, is at most 40 KB gzipped (bench/size.mjs measures it the same way)', () => {
+test('the browser bundle, wasm and JS an app loads (the main file and the chunks it imports), is at most 40 KB gzipped (bench/size.mjs measures it the same way)', () => {
   const gz = (file) => gzipSync(readFileSync(new URL(file, dist)), { level: 9 }).length;
-  const total = gz('rlxkv_core_web.wasm') + gz('rlxkv.browser.js');
+  const total = gz('rlxkv_core_web.wasm') + gz('rlxkv.browser.js') + staticChunks.reduce((n, f) => n + gz(f), 0);
   assert.ok(total <= 40000, `${total} B gzipped`);
 });
 

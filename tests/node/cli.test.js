@@ -8,7 +8,7 @@ import {
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
-import { vectorsDir, tempDir, kvFor, range } from './helpers.js';
+import { vectorsDir, tempDir, kvFor, range, storeFiles } from './helpers.js';
 import { encodeBlob, widenF16, u64Bytes } from '../../js/blob.js';
 import { main } from '../../js/cli.js';
 import { loadCore } from '../../web/core.js';
@@ -80,12 +80,12 @@ test('ls and prune on a directory written by the API', async () => {
   const each = ls.blobs.find((b) => b.status === 'ok').bytes;
   const dry = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each), '--dry-run');
   assert.match(dry.out, /would remove 3 blobs/); // the junk and the 2 least recently used
-  assert.equal(readdirSync(dir).length, 6);
+  assert.equal(storeFiles(dir).length, 6);
   const real = rlxkv('prune', dir, '--fingerprint', '42', '--max-bytes', String(2 * each));
   assert.equal(real.code, 0, real.err);
   assert.match(real.out, /removed 3 blobs/);
-  assert.deepEqual(readdirSync(dir).filter((n) => n === 'ffffffffffffffff.rlxkv'), ['ffffffffffffffff.rlxkv'], 'verify says ok, ls foreign: prune keeps it');
-  assert.equal(readdirSync(dir).length, 3);
+  assert.deepEqual(storeFiles(dir).filter((n) => n === 'ffffffffffffffff.rlxkv'), ['ffffffffffffffff.rlxkv'], 'verify says ok, ls foreign: prune keeps it');
+  assert.equal(storeFiles(dir).length, 3);
   assert.match(rlxkv('verify', join(dir, 'ffffffffffffffff.rlxkv')).out, /ok \(RLXKV001\)/);
 });
 
@@ -100,7 +100,7 @@ test('prune without a fingerprint budgets every blob, oldest first', async () =>
     // Distinct ages without waiting (mtimes are whole seconds in wasm): the
     // blobs of fingerprints 1, 2, 3 are 3, 2, 1 hours old.
     const hoursAgo = new Date(Date.now() - (4 - Number(fp)) * 3600 * 1000);
-    for (const name of readdirSync(dir).filter((n) => !seen.has(n))) {
+    for (const name of storeFiles(dir).filter((n) => !seen.has(n))) {
       seen.add(name);
       utimesSync(join(dir, name), hoursAgo, hoursAgo);
     }
@@ -119,17 +119,17 @@ test('prune also removes what a save killed mid-write left behind', async () => 
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 7n, storage: 'fs', path: dir });
   cache.insert([1, 2, 3], kvFor(3));
   await cache.close();
-  const [blob] = readdirSync(dir);
+  const [blob] = storeFiles(dir);
   const crashed = `${blob}.2a-7f00aa-3.tmp`, inProgress = `${blob}.2a-7f00aa-4.tmp`;
   for (const name of [crashed, inProgress, 'notes.tmp']) writeFileSync(join(dir, name), 'RLXKV0');
   const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
   utimesSync(join(dir, crashed), twoHoursAgo, twoHoursAgo);
   utimesSync(join(dir, 'notes.tmp'), twoHoursAgo, twoHoursAgo);
   assert.equal(rlxkv('prune', dir, '--dry-run').code, 0);
-  assert.equal(readdirSync(dir).length, 4, 'a dry run removes nothing');
+  assert.equal(storeFiles(dir).length, 4, 'a dry run removes nothing');
   const r = rlxkv('prune', dir);
   assert.equal(r.code, 0, r.err);
-  assert.deepEqual(readdirSync(dir).sort(), [blob, inProgress, 'notes.tmp'].sort());
+  assert.deepEqual(storeFiles(dir).sort(), [blob, inProgress, 'notes.tmp'].sort());
 });
 
 test('clear errors, never a stack trace', () => {
@@ -184,12 +184,12 @@ test('rewrite into a store directory names the blob as the store does and leaves
   const listed = store.list(0x123456789abcdef0n);
   await store.close();
   assert.deepEqual(listed.map((b) => b.status), ['ok'], 'under its own name: ok, not foreign');
-  assert.deepEqual(readdirSync(dir).sort(), [listed[0].name, 'keep.txt'].sort(), 'no temporary left');
+  assert.deepEqual(storeFiles(dir).sort(), [listed[0].name, 'keep.txt'].sort(), 'no temporary left');
   // a rewrite that cannot write leaves no temporary either
   const bad = rlxkv('rewrite', model, join(dir, 'no', 'such', 'dir.rlxkv'));
   assert.equal(bad.code, 1);
   assert.match(bad.err, /writing .*ENOENT/);
-  assert.deepEqual(readdirSync(dir).sort(), [listed[0].name, 'keep.txt'].sort());
+  assert.deepEqual(storeFiles(dir).sort(), [listed[0].name, 'keep.txt'].sort());
 });
 
 test('inspect and verify refuse fifos and devices at once instead of hanging', () => {
@@ -213,7 +213,7 @@ test('ls shows the temporaries of saves and prune counts them', async () => {
   const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 9n, storage: 'fs', path: dir });
   cache.insert([1, 2], kvFor(2));
   await cache.close();
-  const [blob] = readdirSync(dir);
+  const [blob] = storeFiles(dir);
   const live = `${blob}.2a-1-1.tmp`, dead = `${blob}.2a-1-2.tmp`;
   writeFileSync(join(dir, live), Buffer.alloc(1000));
   writeFileSync(join(dir, dead), Buffer.alloc(3000));
@@ -230,7 +230,7 @@ test('ls shows the temporaries of saves and prune counts them', async () => {
   const each = ls.blobs[0].bytes;
   assert.match(rlxkv('prune', dir, '--max-bytes', String(each), '--dry-run').out, /would remove 1 blob \(/);
   assert.match(rlxkv('prune', dir, '--max-bytes', String(each + 1000)).out, /removed 0 blobs/);
-  assert.deepEqual(readdirSync(dir).sort(), [blob, live].sort());
+  assert.deepEqual(storeFiles(dir).sort(), [blob, live].sort());
 });
 
 test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cache open work', async () => {

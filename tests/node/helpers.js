@@ -1,8 +1,15 @@
 // Shared by the Node tests: deterministic KV and paths.
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+/** A Node store directory's index file (web/fs-blobs.js): only a cache of its listing and blobs. */
+export const INDEX_FILE = '.rlxkv-index';
+/** A store directory's files but its index: what a test that counts files means. */
+export const storeFiles = (dir) => readdirSync(dir).filter((n) => n !== INDEX_FILE);
+/** Removes a store directory's index, as a store written before it has none: the next open reads every blob's first bytes. */
+export const dropIndex = (dir) => rmSync(join(dir, INDEX_FILE), { force: true });
 
 export const vectorsDir = fileURLToPath(new URL('../../../shared/vectors/', import.meta.url));
 

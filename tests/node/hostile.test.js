@@ -15,7 +15,7 @@ import init from 'rlxkv';
 import { FsBlobs } from '../../web/fs-blobs.js';
 import { IdbBlobs } from '../../web/idb-blobs.js';
 import { RlxkvError } from '../../web/errors.js';
-import { kvFor, range, tempDir } from './helpers.js';
+import { dropIndex, kvFor, range, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });
 let dbCount = 0;
@@ -249,6 +249,7 @@ test('fs: a blob deleted by another process while the open reads the directory i
   for (let i = 0; i < 4; i++) cache.insert(range(1000 * i, 8), kv(i));
   await cache.close();
   const victim = blobFiles(dir)[1];
+  dropIndex(dir); // a store without its index: the open reads each blob's first bytes
   // Deleted between the listing and its head read.
   const undo = patch(FsBlobs, 'head', (head) => async function (name, n) {
     if (name === victim) unlinkSync(join(dir, name));
@@ -287,6 +288,7 @@ test('fs: one unreadable blob is skipped and reported, never pruned; the rest op
   for (let i = 0; i < 3; i++) cache.insert(range(1000 * i, 8), kv(i));
   await cache.close();
   const locked = blobFiles(dir)[0];
+  dropIndex(dir); // a store without its index: the open reads each blob's first bytes
   // As a file of mode 000 (root reads those, so the fault is injected).
   const undo = patch(FsBlobs, 'head', (head) => async function (name, n) {
     if (name === locked) throw new RlxkvError('IO', `opening ${name}: EACCES: permission denied`);

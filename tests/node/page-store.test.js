@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
-import { modelKv, tempDir } from './helpers.js';
+import { modelKv, storeFiles, tempDir } from './helpers.js';
 import { blobName } from '../../js/cli.js';
 
 const rlx = await init();
@@ -205,7 +205,7 @@ test('a store written with whole entries (before pages) opens and extends with p
   assert.deepEqual((await again.match([...two, 3])).k, kvOf(two).k);
   await again.close();
   // The page names the old blob as its parent by its 64-bit name.
-  const names = readdirSync(dir).sort((a, b) => a.length - b.length);
+  const names = storeFiles(dir).sort((a, b) => a.length - b.length);
   assert.deepEqual(names.map((n) => n.length), [16 + 6, 32 + 6]);
 });
 
@@ -228,11 +228,11 @@ test('the CLI reads a page store: ls lists pages, verify passes them, prune take
   const ls = cli('ls', dir, '--fingerprint', `0x${FP.toString(16)}`);
   assert.equal(ls.status, 0, ls.stderr);
   assert.equal((ls.stdout.match(/ ok$/gm) ?? []).length, 6, ls.stdout);
-  const verify = cli('verify', ...readdirSync(dir).map((f) => join(dir, f)));
+  const verify = cli('verify', ...storeFiles(dir).map((f) => join(dir, f)));
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
   // The system prompt and the oldest turn are the least recently used; the
   // newest turns need them, so the newest go first.
-  const sizes = readdirSync(dir).map((f) => statSync(join(dir, f)).size).sort((a, b) => b - a);
+  const sizes = storeFiles(dir).map((f) => statSync(join(dir, f)).size).sort((a, b) => b - a);
   const budget = sizes[0] + sizes[1] + sizes[2];
   const prune = cli('prune', dir, '--fingerprint', `0x${FP.toString(16)}`, '--max-bytes', String(budget));
   assert.equal(prune.status, 0, prune.stderr);

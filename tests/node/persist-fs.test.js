@@ -5,7 +5,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import init from 'rlxkv';
-import { kvFor, tempDir, range, vectorsDir } from './helpers.js';
+import { kvFor, storeFiles, tempDir, range, vectorsDir } from './helpers.js';
 
 const rlx = await init();
 
@@ -51,7 +51,7 @@ test('the files written are RLXKV001 blobs, byte-identical to the reference', as
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
   cache.insert(e.tokens, e);
   await cache.close();
-  const files = readdirSync(dir);
+  const files = storeFiles(dir);
   assert.equal(files.length, 1);
   assert.match(files[0], /^[0-9a-f]{32}\.rlxkv$/); // its page name: 128 bits of (fingerprint, dtype, tokens)
   assert.deepEqual(readFileSync(join(dir, files[0])), reference);
@@ -62,7 +62,7 @@ test('stale and corrupt blobs: counted, skipped, and the stale ones left untouch
   const other = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 1n, storage: 'fs', path: dir });
   other.insert([1, 2, 3], kvFor(3));
   await other.close();
-  const [otherFile] = readdirSync(dir);
+  const [otherFile] = storeFiles(dir);
   const otherBytes = readFileSync(join(dir, otherFile));
   const mine = rlx.encodeEntry({ tokens: [7, 8], ...kvFor(2) }, 2n);
   writeFileSync(join(dir, '00000000deadbeef.rlxkv'), mine.subarray(0, mine.length - 3)); // torn

@@ -9,7 +9,7 @@ import { readdirSync, writeFileSync, unlinkSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import init from 'rlxkv';
-import { kvFor, range, tempDir } from './helpers.js';
+import { dropIndex, kvFor, range, storeFiles, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });
 let dbCount = 0;
@@ -415,12 +415,12 @@ async function blobName(rlx, tokens) {
   const c = await rlx.openCache({ capBytes: 1 << 20, fingerprint: FP, storage: 'fs', path: dir });
   c.insert(tokens, kv(0));
   await c.close();
-  return readdirSync(dir)[0];
+  return storeFiles(dir)[0];
 }
 
 test("fs: a killed save's temporary file is swept at open when its writer is gone; a live writer's stays", async () => {
   const dir = await storeOf('fs', 1);
-  const [blob] = readdirSync(dir);
+  const [blob] = storeFiles(dir);
   const bytes = 5000;
   // A pid above any pid_max (no process has it: an exited child's pid may
   // be given again, on a busy machine with a small pid_max), and this one.
@@ -457,7 +457,7 @@ test('fs: a read-only store opens, says so, answers hits, and refuses to flush w
   } finally {
     undo();
   }
-  assert.equal(readdirSync(dir).length, 2, 'nothing was pruned or written');
+  assert.equal(storeFiles(dir).length, 2, 'nothing was pruned or written');
 });
 
 test('copyStore moves a store from a directory to IndexedDB (one index write) and back, every blob byte for byte', async () => {
