@@ -191,12 +191,12 @@ test('pages served compressed (Content-Encoding: gzip) are taken as fetch takes 
   assert.equal(stats.refused, 0);
 });
 
-test('a prompt nothing was published for misses, after one request', async () => {
+test('a prompt nothing was published for misses after one round of requests (one a worker in flight)', async () => {
   reset();
   const cache = await open();
   const other = Uint32Array.from({ length: 300 }, (_, i) => 7 + i);
   assert.equal(await cache.match(other, { partial: true }), null);
-  assert.equal(requests.length, 4, 'the first page of each worker in flight; none after the 404s');
+  assert.equal(requests.length, 4, 'its 4 grid pages asked at once (fewer than maxInFlight); none after the 404s');
   assert.ok(cache.stats.remote.notFound >= 1);
   await cache.close();
 });
