@@ -103,12 +103,8 @@ try {
   const seed = decodeBlob(readFileSync(join(cdnDir, 'seed.rlxkv')));
   const pubLayout = { ...first.layout, order: 'head-major' };
   for (const { tree, dtype, pageTokens } of REMOTE_TREES) {
-    let source = join(cdnDir, 'seed.rlxkv');
-    if (dtype === 'f16') {
-      source = join(cdnDir, 'seed-f16.rlxkv');
-      writeFileSync(source, rlx.encodeEntry({ tokens: seed.tokens, k: seed.k.map((b) => narrowF32(b)), v: seed.v.map((b) => narrowF32(b)) }, seed.fingerprint));
-    }
-    await publishPages(rlx, [source], join(cdnDir, tree), { layout: pubLayout, pageTokens });
+    const narrow = (blocks) => (dtype === 'f16' ? blocks.map((b) => narrowF32(b)) : blocks);
+    await publishPages(rlx, [{ ...seed, k: narrow(seed.k), v: narrow(seed.v) }], join(cdnDir, tree), { layout: pubLayout, pageTokens });
   }
   const remoteRuns = { cold: [], ...Object.fromEntries(REMOTE_TREES.map((t) => [t.tree, []])) };
   const variants = [{ tree: 'cold' }, ...REMOTE_TREES];

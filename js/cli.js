@@ -9,6 +9,7 @@ import { pathToFileURL } from 'node:url';
 import init from './index.js';
 import { decodeBlob, encodeBlob, blobSpans } from './blob.js';
 import { RlxkvError } from '../web/errors.js';
+import { nameOfKey } from './store-index.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -390,10 +391,8 @@ function verifyTree(rlx, dir, fp, out) {
       if (fp !== undefined && e.fingerprint !== fp) throw new Error(`stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
       const own = rlx.pageName(e.tokens, e.fingerprint, e.dtype);
       if (name !== own && name !== blobName(e.fingerprint, e.tokens)) throw new Error(`not under its own name (${own})`);
-      if (e.page) {
-        const parent = `${e.page.parent.map((x) => x.toString(16).padStart(16, '0')).join('')}.rlxkv`;
-        const parentName = e.page.parent[0] ? parent : parent.slice(16);
-        if (!present.has(parentName)) throw new Error(`its parent ${parentName} (${e.page.parentN} tokens) is not in ${dir}`);
+      if (e.page && !present.has(nameOfKey(e.page.parent))) {
+        throw new Error(`its parent ${nameOfKey(e.page.parent)} (${e.page.parentN} tokens) is not in ${dir}`);
       }
     } catch (err) {
       fail(`${file}: ${err.message}`);

@@ -73,8 +73,8 @@ export interface Hit {
   /**
    * Whether k, v and tokens are views of wasm memory, asked for with
    * `view: true`: where the hit lies in one entry's own values (one page,
-   * or pages read back from storage together, which memory holds as one
-   * entry) and they are contiguous (a whole hit, a token-major cut). Else
+   * or, with a layout, pages read back from storage together, which memory
+   * holds as one entry) and they are contiguous (a whole hit, a token-major cut). Else
    * (a hit over several pages in memory, a head-major cut) copies, each
    * block gathered once, and view is false.
    */

@@ -10,12 +10,14 @@ import { join } from 'node:path';
 import { decodeBlob, encodeBlob } from './blob.js';
 import { cutRows } from './chain.js';
 import { PAGE_TOKENS } from './remote.js';
+import { keyOfName } from './store-index.js';
 
 /**
- * Writes the pages of `sources` ({ storage: 'fs', path } stores, or paths
- * of blob files) into directory `outDir`. layout: the KV's (pages are cut
- * by token); fingerprint: only entries of this one (default: every one).
- * Resolves to { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped }
+ * Writes the pages of `sources` into directory `outDir`: { storage: 'fs',
+ * path } stores, paths of blob files, or entries { fingerprint, tokens, k,
+ * v } already in memory. layout: the KV's (pages are cut by token);
+ * fingerprint: only entries of this one (default: every one). Resolves to
+ * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped }
  * (skipped: entries shorter than one page).
  */
 export async function publishPages(rlx, sources, outDir, { layout, fingerprint = null, pageTokens = PAGE_TOKENS }) {
@@ -26,27 +28,39 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   await mkdir(outDir, { recursive: true });
   const written = new Map();
   let skipped = 0;
+  // blocks(): the entry's K then V blocks, all its tokens' (asked again for
+  // each page: a view hit's arrays are re-derived if the heap moved).
   const publish = async ({ fingerprint: fp, tokens, dtype, blocks }) => {
     if (tokens.length < pageTokens) {
       skipped++;
       return;
     }
+    let parent = null; // the name of the page before this one
     for (let end = pageTokens; end <= tokens.length; end += pageTokens) {
       const path = tokens.subarray(0, end), start = end - pageTokens;
       const name = rlx.pageName(path, fp, dtype);
-      if (written.has(name)) continue;
-      const page = start ? { start, parentN: start, parent: keyOfName(rlx.pageName(tokens.subarray(0, start), fp, dtype)) } : undefined;
-      const bytes = encodeBlob(path, cutRows(blocks, layout, tokens.length, start, end), fp, undefined, { page });
-      await writeAtomically(join(outDir, name), bytes);
-      written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
+      if (!written.has(name)) {
+        const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
+        const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
+        await writeAtomically(join(outDir, name), bytes);
+        written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
+      }
+      parent = name;
     }
   };
+  const publishDecoded = (e) => (fingerprint === null || e.fingerprint === fingerprint
+    ? publish({ fingerprint: e.fingerprint, tokens: e.tokens, dtype: e.dtype ?? (e.k[0]?.BYTES_PER_ELEMENT === 2 ? 'f16' : 'f32'), blocks: () => [...e.k, ...e.v] })
+    : undefined);
   for (const source of sources) {
     if (typeof source === 'string') {
       const e = decodeBlob(await readFile(source));
       if (!e) throw new Error(`${source}: not a blob`);
       if (e.page) throw new Error(`${source}: a page, not a whole blob: publish its store`);
-      if (fingerprint === null || e.fingerprint === fingerprint) await publish({ ...e, blocks: [...e.k, ...e.v] });
+      await publishDecoded(e);
+      continue;
+    }
+    if (source.tokens) {
+      await publishDecoded({ ...source, tokens: Uint32Array.from(source.tokens) });
       continue;
     }
     const store = await rlx.openStore(source);
@@ -55,9 +69,10 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
     for (const fp of fps.filter((f) => fingerprint === null || f === fingerprint)) {
       const cache = await rlx.openCache({ ...source, fingerprint: fp, layout, capBytes: 2 ** 31 });
       try {
-        for (const { tokens } of cache.entries()) {
-          const hit = await cache.match(tokens);
-          if (hit && hit.matched === tokens.length) await publish({ fingerprint: fp, tokens, dtype: hit.dtype, blocks: [...hit.k, ...hit.v] });
+        // The entries no other extends: their pages are every page of the store's.
+        for (const tokens of leaves(cache.entries().map((e) => e.tokens))) {
+          const hit = await cache.match(tokens, { view: true }); // one entry read back (or a copy): no second copy here
+          if (hit && hit.matched === tokens.length) await publish({ fingerprint: fp, tokens, dtype: hit.dtype, blocks: () => [...hit.k, ...hit.v] });
         }
       } finally {
         await cache.close({ flush: false });
@@ -66,6 +81,18 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   }
   const pages = [...written.values()];
   return { pages, bytes: pages.reduce((n, p) => n + p.bytes, 0), skipped };
+}
+
+/** The token arrays of `all` that are no other's prefix (sorted, a prefix comes right before what extends it). */
+function leaves(all) {
+  const sorted = [...all].sort((a, b) => {
+    for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
+    return a.length - b.length;
+  });
+  return sorted.filter((t, i) => {
+    const next = sorted[i + 1];
+    return !next || next.length <= t.length || t.some((x, j) => x !== next[j]);
+  });
 }
 
 async function writeAtomically(to, bytes) {
@@ -78,6 +105,3 @@ async function writeAtomically(to, bytes) {
     throw new Error(`writing ${to}: ${err.message}`);
   }
 }
-
-/** A page name's 32 hex digits as its key, two u64s. */
-const keyOfName = (name) => [BigInt(`0x${name.slice(0, 16)}`), BigInt(`0x${name.slice(16, 32)}`)];

@@ -16,6 +16,7 @@
 //           a shorter hit, never a rejected match().
 import { decodeBlob } from './blob.js';
 import { checkShape } from './args.js';
+import { nameOfKey } from './store-index.js';
 
 /** Tokens a published page holds, by default (LMCache's chunk). */
 export const PAGE_TOKENS = 256;
@@ -147,7 +148,7 @@ export class RemoteTier {
       // Its fingerprint (else null), dtype, tokens, place after its parent and shape: the page its name says.
       const page = decodeBlob(bytes, this.#fp, true), p = page?.page, want = tokens.subarray(0, to);
       if (!page || page.dtype !== this.#o.dtype || page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i]) ||
-        (from ? !p || p.start !== from || p.parentN !== from || `${hex(p.parent[0])}${hex(p.parent[1])}.rlxkv` !== parentName : p)) {
+        (from ? !p || p.start !== from || p.parentN !== from || nameOfKey(p.parent) !== parentName : p)) {
         throw new Error(`not the ${this.#o.dtype} page of tokens ${from}..${to - 1} after ${parentName ?? 'none'} its name says`);
       }
       checkShape(to - from, page, this.#layout, 'page');
@@ -161,4 +162,3 @@ export class RemoteTier {
   }
 }
 
-const hex = (x) => x.toString(16).padStart(16, '0');

@@ -22,7 +22,7 @@ export function pageOf(page) {
  * and that.
  */
 const hex16 = (x) => x.toString(16).padStart(16, '0');
-const nameOfKey = ([a, b]) => `${a ? hex16(a) : ''}${hex16(b)}.rlxkv`;
+export const nameOfKey = ([a, b]) => `${a ? hex16(a) : ''}${hex16(b)}.rlxkv`;
 export function keyOfName(name) {
   const hex = name.slice(0, name.length - '.rlxkv'.length);
   return hex.length === 32 ? [BigInt(`0x${hex.slice(0, 16)}`), BigInt(`0x${hex.slice(16)}`)] : [0n, BigInt(`0x${hex}`)];

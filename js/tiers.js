@@ -300,9 +300,18 @@ export class TieredStore {
       return;
     }
     // Only a cache of the directory: one that cannot be written is found as it is at the next open.
+    await this.#writeRepairs(news, dropped).catch(() => {});
+  }
+
+  /**
+   * An index file (a directory's, OPFS's) updated with what an open
+   * repaired: records read again (`news`) and names gone (`dropped`). A
+   * record another writer put there since is kept, unless bad.
+   */
+  #writeRepairs(news, dropped) {
     const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
-      [...news.map((r) => r.name), ...dropped]).catch(() => {});
+    return this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+      [...news.map((r) => r.name), ...dropped]);
   }
 
   /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
@@ -363,13 +372,9 @@ export class TieredStore {
     } else adopted = this.#adoptIndex(bytes, names);
     const { news, dropped } = await this.#repair(adopted, names);
     const ready = this.#blobs.ready(newestOf([...this.#known.values()]));
-    // A record another tab wrote since is kept, unless bad. Only a hint: a
-    // store it cannot be written to (over quota) opens all the same, and
-    // its dead writers' markers stay.
-    const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    const updated = !news.length && !dropped.length ? true
-      : await this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
-        [...news.map((r) => r.name), ...dropped]).then(() => true, () => false);
+    // Only a hint: a store it cannot be written to (over quota) opens all
+    // the same, and its dead writers' markers stay.
+    const updated = !news.length && !dropped.length ? true : await this.#writeRepairs(news, dropped).then(() => true, () => false);
     if (updated) await this.#blobs.clearMarkers(dead ?? []);
     else await this.#blobs.markBehind(); // the next open lists again
     await ready;
@@ -607,7 +612,7 @@ export class TieredStore {
     return this.#holdsStart(tokens, this.#known.get(this.#nameOf(tokens)), tokens.length);
   }
 
-  /** Reads and puts blob or page `name` (bytes: its read, if one is under way). */
+  /** Reads and puts blob or page `name`, judging its bytes (the general reads). */
   #load(name, tokens) {
     return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
   }
@@ -701,9 +706,9 @@ export class TieredStore {
    * structure checked as decodeBlob checks it (blobSpans) from its first
    * bytes, the headers past them taken to repeat the first block's (most
    * blobs have every block of one length) and the read showing whether
-   * they do; else the structure read header by header. Same outcomes as the copying path; a file that
-   * changes while it is read (written in place by some other program) is
-   * a miss that leaves it as it is.
+   * they do; else the structure read header by header. Same outcomes as
+   * the copying path; a file that changes while it is read (written in
+   * place by some other program) is a miss that leaves it as it is.
    */
   async #loadDirect(name, tokens) {
     const { st, err } = await this.#blobs.readWith(name, (f) => {

@@ -42,10 +42,8 @@ const { kv } = model.prefill(tokens);
 const ms = performance.now() - t0;
 const work = await mkdtemp(join(tmpdir(), 'rlxkv-precompute-'));
 try {
-  const blob = join(work, 'system.rlxkv');
-  await writeFile(blob, rlx.encodeEntry({ tokens, k: kv.k, v: kv.v }, fingerprint));
   const fresh = join(work, 'kv');
-  const report = await publishPages(rlx, [blob], fresh, { layout: kvLayoutOf(model.config) });
+  const report = await publishPages(rlx, [{ fingerprint, tokens, k: kv.k, v: kv.v }], fresh, { layout: kvLayoutOf(model.config) });
   const index = { fingerprint: `0x${fingerprint.toString(16).padStart(16, '0')}`, tokens: tokens.length, pages: report.pages.map(({ name, tokens: n, bytes }) => ({ name, tokens: n, bytes })) };
   await writeFile(join(fresh, 'index.json'), `${JSON.stringify(index, null, 2)}\n`);
   const summary = `${report.pages.length} pages of the ${tokens.length}-token prompt (${report.pages.at(-1)?.tokens ?? 0} tokens, ${report.bytes} bytes), fingerprint ${index.fingerprint}`;
