@@ -56,6 +56,9 @@ function toEntry(entry) {
   return { tokens, blocks: [...k, ...v] };
 }
 
+/** Whether openCache's options are of a model with state (layout.state). */
+const hasState = (opts) => !!opts.layout && opts.layout.state !== undefined;
+
 const KINDS = ['auto', 'idb', 'opfs', 'fs', 'none'];
 
 /** storage and path of openCache-like options, checked: { kind, path } ('auto' resolved). */
@@ -103,7 +106,9 @@ class Rlxkv {
 
   /** A memory-only cache. */
   createCache(opts) {
-    return new Cache(this.#core, cacheOptions(opts));
+    const base = cacheOptions(opts);
+    if (hasState(opts)) throw new TypeError("layout.state: use openCache (storage: 'none')");
+    return new Cache(this.#core, base);
   }
 
   /**
@@ -131,7 +136,7 @@ class Rlxkv {
       return v;
     };
     const preload = flag('preload'), watch = flag('watch');
-    const cache = new Cache(this.#core, base);
+    const cache = hasState(opts) ? await this.#stateCache(base, opts) : new Cache(this.#core, base);
     if (kind === 'none') return cache;
     try {
       await cache.attach(kind, path, storageCap, { preload, watch });
@@ -254,6 +259,18 @@ class Rlxkv {
   }
 
   #namer = null;
+
+  /** The cache of a model with state (js/state-cache.js, loaded on first use). */
+  async #stateCache(base, opts) {
+    const { stateCacheClass, toStateLayout, stateFingerprintText } = await import('./state-cache.js');
+    const StateCache = stateCacheClass(Cache, { toKv, toOptions, toByteCount, toTokens });
+    const layout = { ...opts.layout, ...base.layout };
+    const { stateCapBytes: cap } = opts;
+    return new StateCache(this.#core, { ...base, layout }, {
+      stateFingerprint: this.fingerprintOf(stateFingerprintText(base.fingerprint, toStateLayout(layout))),
+      stateCapBytes: cap === undefined ? cap : toByteCount(cap, 'stateCapBytes'),
+    });
+  }
 
   /** A stable 64-bit hash of a string (UTF-8) or bytes, as a bigint. */
   fingerprintOf(input) {

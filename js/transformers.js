@@ -56,8 +56,63 @@ export function layoutOf(config) {
   // A layout may name more layers, but no entry of more than MAX_LAYERS can
   // be stored or exported (LIMIT), so such a cache could only fail later.
   if (layers > MAX_LAYERS) throw new RangeError(`layoutOf(config): ${at}num_hidden_layers is ${layers}, more than the ${MAX_LAYERS} layers an rlxkv blob may have`);
-  return { order: 'head-major', heads, headDim, layers };
+  const hybrid = stateLayersOf(c, config.model_type ?? c.model_type, at);
+  if (!hybrid) return { order: 'head-major', heads, headDim, layers };
+  return { order: 'head-major', heads, headDim, layers: hybrid.attention.length, attention: hybrid.attention, state: hybrid.state };
 }
+
+/**
+ * Of a model whose cache holds state (transformers.js's getCacheNames):
+ * { attention: the layers with KV, state: [{ name, shape }] }, shapes
+ * without the batch; null for a model of KV only.
+ *   lfm2, lfm2_moe, lfm3 (and their _vl text_config): layer_types conv
+ *     (past_conv.N [hidden_size, conv_L_cache]) or full/sliding_attention
+ *   qwen3_next, qwen3_5(_moe)(_text): layer_types linear_attention
+ *     (past_conv.N [2·nk·dk + nv·dv, linear_conv_kernel_dim] and
+ *     past_recurrent.N [nv, dk, dv]) or full_attention
+ * Other kinds with state throw, naming the model_type.
+ */
+function stateLayersOf(c, modelType, at) {
+  const type = String(modelType ?? '').replace(/_vl$|_text$/, '');
+  const kinds = LAYER_KINDS[type];
+  if (!kinds) {
+    if (STATE_TYPES.includes(type)) throw new RangeError(`layoutOf(config): model_type ${modelType} keeps state rlxkv does not yet know the shape of`);
+    return null;
+  }
+  const types = c.layer_types;
+  if (!Array.isArray(types) || !types.length) throw new TypeError(`layoutOf(config): ${at}layer_types must list each layer's kind for model_type ${modelType}`);
+  const field = (name) => {
+    const v = configInt(c[name], `${at}${name}`);
+    if (v === undefined) throw new RangeError(`layoutOf(config): ${at}${name} is undefined, not a positive integer`);
+    return v;
+  };
+  const attention = [], state = [];
+  types.forEach((kind, i) => {
+    if (kind === 'full_attention' || (kind === 'sliding_attention' && kinds.sliding)) attention.push(i);
+    else if (kinds[kind]) state.push(...kinds[kind](i, field));
+    else throw new RangeError(`layoutOf(config): ${at}layer_types[${i}] is ${show(kind)}, not a layer kind of ${modelType}`);
+  });
+  if (!state.length) return null;
+  return { attention, state };
+}
+
+/** The state tensors of each layer kind, by model_type (the names transformers.js gives them). */
+const LAYER_KINDS = {
+  lfm2: { sliding: true, conv: (i, f) => [{ name: `past_conv.${i}`, shape: [f('hidden_size'), f('conv_L_cache')] }] },
+  qwen3_next: {
+    linear_attention: (i, f) => {
+      const nk = f('linear_num_key_heads'), dk = f('linear_key_head_dim'), nv = f('linear_num_value_heads'), dv = f('linear_value_head_dim');
+      return [
+        { name: `past_conv.${i}`, shape: [2 * nk * dk + nv * dv, f('linear_conv_kernel_dim')] },
+        { name: `past_recurrent.${i}`, shape: [nv, dk, dv] },
+      ];
+    },
+  },
+};
+LAYER_KINDS.lfm2_moe = LAYER_KINDS.lfm3 = LAYER_KINDS.lfm2;
+LAYER_KINDS.qwen3_5 = LAYER_KINDS.qwen3_5_moe = LAYER_KINDS.qwen3_next;
+/** Kinds whose cache holds state of shapes not derived here yet. */
+const STATE_TYPES = ['granitemoehybrid', 'falcon_h1', 'nemotron_h', 'olmo_hybrid', 'zaya', 'deepseek_v4'];
 
 /** [head size, the config's name for it]: head_dim, or else hidden_size / num_attention_heads when that divides. */
 function headDimOf(given, hidden, attention, at) {
@@ -109,20 +164,26 @@ export function kvDtypeOf(model) {
  * ([1, heads, tokens, headDim] → head-major) and type (Float32Array, or
  * f16 as Uint16Array / Float16Array). GPU-resident tensors are downloaded.
  * The arrays may be the tensors' own data: insert copies them.
+ *
+ * With opts.layout of a model with state (layoutOf's attention and state):
+ * the KV of exactly the layout's attention layers, and `state` (one block
+ * per layout.state tensor, of dims [1, ...shape]) and `stateDtype`.
  */
-export async function kvFromTensors(tensors, { prefix = PAST } = {}) {
+export async function kvFromTensors(tensors, { prefix = PAST, layout } = {}) {
   if (!tensors || typeof tensors !== 'object') throw new TypeError('kvFromTensors: tensors must be an object of named tensors');
-  const layers = layerTensors(tensors, prefix);
+  const listed = layout?.attention;
+  const layers = listed ? listedLayers(tensors, prefix, listed) : layerTensors(tensors, prefix);
   let tokens = -1, dtype = null;
-  layers.forEach(({ key, value }, l) => {
+  layers.forEach(({ key, value }, j) => {
+    const l = listed ? listed[j] : j;
     for (const [t, name] of [[key, 'key'], [value, 'value']]) {
       const dims = t.dims;
       if (!isKvDims(dims)) {
         throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} has dims ${JSON.stringify(dims)}; expected [1, heads, tokens, headDim], each a non-negative integer`);
       }
       if (t.type !== 'float32' && t.type !== 'float16') throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}; only float32 and float16 KV are kept`);
-      if (tokens >= 0 && dims[2] !== tokens) throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} covers ${dims[2]} tokens, layer 0 ${tokens}`);
-      if (dtype && t.type !== dtype) throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}, layer 0 ${dtype}`);
+      if (tokens >= 0 && dims[2] !== tokens) throw new RangeError(`kvFromTensors: ${prefix}.${l}.${name} covers ${dims[2]} tokens, layer ${listed ? listed[0] : 0} ${tokens}`);
+      if (dtype && t.type !== dtype) throw new TypeError(`kvFromTensors: ${prefix}.${l}.${name} is ${t.type}, layer ${listed ? listed[0] : 0} ${dtype}`);
       tokens = dims[2];
       dtype = t.type;
     }
@@ -132,7 +193,43 @@ export async function kvFromTensors(tensors, { prefix = PAST } = {}) {
     k.push(await tensorData(key));
     v.push(await tensorData(value));
   }
-  return { k, v, tokens, dtype };
+  if (!layout?.state) return { k, v, tokens, dtype };
+  const state = [];
+  let stateDtype = null;
+  for (const { name: past, shape } of layout.state) {
+    const name = stateName(past, prefix);
+    const t = tensors[name];
+    if (!t) throw new RangeError(`kvFromTensors: no ${name} tensor, which layout.state lists`);
+    if (!Array.isArray(t.dims) || t.dims.length !== shape.length + 1 || t.dims[0] !== 1 || shape.some((d, i) => t.dims[i + 1] !== d)) {
+      throw new RangeError(`kvFromTensors: ${name} has dims ${JSON.stringify(t.dims)}; the layout's state is [1, ${shape.join(', ')}]`);
+    }
+    if (t.type !== 'float32' && t.type !== 'float16') throw new TypeError(`kvFromTensors: ${name} is ${t.type}; only float32 and float16 state is kept`);
+    if (stateDtype && t.type !== stateDtype) throw new TypeError(`kvFromTensors: ${name} is ${t.type}, ${layout.state[0].name} ${stateDtype}`);
+    stateDtype = t.type;
+    state.push(await tensorData(t));
+  }
+  return { k, v, tokens, dtype, state, stateDtype };
+}
+
+/** A state tensor's name under `prefix`: past_conv.N as generate returns it, present_conv.N among a session's outputs. */
+const stateName = (past, prefix) => (prefix === 'present' ? past.replace(/^past_/, 'present_') : past);
+
+/**
+ * The { key, value } tensors of the layers `listed` (a layout's attention
+ * layers): each must be there, and no other layer's KV (a model of
+ * another layout).
+ */
+function listedLayers(tensors, prefix, listed) {
+  const wanted = new Set(listed);
+  for (const name of Object.keys(tensors)) {
+    const m = name.startsWith(`${prefix}.`) && /^(\d+)\.(key|value)$/.exec(name.slice(prefix.length + 1));
+    if (m && !wanted.has(Number(m[1]))) throw new RangeError(`kvFromTensors: ${name} is not the KV of one of the layout's attention layers (${listed.join(', ')})`);
+  }
+  return listed.map((l) => {
+    const key = tensors[`${prefix}.${l}.key`], value = tensors[`${prefix}.${l}.value`];
+    if (!key || !value) throw new RangeError(`kvFromTensors: no ${prefix}.${l}.${key ? 'value' : 'key'} tensor, though layout.attention lists layer ${l}`);
+    return { key, value };
+  });
 }
 
 /** [1, heads, tokens, headDim] of sizes: a -1 (ONNX's unknown size) or 2.5 is no count of tokens. */
@@ -186,17 +283,29 @@ async function tensorData(t) {
  * onnxruntime's: new Tensor(type, data, dims)), as `dtype` ('float32' or
  * 'float16'; default: the hit's). An f16 hit for a float32 model is widened
  * exactly, an f32 one for a float16 model rounded to nearest.
+ *
+ * With a layout of a model with state: N runs over layout.attention, and
+ * the hit's state comes as its layout.state tensors ([1, ...shape], named
+ * past_conv.N, or present_conv.N with prefix 'present'), as `stateDtype`
+ * (default: the hit's).
  */
-export function tensorsFromHit(hit, layout, Tensor, { dtype, prefix = PAST } = {}) {
+export function tensorsFromHit(hit, layout, Tensor, { dtype, stateDtype, prefix = PAST } = {}) {
   if (!hit || !Array.isArray(hit.k)) throw new TypeError('tensorsFromHit: hit must be a lookup hit');
   if (!layout || layout.order !== 'head-major') throw new RangeError("tensorsFromHit: the cache's layout must be head-major (see layoutOf)");
   if (typeof Tensor !== 'function') throw new TypeError('tensorsFromHit: Tensor must be the tensor class of your runtime');
   const want = dtype ?? (hit.dtype === 'f16' ? 'float16' : 'float32');
   const dims = [1, layout.heads, hit.matched, layout.headDim];
   const out = {};
-  hit.k.forEach((k, l) => {
+  hit.k.forEach((k, j) => {
+    const l = layout.attention ? layout.attention[j] : j;
     out[`${prefix}.${l}.key`] = new Tensor(want, asDtype(k, hit.dtype, want), dims);
-    out[`${prefix}.${l}.value`] = new Tensor(want, asDtype(hit.v[l], hit.dtype, want), dims.slice());
+    out[`${prefix}.${l}.value`] = new Tensor(want, asDtype(hit.v[j], hit.dtype, want), dims.slice());
+  });
+  if (!layout.state) return out;
+  if (!Array.isArray(hit.state)) throw new TypeError('tensorsFromHit: the layout has state, but the hit has none (a hit of a cache opened with this layout has)');
+  const stateWant = stateDtype ?? (hit.stateDtype === 'f16' ? 'float16' : 'float32');
+  layout.state.forEach(({ name, shape }, i) => {
+    out[stateName(name, prefix)] = new Tensor(stateWant, asDtype(hit.state[i], hit.stateDtype, stateWant), [1, ...shape]);
   });
   return out;
 }
@@ -251,38 +360,95 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
     throw new TypeError('cachedGenerate: transformers.js 4.x takes a DynamicCache; pass { transformers } (your imported module) as the 4th argument');
   }
 
+  const stateful = !!layout.state;
+  checkModelLayout(model, layout);
+  const every = opts.checkpointEvery ?? CHECKPOINT_EVERY;
+  if (!Number.isSafeInteger(every) || every < 1) throw new RangeError(`cachedGenerate: opts.checkpointEvery must be a positive integer, got ${String(opts.checkpointEvery)}`);
+
   const Tensor = ids.constructor;
   // A copy of the app's array: match reads it again after each await.
   const prompt = checked === ids.data ? checked.slice() : checked;
   const n = prompt.length;
-  const modelDtype = kvDtypeOf(model);
+  const dtypes = { dtype: kvDtypeOf(model), stateDtype: stateful ? stateDtypeOf(model, layout) : undefined };
+  const DynamicCache = opts.transformers?.DynamicCache;
   // Memory and storage alike: a stored-only hit reads its one blob.
   const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1 }) : null;
   const reused = hit ? hit.matched : 0;
-  const run = { ...generateOptions, return_dict_in_generate: true };
+  let past = null;
   if (hit) {
-    const past = tensorsFromHit(hit, layout, Tensor, { dtype: modelDtype });
-    run.past_key_values = opts.transformers?.DynamicCache ? new opts.transformers.DynamicCache(past) : past;
-    // The whole sequence with a full-length mask: generate slices off what
-    // the cache covers.
-    run.attention_mask = new Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
+    const tensors = tensorsFromHit(hit, layout, Tensor, dtypes);
+    past = DynamicCache ? new DynamicCache(tensors) : tensors;
   }
-  const out = await model.generate(run);
-  const pkv = out?.past_key_values;
-  if (pkv) {
-    const kv = await kvFromTensors(pkv);
-    const tokens = toTokens(out.sequences.data.slice(0, kv.tokens), "cachedGenerate: generate's sequences");
-    if (tokens.length === kv.tokens && tokens.length > 0) {
-      const f16 = kv.dtype === 'float16';
-      const blocks = store === 'f32' && f16 ? { k: kv.k.map((b) => widenF16(b)), v: kv.v.map((b) => widenF16(b)) }
-        : store === 'f16' && !f16 ? { k: kv.k.map((b) => narrowF32(b)), v: kv.v.map((b) => narrowF32(b)) }
-          : kv;
-      // The cache copies only the tokens past what it holds (the run's new
-      // ones), and the entry extended stays, sharing its KV (pages).
-      cache.insert(tokens, { k: blocks.k, v: blocks.v });
+  /** The whole sequence of the first `end` ids, with a full-length mask: generate slices off what the past covers. */
+  const firstIds = (end) => ({
+    input_ids: end === n ? ids : new Tensor(ids.type, ids.data.slice(0, end), [1, end]),
+    attention_mask: new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]),
+  });
+  // A model with state restores only where its state was taken: so the
+  // prompt is prefilled up to each multiple of checkpointEvery past the
+  // hit, and the state there kept, so that a prompt edited after it reuses
+  // all before it (a one-token generate, whose past covers its input).
+  if (stateful) {
+    for (let end = (Math.floor(reused / every) + 1) * every; end < n; end += every) {
+      const step = await model.generate({ ...firstIds(end), past_key_values: past, max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });
+      past = await keep(cache, step, layout, store) ?? past;
     }
   }
+  const run = { ...generateOptions, return_dict_in_generate: true };
+  if (past) Object.assign(run, firstIds(n), { past_key_values: past });
+  const out = await model.generate(run);
+  await keep(cache, out, layout, store);
   return Object.assign(out, { reused, prefilled: n - reused });
+}
+
+/** How often a model with state keeps a checkpoint of it in a prompt (tokens): opts.checkpointEvery's default. */
+const CHECKPOINT_EVERY = 256;
+
+/**
+ * Inserts the KV (and state) a generate returned, for its sequences minus
+ * the last token (what its past covers): the cache copies only the tokens
+ * past what it holds, and the entry extended stays, sharing its KV
+ * (pages). Its past_key_values, or null when it returned none.
+ */
+async function keep(cache, out, layout, store) {
+  const pkv = out?.past_key_values;
+  if (!pkv) return null;
+  const kv = await kvFromTensors(pkv, { layout: layout.state ? layout : undefined });
+  const tokens = toTokens(out.sequences.data.slice(0, kv.tokens), "cachedGenerate: generate's sequences");
+  if (tokens.length !== kv.tokens || !tokens.length) return pkv;
+  const as = (blocks, type) => (store === 'f32' && type === 'float16' ? blocks.map((b) => widenF16(b))
+    : store === 'f16' && type === 'float32' ? blocks.map((b) => narrowF32(b)) : blocks);
+  const blocks = { k: as(kv.k, kv.dtype), v: as(kv.v, kv.dtype) };
+  if (kv.state) blocks.state = as(kv.state, kv.stateDtype);
+  cache.insert(tokens, blocks);
+  return pkv;
+}
+
+/**
+ * Refuses a cache whose layout is not the model's (layoutOf(model.config)):
+ * a model with state and a cache without (or of other state tensors,
+ * shapes or attention layers) would fail late, or restore nothing.
+ */
+function checkModelLayout(model, layout) {
+  let own;
+  try {
+    own = model.config ? layoutOf(model.config) : null;
+  } catch {
+    own = null; // a config layoutOf cannot read: the cache's layout is the app's word
+  }
+  if (!own || (!own.state && !layout.state)) return;
+  const key = (l) => JSON.stringify([l.heads, l.headDim, l.attention ?? null, (l.state ?? []).map((s) => [s.name, s.shape])]);
+  if (key(own) !== key(layout)) {
+    const what = own.state ? `${own.state.length} state tensors (${own.state[0].name}, ...) and KV in layers ${own.attention.join(', ')}` : 'KV only';
+    throw new RangeError(`cachedGenerate: the cache's layout is not this model's: the model keeps ${what}; open the cache with layout: layoutOf(model.config)`);
+  }
+}
+
+/** The dtype a model's state inputs take ('float32' or 'float16'): its graph's (4.x), else its KV's. */
+function stateDtypeOf(model, layout) {
+  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  const meta = Array.isArray(session?.inputMetadata) ? session.inputMetadata.find((m) => m?.name === layout.state[0].name) : null;
+  return meta?.type === 'float16' || meta?.type === 'float32' ? meta.type : kvDtypeOf(model);
 }
 
 /** Whether this model runs under transformers.js 4.x (whose generate takes only a DynamicCache). */
