@@ -39,3 +39,10 @@ fi
 if stale build/models/rlxkv-demo-f16kv/config.json demo/model.js demo/system-prompt.js scripts/make-model.mjs scripts/make_onnx_model.py; then
   node scripts/make-model.mjs
 fi
+
+# Tiny hybrid decoders for the cache's tests (random weights, ~1 MB each):
+# LFM2-, Qwen3.5- and Gemma3-like, float32 and float16 caches
+# (build/models/rlxkv-{lfm2,qwen3_5,gemma3}[-f16kv]/); gemma3-f16kv is written last.
+if stale build/models/rlxkv-gemma3-f16kv/config.json scripts/make-model.mjs scripts/make_onnx_model.py; then
+  node scripts/make-model.mjs --hybrid
+fi

@@ -5,8 +5,13 @@
 //   node scripts/make-model.mjs [--out DIR]     (default build/models)
 //   node scripts/make-model.mjs --shape smollm2-135m [--out DIR] [--force]
 //
+//   node scripts/make-model.mjs --hybrid [--out DIR]
+//
 // writes DIR/rlxkv-demo/ (float32 KV) and DIR/rlxkv-demo-f16kv/ (float16
-// past/present KV, same weights). With --shape smollm2-135m it writes
+// past/present KV, same weights). With --hybrid it writes the three tiny
+// hybrid decoders of make_onnx_model.py's HYBRID_KINDS instead (random
+// weights, no demo weights needed): DIR/rlxkv-lfm2/, rlxkv-qwen3_5/ and
+// rlxkv-gemma3/, each with an -f16kv twin (every cache tensor float16). With --shape smollm2-135m it writes
 // DIR/rlxkv-smollm2-135m-shape/ instead: SmolLM2-135M's shape (30 layers,
 // hidden 576, 9 query heads, 3 KV heads of 64, SwiGLU 1536) with random
 // weights made by make_onnx_model.py (~430 MB of float32), only when its
@@ -24,19 +29,25 @@ import { MODEL_OPTIONS } from '../demo/system-prompt.js';
 
 const args = process.argv.slice(2);
 let out = fileURLToPath(new URL('../build/models', import.meta.url));
-let shape = null, force = false;
+let shape = null, force = false, hybrid = false;
 /** The folder each --shape is written to (make_onnx_model.py's SHAPES). */
 const SHAPE_FOLDERS = { 'smollm2-135m': 'rlxkv-smollm2-135m-shape' };
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--out' && i + 1 < args.length) out = resolve(args[++i]);
   else if (args[i] === '--shape' && i + 1 < args.length && SHAPE_FOLDERS[args[i + 1]]) shape = args[++i];
   else if (args[i] === '--force') force = true;
+  else if (args[i] === '--hybrid') hybrid = true;
   else {
-    console.error(`usage: node scripts/make-model.mjs [--out DIR] [--shape ${Object.keys(SHAPE_FOLDERS).join('|')} [--force]]`);
+    console.error(`usage: node scripts/make-model.mjs [--out DIR] [--shape ${Object.keys(SHAPE_FOLDERS).join('|')} [--force] | --hybrid]`);
     process.exit(2);
   }
 }
 const py = fileURLToPath(new URL('make_onnx_model.py', import.meta.url));
+
+if (hybrid) {
+  execFileSync('/usr/bin/python3', [py, '--kind', 'lfm2', '--kind', 'qwen3_5', '--kind', 'gemma3', '--out', out], { stdio: 'inherit' });
+  process.exit(0);
+}
 
 if (shape) {
   const onnx = join(out, SHAPE_FOLDERS[shape], 'onnx', 'model.onnx');

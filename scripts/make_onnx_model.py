@@ -22,6 +22,14 @@ tables, for positions below 262144): a 'llama'-typed decoder with the I/O names
 transformers.js expects (input_ids, attention_mask, position_ids and
 past_key_values.N.key/value in; logits and present.N.key/value out; KV as
 [batch, heads, seq, head_dim]).
+
+With --kind NAME (repeatable; lfm2, qwen3_5, gemma3) it writes tiny hybrid
+decoders with random weights instead, each as DIR/rlxkv-NAME/ (float32 caches)
+and DIR/rlxkv-NAME-f16kv/ (every cache tensor float16): an LFM2-like 'lfm2'
+(conv, full and sliding attention layers), a Qwen3.5-like 'qwen3_5' (linear
+attention layers with conv and recurrent states, a full attention layer;
+embed_tokens.onnx + decoder_model_merged.onnx, text only) and a Gemma3-like
+'gemma3_text' (sliding and global attention). See HYBRID_KINDS below.
 Needs python3-onnx (onnx.helper) and numpy; opset 14, IR version 7.
 """
 import argparse
@@ -69,6 +77,29 @@ class Graph:
         return out
 
 
+
+def rope_angles(g, positions, inv_freq, prefix='rope'):
+    """cos and sin of p * f ([B, S, HALF]) for int64 positions p ([B, S]).
+
+    By the angle-addition formulas from two float32 tables, p = ROPE_LO * a + b:
+    exact to float32 rounding at every position below ROPE_LO * ROPE_HI. (A
+    float32 angle p * f would lose ~1e-4 rad by position 1000, and
+    onnxruntime-web 1.31's wasm has no float64 kernels.)"""
+    inv_freq = inv_freq.astype(np.float64)
+    lo_angles = np.arange(ROPE_LO, dtype=np.float64)[:, None] * inv_freq[None, :]
+    hi_angles = (ROPE_LO * np.arange(ROPE_HI, dtype=np.float64))[:, None] * inv_freq[None, :]
+    f32 = lambda a: a.astype(np.float32)
+    cos_lo, sin_lo = g.const(f'{prefix}_cos_lo', f32(np.cos(lo_angles))), g.const(f'{prefix}_sin_lo', f32(np.sin(lo_angles)))
+    cos_hi, sin_hi = g.const(f'{prefix}_cos_hi', f32(np.cos(hi_angles))), g.const(f'{prefix}_sin_hi', f32(np.sin(hi_angles)))
+    lo_n = g.const(f'{prefix}_lo_n', np.array(ROPE_LO, dtype=np.int64))
+    p_hi, p_lo = g.op('Div', [positions, lo_n]), g.op('Mod', [positions, lo_n])
+    c_hi, s_hi = g.op('Gather', [cos_hi, p_hi]), g.op('Gather', [sin_hi, p_hi])   # [B, S, HALF]
+    c_lo, s_lo = g.op('Gather', [cos_lo, p_lo]), g.op('Gather', [sin_lo, p_lo])
+    cos = g.op('Sub', [g.op('Mul', [c_hi, c_lo]), g.op('Mul', [s_hi, s_lo])])
+    sin = g.op('Add', [g.op('Mul', [s_hi, c_lo]), g.op('Mul', [c_hi, s_lo])])
+    return cos, sin
+
+
 def build_graph(manifest, w, kv_dtype):
     cfg = manifest['config']
     L, D, H, DH, V = cfg['layers'], cfg['dModel'], cfg['heads'], cfg['headDim'], cfg['vocab']
@@ -112,22 +143,7 @@ def build_graph(manifest, w, kv_dtype):
         return g.op('Transpose', [g.op('Reshape', [x, shape])], perm=[0, 2, 1, 3])
 
     # ---- positions: RoPE tables and the attention mask, shared by all layers
-    # cos/sin of p * f by the angle-addition formulas from two float32 tables,
-    # p = ROPE_LO * a + b: exact to float32 rounding at every position below
-    # ROPE_LO * ROPE_HI. (A float32 angle p * f would lose ~1e-4 rad by
-    # position 1000, and onnxruntime-web 1.31's wasm has no float64 kernels.)
-    inv_freq = w['invFreq'].astype(np.float64)
-    lo_angles = np.arange(ROPE_LO, dtype=np.float64)[:, None] * inv_freq[None, :]
-    hi_angles = (ROPE_LO * np.arange(ROPE_HI, dtype=np.float64))[:, None] * inv_freq[None, :]
-    f32 = lambda a: a.astype(np.float32)
-    cos_lo, sin_lo = g.const('rope_cos_lo', f32(np.cos(lo_angles))), g.const('rope_sin_lo', f32(np.sin(lo_angles)))
-    cos_hi, sin_hi = g.const('rope_cos_hi', f32(np.cos(hi_angles))), g.const('rope_sin_hi', f32(np.sin(hi_angles)))
-    lo_n = g.const('rope_lo_n', np.array(ROPE_LO, dtype=np.int64))
-    p_hi, p_lo = g.op('Div', ['position_ids', lo_n]), g.op('Mod', ['position_ids', lo_n])
-    c_hi, s_hi = g.op('Gather', [cos_hi, p_hi]), g.op('Gather', [sin_hi, p_hi])   # [B, S, HALF]
-    c_lo, s_lo = g.op('Gather', [cos_lo, p_lo]), g.op('Gather', [sin_lo, p_lo])
-    cos = g.op('Sub', [g.op('Mul', [c_hi, c_lo]), g.op('Mul', [s_hi, s_lo])])
-    sin = g.op('Add', [g.op('Mul', [s_hi, c_lo]), g.op('Mul', [c_hi, s_lo])])
+    cos, sin = rope_angles(g, 'position_ids', w['invFreq'])
     cos = g.op('Unsqueeze', [g.op('Concat', [cos, cos], axis=-1), ax_1])  # [B, 1, S, DH]
     sin = g.op('Unsqueeze', [g.op('Concat', [sin, sin], axis=-1), ax_1])
 
@@ -340,12 +356,377 @@ def random_model(name):
     return {'config': cfg, 'fingerprintKey': key}, w
 
 
+# ---- hybrid decoders (--kind NAME): LFM2-, Qwen3.5- and Gemma3-like ------
+#
+# Tiny decoders with random weights (numpy, fixed seed) and the I/O names,
+# shapes and config.json that transformers.js 4.3.2 reads for those model
+# types (getCacheNames, addPastKeyValues, the model classes). The mixers are
+# simplified but every cached state is used:
+#
+#   conv (LFM2)         gated depthwise causal conv over the last L inputs:
+#                       past_conv.i [B, hidden, L] is the L inputs before the
+#                       chunk; present_conv.i the last L after it.
+#   linear_attention    a causal depthwise conv (kernel K) over the q/k/v
+#   (Qwen3.5)           projection, past_conv.i [B, conv_dim, K], then gated
+#                       linear attention S_t = g_t S_(t-1) + k_t^T v_t,
+#                       o_t = q_t S_t, run chunk-parallel from the state
+#                       past_recurrent.i [B, heads, key_dim, value_dim].
+#   full_attention      GQA with RoPE; past_key_values.i.key/value
+#                       [B, kv_heads, past, head_dim] -> present.i.key/value.
+#   sliding_attention   the same, but a query sees only keys less than W
+#                       positions back (q - k < W, as HF's sliding_window);
+#                       present.i.* still holds the WHOLE sequence, as the
+#                       Optimum and onnxruntime-genai exports of Gemma 3 do.
+#
+# The attention mask's length is the total length T (past + new): every
+# attention layer's past must hold T - S positions, sliding ones included.
+# Batch rows of padding are masked in attention only (as the real exports'
+# conv and linear layers, which ignore the mask). RoPE turns by position_ids
+# (Gemma 3's sliding layers at rope_local_base_freq; Qwen3.5's decoder takes
+# three rows, t/h/w, interleaved over the frequencies, equal for text).
+# transformers.js numbers positions from 0, from 1 for gemma3_text.
+
+HYBRID_KINDS = {
+    'lfm2': {
+        'folder': 'rlxkv-lfm2', 'seed': 2025,
+        'layer_types': ['conv', 'full_attention', 'conv', 'sliding_attention'],
+        'hidden': 64, 'heads': 4, 'kv_heads': 2, 'head_dim': 16, 'ff': 128,
+        'conv_L_cache': 3, 'sliding_window': 8, 'rope_theta': 1000000.0,
+    },
+    'qwen3_5': {
+        'folder': 'rlxkv-qwen3_5', 'seed': 35,
+        'layer_types': ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'],
+        'hidden': 64, 'heads': 4, 'kv_heads': 2, 'head_dim': 16, 'ff': 128,
+        'linear_conv_kernel_dim': 4, 'linear_num_key_heads': 2, 'linear_num_value_heads': 2,
+        # Found by trying, so that every state moves the greedy tokens: with the linear layers'
+        # output gain at 1, zeroing some layers' conv or recurrent state changed no token; with a
+        # decay bias of 3 (g about 0.95) neither did some recurrent states one token stale (bias 2:
+        # g about 0.88); with the attention layer's gain at 1 its zeroed values sometimes did not.
+        'linear_out_gain': 3.0, 'linear_decay_bias': 2.0, 'attention_out_gain': 2.0,
+        'linear_key_head_dim': 16, 'linear_value_head_dim': 16, 'rope_theta': 10000.0,
+    },
+    'gemma3': {
+        'folder': 'rlxkv-gemma3', 'seed': 3,
+        'layer_types': ['sliding_attention', 'sliding_attention', 'full_attention', 'sliding_attention'],
+        'hidden': 64, 'heads': 4, 'kv_heads': 2, 'head_dim': 16, 'ff': 128,
+        'sliding_window': 8, 'sliding_window_pattern': 3, 'rope_theta': 1000000.0, 'rope_local_base_freq': 10000.0,
+    },
+}
+HYBRID_VOCAB, HYBRID_BOS = 257, 256  # the byte-level tokenizer's 256 bytes and '<s>'
+
+
+def hybrid_weights(spec):
+    """Random weights by name, matrices as [in, out] (MatMul's order), N(0, 1 / fan_in):
+    activations of order 1 at every depth, so each state moves the next token."""
+    rng = np.random.default_rng(spec['seed'])
+    rand = lambda n_in, n_out: rng.standard_normal((n_in, n_out), dtype=np.float32) * np.float32(1 / np.sqrt(n_in))
+    D, H, KVH, DH, FF, V = spec['hidden'], spec['heads'], spec['kv_heads'], spec['head_dim'], spec['ff'], HYBRID_VOCAB
+    w = {'embed': rng.standard_normal((V, D), dtype=np.float32), 'unembed': rand(D, V)}
+    for l, kind in enumerate(spec['layer_types']):
+        if kind in ('full_attention', 'sliding_attention'):
+            w.update({f'l{l}.wq': rand(D, H * DH), f'l{l}.wk': rand(D, KVH * DH), f'l{l}.wv': rand(D, KVH * DH),
+                      f'l{l}.wo': rand(H * DH, D) * np.float32(spec.get('attention_out_gain', 1.0))})
+        elif kind == 'conv':
+            L = spec['conv_L_cache']
+            w.update({f'l{l}.in_proj': rand(D, 3 * D), f'l{l}.out_proj': rand(D, D),
+                      f'l{l}.conv': rng.standard_normal((D, 1, L), dtype=np.float32)})
+        elif kind == 'linear_attention':
+            HL, DK, DV, K = (spec['linear_num_value_heads'], spec['linear_key_head_dim'],
+                             spec['linear_value_head_dim'], spec['linear_conv_kernel_dim'])
+            C = 2 * HL * DK + HL * DV
+            w.update({f'l{l}.in_qkv': rand(D, C), f'l{l}.in_z': rand(D, HL * DV), f'l{l}.in_a': rand(D, HL),
+                      f'l{l}.conv': rng.standard_normal((C, 1, K), dtype=np.float32) * np.float32(1 / np.sqrt(K)),
+                      f'l{l}.out_proj': rand(HL * DV, D) * np.float32(spec['linear_out_gain'])})
+        w[f'l{l}.w_gate'], w[f'l{l}.w_up'], w[f'l{l}.w_down'] = rand(D, FF), rand(D, FF), rand(FF, D)
+    return w
+
+
+def build_hybrid(spec, w, cache_dtype, embeds_input):
+    """The decoder graph of one HYBRID_KINDS spec, caches in cache_dtype (computed in float32).
+    embeds_input: the graph takes inputs_embeds [B, S, hidden] (Qwen3.5's decoder_model_merged)
+    instead of input_ids, and position_ids [3, B, S] (text-only mRoPE: three equal rows)."""
+    D, H, KVH, DH, FF, V = spec['hidden'], spec['heads'], spec['kv_heads'], spec['head_dim'], spec['ff'], HYBRID_VOCAB
+    types = spec['layer_types']
+    g = Graph()
+    i64 = lambda *v: np.array(v, dtype=np.int64)
+    f32c = lambda name, v: g.const(name, np.array(v, dtype=np.float32))
+    ax = {a: g.const(f'axes_{a}', i64(a)) for a in (0, 1, 2, 3, -1)}
+    ax_12 = g.const('axes_12', i64(1, 2))
+    eps, neg = f32c('rms_eps', 1e-6), f32c('neg', NEG)
+    zero_i, one_i = g.const('zero_i', np.array(0, dtype=np.int64)), g.const('one_i', np.array(1, dtype=np.int64))
+    inputs, outputs = [], []
+    f16 = cache_dtype == TensorProto.FLOAT16
+
+    def past_input(name, dims):  # a cache input, as float32
+        inputs.append(helper.make_tensor_value_info(name, cache_dtype, dims))
+        return g.op('Cast', [name], to=TensorProto.FLOAT) if f16 else name
+
+    def present_output(value, name, dims):
+        outputs.append(helper.make_tensor_value_info(name, cache_dtype, dims))
+        g.op('Cast', [value], name=name, to=TensorProto.FLOAT16) if f16 else g.op('Identity', [value], name=name)
+
+    def rmsnorm(x):  # gains of one: nothing to learn in a random model
+        ms = g.op('ReduceMean', [g.op('Mul', [x, x])], axes=[-1], keepdims=1)
+        return g.op('Mul', [x, g.op('Reciprocal', [g.op('Sqrt', [g.op('Add', [ms, eps])])])])
+
+    def linear(x, name):
+        return g.op('MatMul', [x, g.const(name, w[name])])
+
+    def silu(x):
+        return g.op('Mul', [x, g.op('Sigmoid', [x])])
+
+    consts = {}
+
+    def shared(*v):  # one int64 initializer per distinct value
+        key = tuple(v)
+        if key not in consts:
+            consts[key] = g.const(f'i64_{len(consts)}', i64(*v))
+        return consts[key]
+
+    def slice_last(x, start, end, axis=-1):
+        return g.op('Slice', [x, shared(start), shared(end), ax[axis]])
+
+    def heads(x, n, d):  # [B, S, n * d] -> [B, n, S, d]
+        return g.op('Transpose', [g.op('Reshape', [x, shared(0, 0, n, d)])], perm=[0, 2, 1, 3])
+
+    def merge_heads(x, n, d):  # [B, n, S, d] -> [B, S, n * d]
+        return g.op('Reshape', [g.op('Transpose', [x], perm=[0, 2, 1, 3]), shared(0, 0, n * d)])
+
+    # ---- inputs, positions and masks
+    if embeds_input:
+        inputs.append(helper.make_tensor_value_info('inputs_embeds', TensorProto.FLOAT, ['batch_size', 'sequence_length', D]))
+        x = 'inputs_embeds'
+    else:
+        inputs.append(helper.make_tensor_value_info('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length']))
+        x = g.op('Gather', [g.const('embed', w['embed']), 'input_ids'])  # [B, S, D]
+    inputs.append(helper.make_tensor_value_info('attention_mask', TensorProto.INT64, ['batch_size', 'total_sequence_length']))
+    pos_dims = [3, 'batch_size', 'sequence_length'] if embeds_input else ['batch_size', 'sequence_length']
+    inputs.append(helper.make_tensor_value_info('position_ids', TensorProto.INT64, pos_dims))
+
+    def rope_tables(theta, prefix):  # cos, sin [B, 1, S, DH] for rotate_half pairs (i, i + DH/2)
+        inv_freq = 1.0 / (theta ** (np.arange(0, DH, 2, dtype=np.float64) / DH))
+        if not embeds_input:
+            cos, sin = rope_angles(g, 'position_ids', inv_freq, prefix)
+        else:  # interleaved mRoPE: frequency j takes its angle from position row j % 3 (t, h, w)
+            row = lambda r: g.op('Squeeze', [g.op('Slice', ['position_ids', shared(r), shared(r + 1), ax[0]]), ax[0]])
+            rows = [rope_angles(g, row(r), inv_freq, f'{prefix}{r}') for r in range(3)]
+            pick = [g.const(f'{prefix}_pick{r}', (np.arange(DH // 2) % 3 == r).astype(np.float32)) for r in range(3)]
+            cos = g.op('Sum', [g.op('Mul', [rows[r][0], pick[r]]) for r in range(3)])
+            sin = g.op('Sum', [g.op('Mul', [rows[r][1], pick[r]]) for r in range(3)])
+        cos = g.op('Unsqueeze', [g.op('Concat', [cos, cos], axis=-1), ax[1]])
+        sin = g.op('Unsqueeze', [g.op('Concat', [sin, sin], axis=-1), ax[1]])
+        return cos, sin
+
+    total = g.op('Gather', [g.op('Shape', ['attention_mask']), g.const('idx1', np.array(1, dtype=np.int64))])
+    new = g.op('Gather', [g.op('Shape', [x]), g.const('idx1b', np.array(1, dtype=np.int64))])
+    past = g.op('Sub', [total, new])
+    q_idx = g.op('Unsqueeze', [g.op('Range', [past, total, one_i]), ax[1]])  # [S, 1]
+    k_idx = g.op('Range', [zero_i, total, one_i])                            # [T]
+    padding = g.op('Unsqueeze', [g.op('Cast', ['attention_mask'], to=TensorProto.BOOL), ax_12])  # [B, 1, 1, T]
+    allowed = {'full_attention': g.op('And', [g.op('LessOrEqual', [k_idx, q_idx]), padding])}   # [B, 1, S, T]
+    if 'sliding_attention' in types:
+        window = g.const('sliding_window', np.array(spec['sliding_window'], dtype=np.int64))
+        in_window = g.op('Less', [g.op('Sub', [q_idx, k_idx]), window])                          # q - k < W
+        allowed['sliding_attention'] = g.op('And', [allowed['full_attention'], in_window])
+    ropes = {}
+    if 'full_attention' in types:
+        ropes['full_attention'] = rope_tables(spec['rope_theta'], 'rope')
+    if 'sliding_attention' in types:  # Gemma 3's local layers turn at their own base
+        local = spec.get('rope_local_base_freq')
+        ropes['sliding_attention'] = rope_tables(local, 'rope_local') if local else ropes['full_attention']
+    # chunk-local causal mask for the linear attention's intra-chunk part: [S, S], k <= q
+    if 'linear_attention' in types:
+        s_idx = g.op('Range', [zero_i, new, one_i])
+        causal_ss = g.op('LessOrEqual', [s_idx, g.op('Unsqueeze', [s_idx, ax[1]])])
+
+    # ---- mixers
+    def attention(l, n, kind):
+        cos, sin = ropes[kind]
+        half = DH // 2
+        def rope(t):
+            t1, t2 = slice_last(t, 0, half), slice_last(t, half, DH)
+            rot = g.op('Concat', [g.op('Neg', [t2]), t1], axis=-1)
+            return g.op('Add', [g.op('Mul', [t, cos]), g.op('Mul', [rot, sin])])
+        q = rope(heads(linear(n, f'l{l}.wq'), H, DH))
+        k = rope(heads(linear(n, f'l{l}.wk'), KVH, DH))
+        v = heads(linear(n, f'l{l}.wv'), KVH, DH)
+        kv_past = ['batch_size', KVH, 'past_sequence_length', DH]
+        kv_present = ['batch_size', KVH, 'total_sequence_length', DH]
+        k_all = g.op('Concat', [past_input(f'past_key_values.{l}.key', kv_past), k], axis=2)   # [B, KVH, T, DH]
+        v_all = g.op('Concat', [past_input(f'past_key_values.{l}.value', kv_past), v], axis=2)
+        present_output(k_all, f'present.{l}.key', kv_present)
+        present_output(v_all, f'present.{l}.value', kv_present)
+        qg = g.op('Reshape', [q, shared(0, KVH, H // KVH, -1, DH)])            # [B, KVH, G, S, DH]
+        kt = g.op('Unsqueeze', [g.op('Transpose', [k_all], perm=[0, 1, 3, 2]), ax[2]])              # [B, KVH, 1, DH, T]
+        scores = g.op('Mul', [g.op('MatMul', [qg, kt]), f32c(f'scale_{l}', 1 / np.sqrt(DH))])      # [B, KVH, G, S, T]
+        probs = g.op('Softmax', [g.op('Where', [g.op('Unsqueeze', [allowed[kind], ax[1]]), scores, neg])], axis=-1)
+        ctx = g.op('MatMul', [probs, g.op('Unsqueeze', [v_all, ax[2]])])                           # [B, KVH, G, S, DH]
+        ctx = g.op('Reshape', [ctx, shared(0, H, -1, DH)])
+        return linear(merge_heads(ctx, H, DH), f'l{l}.wo')
+
+    def causal_conv(l, name, x_bsc, C, K):
+        """Depthwise causal conv (kernel K) of x [B, S, C] after the K inputs in past_conv.l [B, C, K]."""
+        cat = g.op('Concat', [past_input(f'past_conv.{l}', ['batch_size', C, K]),
+                              g.op('Transpose', [x_bsc], perm=[0, 2, 1])], axis=2)          # [B, C, K + S]
+        present_output(slice_last(cat, -K, 2 ** 62), f'present_conv.{l}', ['batch_size', C, K])
+        out = g.op('Conv', [cat, g.const(name, w[name])], group=C, kernel_shape=[K])       # [B, C, S + 1]
+        return g.op('Transpose', [slice_last(out, 1, 2 ** 62)], perm=[0, 2, 1])            # [B, S, C]
+
+    def short_conv(l, n):  # LFM2: out_proj(C * conv(B * x))
+        bcx = linear(n, f'l{l}.in_proj')
+        b, c, xx = slice_last(bcx, 0, D), slice_last(bcx, D, 2 * D), slice_last(bcx, 2 * D, 3 * D)
+        conv = causal_conv(l, f'l{l}.conv', g.op('Mul', [b, xx]), D, spec['conv_L_cache'])
+        return linear(g.op('Mul', [c, conv]), f'l{l}.out_proj')
+
+    def linear_attention(l, n):
+        HL, DK, DV, K = (spec['linear_num_value_heads'], spec['linear_key_head_dim'],
+                         spec['linear_value_head_dim'], spec['linear_conv_kernel_dim'])
+        C = 2 * HL * DK + HL * DV
+        qkv = silu(causal_conv(l, f'l{l}.conv', linear(n, f'l{l}.in_qkv'), C, K))
+        def l2norm(t):
+            ss = g.op('ReduceSum', [g.op('Mul', [t, t]), ax[-1]], keepdims=1)
+            return g.op('Div', [t, g.op('Sqrt', [g.op('Add', [ss, eps])])])
+        q = l2norm(heads(slice_last(qkv, 0, HL * DK), HL, DK))             # unscaled: |q . k| <= 1
+        k = l2norm(heads(slice_last(qkv, HL * DK, 2 * HL * DK), HL, DK))   # [B, HL, S, DK]
+        v = heads(slice_last(qkv, 2 * HL * DK, C), HL, DV)                  # [B, HL, S, DV]
+        # decay g_t = sigmoid(a . x_t + bias) per head: G = cumsum(log g) along S
+        gate = g.op('Add', [linear(n, f'l{l}.in_a'), f32c(f'decay_bias_{l}', spec['linear_decay_bias'])])
+        log_g = g.op('Log', [g.op('Sigmoid', [gate])])
+        G = g.op('CumSum', [g.op('Transpose', [log_g], perm=[0, 2, 1]), g.const(f'cum_axis_{l}', np.array(2, dtype=np.int64))])  # [B, HL, S]
+        state_dims = ['batch_size', HL, DK, DV]
+        s0 = past_input(f'past_recurrent.{l}', state_dims)
+        # o_t = exp(G_t) q_t S0 + sum_{j<=t} exp(G_t - G_j) (q_t . k_j) v_j
+        diff = g.op('Sub', [g.op('Unsqueeze', [G, ax[3]]), g.op('Unsqueeze', [G, ax[2]])])          # [B, HL, S, S]
+        decay = g.op('Exp', [g.op('Where', [causal_ss, diff, neg])])
+        scores = g.op('Mul', [g.op('MatMul', [q, g.op('Transpose', [k], perm=[0, 1, 3, 2])]), decay])
+        o = g.op('Add', [g.op('MatMul', [scores, v]),
+                         g.op('MatMul', [g.op('Mul', [q, g.op('Exp', [g.op('Unsqueeze', [G, ax[3]])])]), s0])])
+        # S_new = exp(G_S) S0 + sum_j exp(G_S - G_j) k_j^T v_j
+        g_last = slice_last(G, -1, 2 ** 62)                                                          # [B, HL, 1]
+        k_dec = g.op('Mul', [k, g.op('Exp', [g.op('Unsqueeze', [g.op('Sub', [g_last, G]), ax[3]])])])
+        s_new = g.op('Add', [g.op('Mul', [s0, g.op('Exp', [g.op('Unsqueeze', [g_last, ax[3]])])]),
+                             g.op('MatMul', [g.op('Transpose', [k_dec], perm=[0, 1, 3, 2]), v])])
+        present_output(s_new, f'present_recurrent.{l}', state_dims)
+        z = silu(linear(n, f'l{l}.in_z'))
+        return linear(g.op('Mul', [merge_heads(o, HL, DV), z]), f'l{l}.out_proj')
+
+    for l, kind in enumerate(types):
+        n = rmsnorm(x)
+        if kind == 'conv':
+            h = short_conv(l, n)
+        elif kind == 'linear_attention':
+            h = linear_attention(l, n)
+        else:
+            h = attention(l, n, kind)
+        x = g.op('Add', [x, h])
+        n = rmsnorm(x)
+        x = g.op('Add', [x, linear(g.op('Mul', [silu(linear(n, f'l{l}.w_gate')), linear(n, f'l{l}.w_up')]), f'l{l}.w_down')])
+    g.op('MatMul', [rmsnorm(x), g.const('unembed', w['unembed'])], name='logits')
+    outputs.insert(0, helper.make_tensor_value_info('logits', TensorProto.FLOAT, ['batch_size', 'sequence_length', V]))
+    graph = helper.make_graph(g.nodes, f'rlxkv_{spec["folder"].replace("-", "_")}', inputs, outputs, g.inits)
+    return finish_model(graph)
+
+
+def build_embed_tokens(spec, w):
+    """Qwen3.5's embed_tokens.onnx: input_ids [B, S] -> inputs_embeds [B, S, hidden]."""
+    g = Graph()
+    g.op('Gather', [g.const('embed', w['embed']), 'input_ids'], name='inputs_embeds')
+    graph = helper.make_graph(
+        g.nodes, 'rlxkv_embed_tokens',
+        [helper.make_tensor_value_info('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length'])],
+        [helper.make_tensor_value_info('inputs_embeds', TensorProto.FLOAT, ['batch_size', 'sequence_length', spec['hidden']])],
+        g.inits)
+    return finish_model(graph)
+
+
+def finish_model(graph):
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', OPSET)],
+                              producer_name='rlxkv scripts/make_onnx_model.py')
+    model.ir_version = IR_VERSION
+    onnx.checker.check_model(model)
+    return model
+
+
+def hybrid_config(name, spec, f16):
+    """config.json as the real checkpoints spell it (the fields transformers.js reads, and the ones
+    a cache needs: layer_types, windows, state sizes)."""
+    D, H, KVH, DH = spec['hidden'], spec['heads'], spec['kv_heads'], spec['head_dim']
+    types = spec['layer_types']
+    js_config = {'dtype': 'fp32'}
+    if f16:
+        js_config['kv_cache_dtype'] = 'float16'
+    common = {
+        'vocab_size': HYBRID_VOCAB, 'hidden_size': D, 'intermediate_size': spec['ff'], 'num_hidden_layers': len(types),
+        'num_attention_heads': H, 'num_key_value_heads': KVH, 'head_dim': DH, 'layer_types': types,
+        'max_position_embeddings': MAX_POSITIONS, 'rope_theta': spec['rope_theta'],
+        'bos_token_id': HYBRID_BOS, 'eos_token_id': None, 'pad_token_id': None, 'tie_word_embeddings': False,
+    }
+    rlxkv = {'model': f'rlxkv-random-{name}', 'seed': spec['seed'], 'kv_dtype': 'float16' if f16 else 'float32'}
+    if name == 'lfm2':
+        return {'architectures': ['Lfm2ForCausalLM'], 'model_type': 'lfm2', **common,
+                'norm_eps': 1e-6, 'conv_bias': False, 'conv_L_cache': spec['conv_L_cache'],
+                'full_attn_idxs': [i for i, t in enumerate(types) if t != 'conv'],
+                'sliding_window': spec['sliding_window'], 'use_cache': True, 'torch_dtype': 'float32',
+                'transformers.js_config': js_config, 'rlxkv': rlxkv}
+    if name == 'gemma3':
+        return {'architectures': ['Gemma3ForCausalLM'], 'model_type': 'gemma3_text', **common,
+                'sliding_window': spec['sliding_window'], 'sliding_window_pattern': spec['sliding_window_pattern'],
+                'rope_local_base_freq': spec['rope_local_base_freq'], 'query_pre_attn_scalar': DH,
+                'rms_norm_eps': 1e-6, 'hidden_activation': 'gelu_pytorch_tanh', 'use_cache': True,
+                'torch_dtype': 'float32', 'transformers.js_config': js_config, 'rlxkv': rlxkv}
+    text_config = {
+        'model_type': 'qwen3_5_text', **common, 'rms_norm_eps': 1e-6, 'full_attention_interval': 4,
+        'linear_conv_kernel_dim': spec['linear_conv_kernel_dim'],
+        'linear_num_key_heads': spec['linear_num_key_heads'], 'linear_num_value_heads': spec['linear_num_value_heads'],
+        'linear_key_head_dim': spec['linear_key_head_dim'], 'linear_value_head_dim': spec['linear_value_head_dim'],
+        'rope_parameters': {'rope_type': 'default', 'rope_theta': spec['rope_theta'], 'mrope_interleaved': True,
+                            'mrope_section': [3, 3, 2], 'partial_rotary_factor': 1.0},
+    }
+    return {'architectures': ['Qwen3_5ForConditionalGeneration'], 'model_type': 'qwen3_5',
+            'text_config': text_config,
+            # read by get_rope_index (spatial_merge_size) even for text; no vision_encoder.onnx is written
+            'vision_config': {'model_type': 'qwen3_5', 'spatial_merge_size': 2},
+            'image_token_id': None, 'video_token_id': None, 'vision_start_token_id': None,
+            'bos_token_id': HYBRID_BOS, 'eos_token_id': None, 'pad_token_id': None, 'tie_word_embeddings': False,
+            'use_cache': True, 'torch_dtype': 'float32', 'transformers.js_config': js_config, 'rlxkv': rlxkv}
+
+
+def write_hybrid(out, name):
+    """Writes HYBRID_KINDS[name]'s two folders: float32 caches and -f16kv (every cache tensor float16)."""
+    spec = HYBRID_KINDS[name]
+    w = hybrid_weights(spec)
+    for f16 in (False, True):
+        folder = os.path.join(out, spec['folder'] + ('-f16kv' if f16 else ''))
+        os.makedirs(os.path.join(folder, 'onnx'), exist_ok=True)
+        cache_dtype = TensorProto.FLOAT16 if f16 else TensorProto.FLOAT
+        if name == 'qwen3_5':
+            onnx.save(build_embed_tokens(spec, w), os.path.join(folder, 'onnx', 'embed_tokens.onnx'))
+            onnx.save(build_hybrid(spec, w, cache_dtype, True), os.path.join(folder, 'onnx', 'decoder_model_merged.onnx'))
+        else:
+            onnx.save(build_hybrid(spec, w, cache_dtype, False), os.path.join(folder, 'onnx', 'model.onnx'))
+        tokenizer, tokenizer_config = tokenizer_files(HYBRID_BOS)
+        files = [('config.json', hybrid_config(name, spec, f16)), ('tokenizer.json', tokenizer),
+                 ('tokenizer_config.json', tokenizer_config),
+                 ('generation_config.json', {'bos_token_id': HYBRID_BOS, 'eos_token_id': None, 'pad_token_id': None})]
+        for file, obj in files:
+            with open(os.path.join(folder, file), 'w', encoding='utf-8') as f:
+                json.dump(obj, f, indent=2, ensure_ascii=False)
+                f.write('\n')
+        print(f'make_onnx_model: {folder}/')
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument('--weights')
     ap.add_argument('--shape', choices=sorted(SHAPES))
+    ap.add_argument('--kind', action='append', choices=sorted(HYBRID_KINDS), help='repeatable')
     ap.add_argument('--out', required=True)
     args = ap.parse_args()
+    if args.kind:
+        for name in HYBRID_KINDS:  # in this order whatever the arguments' (build.sh judges by the last folder)
+            if name in args.kind:
+                write_hybrid(args.out, name)
+        return
     if args.shape:
         manifest, w = random_model(args.shape)
         folder = os.path.join(args.out, SHAPES[args.shape]['folder'])
@@ -353,7 +734,7 @@ def main():
         print(f'make_onnx_model: {folder}/')
         return
     if not args.weights:
-        ap.error('--weights or --shape is required')
+        ap.error('--weights, --shape or --kind is required')
     manifest, w = load_weights(args.weights)
     for name, kv_dtype in [('rlxkv-demo', TensorProto.FLOAT), ('rlxkv-demo-f16kv', TensorProto.FLOAT16)]:
         folder = os.path.join(args.out, name)

@@ -1,6 +1,6 @@
 // `npm start` on a built checkout: the build makes nothing again (the
-// wasm, the bundle, the demo's asset and models are newer than their
-// sources), so the demo is served at once.
+// wasm, the bundle, the demo's asset and models, the hybrid test models are
+// newer than their sources), so the demo is served at once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
@@ -8,7 +8,8 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const MADE = ['web/dist/rlxkv_core.wasm', 'web/dist/rlxkv.browser.js', 'demo/assets/kv/index.json', 'build/models/rlxkv-demo-f16kv/config.json'];
+const MADE = ['web/dist/rlxkv_core.wasm', 'web/dist/rlxkv.browser.js', 'demo/assets/kv/index.json', 'build/models/rlxkv-demo-f16kv/config.json',
+  'build/models/rlxkv-gemma3-f16kv/config.json'];
 
 test('a second build rebuilds nothing that is up to date', () => {
   const before = MADE.map((f) => statSync(root + f).mtimeMs);
