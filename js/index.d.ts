@@ -54,6 +54,21 @@ export interface Layout {
   headDim: number;
   /** Layers every entry has; omitted or 0: any number. */
   layers?: number;
+  /**
+   * A model whose cache holds state as well as KV (conv, linear-attention or Mamba layers: LFM2, Qwen3.5;
+   * layoutOf from rlxkv/transformers gives it): each state tensor, in order, by the name transformers.js
+   * gives it (past_conv.N, past_recurrent.N) and its shape without the batch. Such a cache (openCache only)
+   * keeps, beside the KV, the state after exactly each insert's tokens (a checkpoint), and a hit is the
+   * longest prefix at which it holds both: never KV without its state. Checkpoints persist in PATH/state.
+   */
+  state?: readonly StateTensor[];
+  /** With state: the model layer of each KV layer (the attention layers), for adapters naming tensors. */
+  attention?: readonly number[];
+}
+
+export interface StateTensor {
+  name: string;
+  shape: readonly number[];
 }
 
 export interface Hit {
@@ -70,6 +85,10 @@ export interface Hit {
    */
   readonly k: KVBlock[];
   readonly v: KVBlock[];
+  /** A cache with layout.state: the state after exactly the `matched` tokens, one block per layout.state tensor (copies). */
+  state?: KVBlock[];
+  /** The dtype of `state`, which may differ from the KV's. */
+  stateDtype?: 'f32' | 'f16';
   /**
    * Whether k, v and tokens are views of wasm memory, asked for with
    * `view: true`: where the hit lies in one entry's own values (one page,
@@ -122,6 +141,8 @@ export interface CacheStats {
   removalError: Error | null;
   /** What the remote tier did (only with the remote option). */
   remote?: RemoteStats;
+  /** With layout.state: the checkpoints (counted in bytes, capBytes, storedBytes above too). */
+  state?: { entries: number; bytes: number; capBytes: number; storedEntries: number; storedBytes: number };
 }
 
 export interface RemoteStats {
@@ -191,6 +212,8 @@ export interface RestoreReport {
   temporaryBytes: number;
   /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. Node directories only. */
   swept: number;
+  /** With layout.state: what opening the checkpoints' store (PATH/state) found. */
+  state?: RestoreReport;
 }
 
 export interface BlobInfo {
@@ -290,6 +313,11 @@ export interface OpenCacheOptions extends CacheOptions {
    */
   storageCapBytes?: number;
   /**
+   * With layout.state: the part of capBytes (and the same share of storageCapBytes) the state checkpoints
+   * get; default a quarter.
+   */
+  stateCapBytes?: number;
+  /**
    * Also read stored entries into memory at open, most recently used first, while they fit capBytes.
    * Default false: open reads only the index, and match() reads each entry on its first hit.
    */
@@ -339,8 +367,9 @@ export interface Cache {
    * Stores the KV of a token prefix; an entry with the same tokens is replaced.
    * Blocks that do not fit the layout are a RangeError naming the block; nothing changes.
    * With paging, only the KV of tokens past the prefix the cache holds is copied.
+   * With layout.state, kv.state is required: the state after exactly these tokens.
    */
-  insert(tokens: Tokens, kv: KV, opts?: InsertOptions): void;
+  insert(tokens: Tokens, kv: KV & { state?: readonly KVBlock[] }, opts?: InsertOptions): void;
   /** The longest cached prefix of `tokens`, or null. */
   lookup(tokens: Tokens, opts?: LookupOptions): Hit | null;
   /**

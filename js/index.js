@@ -200,7 +200,10 @@ class Rlxkv {
    * @returns {Promise<{removed: number}>} the blobs it held
    */
   async deleteStore(opts) {
-    return deleteBlobs(placeOf(opts, 'deleteStore'));
+    const place = placeOf(opts, 'deleteStore');
+    // First the checkpoints a model with state keeps in PATH/state (js/state-cache.js).
+    const state = await deleteBlobs({ ...place, path: `${place.path}/state` });
+    return { removed: (await deleteBlobs(place)).removed + state.removed };
   }
 
   /**

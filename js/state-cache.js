@@ -113,7 +113,8 @@ return class StateCache extends Cache {
   insert(tokens, kv, opts = {}) {
     const state = this.#checkState(kv);
     super.insert(tokens, kv, opts);
-    this.#states.insert(tokens, { k: state, v: state.map(() => EMPTY) });
+    // V: empty blocks of the state's own type (one dtype per entry).
+    this.#states.insert(tokens, { k: state, v: state.map((b) => b.subarray(0, 0)) });
   }
 
   #checkState(kv) {
@@ -253,8 +254,6 @@ return class StateCache extends Cache {
   }
 };
 }
-
-const EMPTY = new Float32Array(0);
 
 /** Where a store keeps its checkpoints: a directory (fs, OPFS) or database (IndexedDB) named state under its own. */
 export const statePath = (path) => `${path.replace(/\/+$/, '')}/state`;

@@ -35,9 +35,12 @@ export type TensorClass<T = TensorLike> = new (type: 'float32' | 'float16', data
 /**
  * head-major, num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads), num_hidden_layers layers
  * (0 when absent). Throws naming the config field that is not a positive integer a layout holds (heads, head_dim and
- * their product below 2^32, at most 4096 layers).
+ * their product below 2^32, at most 4096 layers). For a model whose cache holds state (model_type lfm2, lfm2_moe,
+ * lfm3, qwen3_next, qwen3_5, qwen3_5_moe, their _text and _vl forms): layers counts the attention layers, `attention`
+ * lists them and `state` the state tensors (past_conv.N, past_recurrent.N) with their shapes. Other model types with
+ * state (granitemoehybrid, falcon_h1, nemotron_h, olmo_hybrid, zaya, deepseek_v4) throw a RangeError naming the type.
  */
-export function layoutOf(config: object): Required<Layout> & { order: 'head-major' };
+export function layoutOf(config: object): Required<Pick<Layout, 'heads' | 'headDim' | 'layers'>> & Layout & { order: 'head-major' };
 
 /** The KV dtype a loaded transformers.js model takes: its graph's past_key_values type (4.x) or session config (3.x). */
 export function kvDtypeOf(model: object): 'float32' | 'float16';
@@ -51,6 +54,9 @@ export interface KVFromTensors {
   v: KVBlock[];
   tokens: number;
   dtype: 'float32' | 'float16';
+  /** With opts.layout of a model with state: one block per layout.state tensor, and their dtype. */
+  state?: KVBlock[];
+  stateDtype?: 'float32' | 'float16';
 }
 /**
  * K/V from tensors named `${prefix}.N.key` / `.value` ([1, heads, tokens, headDim]): generate's
@@ -58,13 +64,13 @@ export interface KVFromTensors {
  * Every layer from 0 on, with no gap; any other `${prefix}.*` tensor is refused, by name.
  * GPU-buffer tensors are downloaded. Insert the result with cache.insert(tokens, kv).
  */
-export function kvFromTensors(tensors: { readonly [name: string]: TensorLike }, opts?: { prefix?: string }): Promise<KVFromTensors>;
+export function kvFromTensors(tensors: { readonly [name: string]: TensorLike }, opts?: { prefix?: string; layout?: Layout }): Promise<KVFromTensors>;
 
 /**
  * A hit's KV as tensors named `${prefix}.N.key` / `.value` ([1, heads, matched, headDim]) of
  * `dtype` (default: the hit's; f16 → float32 is exact, f32 → float16 rounds to nearest even).
  */
-export function tensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: TensorClass<T>, opts?: { dtype?: 'float32' | 'float16'; prefix?: string }): Record<string, T>;
+export function tensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: TensorClass<T>, opts?: { dtype?: 'float32' | 'float16'; stateDtype?: 'float32' | 'float16'; prefix?: string }): Record<string, T>;
 
 /** T: the class of your input_ids (your transformers.js's Tensor), of which the restored KV is made. */
 export interface CachedGenerateOptions<T = TensorLike> {
@@ -72,6 +78,12 @@ export interface CachedGenerateOptions<T = TensorLike> {
   transformers?: { DynamicCache?: new (entries: Record<string, T>) => unknown; env?: { version?: string } };
   /** How entries are stored: the model's own KV dtype ('auto', the default), or always 'f32' / 'f16'. */
   store?: 'auto' | 'f32' | 'f16';
+  /**
+   * A model with state (layout.state): the prompt is prefilled in runs that end at each multiple of this
+   * (default 256) past the hit, and the state there kept, so that a prompt edited later reuses all before
+   * the last multiple before the edit.
+   */
+  checkpointEvery?: number;
   /**
    * @deprecated The entry a run extended is always kept now: it shares its KV with the longer one
    * (pages), so there is nothing to keep. Accepted and ignored.

@@ -4,6 +4,7 @@
 // memory, after a restart, and never one without the other.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
 import 'fake-indexeddb/auto';
 import init from 'rlxkv';
 import { modelKv, tempDir } from './helpers.js';
@@ -81,6 +82,13 @@ for (const storage of ['fs', 'idb']) {
     await cache.close();
     cache = await rlx.openCache(opts);
     assertRestores(await cache.match([...prompt(2), 1], { partial: true }), prompt(2));
+    await cache.close();
+
+    // deleteStore takes the checkpoints too.
+    assert.deepEqual(await rlx.deleteStore({ storage, path }), { removed: 4 });
+    if (storage === 'fs') assert.equal(existsSync(path), false);
+    cache = await rlx.openCache(opts);
+    assert.equal(cache.restoreReport.state.indexed, 0);
     await cache.close();
   });
 }

@@ -1,0 +1,68 @@
+// cachedGenerate on models that are not plain decoders, through
+// transformers.js 4.x over onnxruntime-node (the tiny models scripts/build.sh
+// writes, scripts/make_onnx_model.py --kind): an LFM2-like model (conv
+// layers' state, a full and a sliding attention layer) and a Gemma3-like one
+// (sliding and global layers), f32 and f16 caches. Greedy tokens with the
+// restored cache are exactly a cold run's after a restart; a second turn
+// reuses the first; an edited system prompt reuses up to the last
+// checkpoint before the edit; a cache of another model type's layout is
+// refused. Each case runs in two child processes (state-models-child.mjs):
+// before and after the restart.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { modelsDir } from './onnx-model-run.js';
+import { tempDir } from './helpers.js';
+
+const child = fileURLToPath(new URL('state-models-child.mjs', import.meta.url));
+const models = modelsDir();
+const CHECKPOINT_EVERY = 16; // the child's
+
+function run(phase, store, id) {
+  const out = execFileSync(process.execPath, [child, phase, store, models, id], { encoding: 'utf8' });
+  return JSON.parse(out.trim().split('\n').at(-1));
+}
+
+for (const id of ['rlxkv-lfm2', 'rlxkv-lfm2-f16kv', 'rlxkv-gemma3', 'rlxkv-gemma3-f16kv']) {
+  const stateful = id.startsWith('rlxkv-lfm2');
+  test(`${id}: restored ${stateful ? 'state and KV' : 'sliding and global KV'} give a cold run's tokens after a restart`, () => {
+    const store = tempDir('state-models');
+    const cold = run('cold', store, id);
+    assert.equal(cold.turn.reused, 0);
+    assert.deepEqual(cold.turn.tokens, cold.expected);
+    if (stateful) {
+      assert.deepEqual(cold.layout.attention, [1, 3], 'the conv layers 0 and 2 have no KV');
+      assert.deepEqual(cold.layout.state.map((s) => s.name), ['past_conv.0', 'past_conv.2']);
+      // A checkpoint at each multiple of 16 in the prompt, and one at the reply's end.
+      assert.equal(cold.state.entries, Math.floor((cold.turn.prompt - 1) / CHECKPOINT_EVERY) + 1);
+    } else {
+      assert.equal(cold.layout.state, undefined, 'whole-sequence KV only: a plain layout');
+    }
+
+    const warm = run('warm', store, id);
+    assert.equal(warm.restored, stateful ? cold.state.entries : 1);
+    if (stateful) assert.equal(warm.restoredState, cold.state.entries);
+    // The same prompt again: a state model restores at the last checkpoint before its last token.
+    const n = warm.again.prompt;
+    assert.equal(warm.again.reused, stateful ? Math.floor((n - 1) / CHECKPOINT_EVERY) * CHECKPOINT_EVERY : n - 1);
+    assert.deepEqual(warm.again.tokens, warm.againExpected);
+    // The next turn reuses the whole first turn: its reply's state was kept.
+    assert.equal(warm.second.reused, warm.again.sequences.length - 1);
+    assert.deepEqual(warm.second.tokens, warm.secondExpected);
+    // The edited system prompt: all before the edit (KV), or before the last checkpoint before it.
+    assert.ok(warm.editedAt > CHECKPOINT_EVERY);
+    assert.equal(warm.edited.reused, stateful ? Math.floor(warm.editedAt / CHECKPOINT_EVERY) * CHECKPOINT_EVERY : warm.editedAt);
+    assert.deepEqual(warm.edited.tokens, warm.editedExpected);
+
+    // Caches of another model type's layout are refused before the model runs.
+    if (stateful) {
+      assert.match(warm.kvOnlyRefused, /^RangeError: cachedGenerate: the cache's layout is not this model's: the model keeps 2 state tensors \(past_conv\.0, \.\.\.\) and KV in layers 1, 3/);
+      assert.equal(warm.kvOnlyEntries, 0);
+    } else {
+      assert.equal(warm.kvOnlyRefused, 'accepted');
+    }
+    assert.match(warm.otherStateRefused, /^RangeError: cachedGenerate: the cache's layout is not this model's/);
+    assert.equal(warm.otherStateEntries, 0);
+  });
+}
