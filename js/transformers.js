@@ -316,7 +316,6 @@ function asDtype(block, have, want) {
   return have === 'f16' ? block : narrowF32(block);
 }
 
-const isV4Cache = (c) => c && typeof c.get_seq_length === 'function';
 
 /**
  * model.generate with the prompt's longest cached prefix restored from
@@ -385,20 +384,63 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
     attention_mask: new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]),
   });
   // A model with state restores only where its state was taken: so the
-  // prompt is prefilled up to each multiple of checkpointEvery past the
-  // hit, and the state there kept, so that a prompt edited after it reuses
-  // all before it (a one-token generate, whose past covers its input).
-  if (stateful) {
-    for (let end = (Math.floor(reused / every) + 1) * every; end < n; end += every) {
-      const step = await model.generate({ ...firstIds(end), past_key_values: past, max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });
-      past = await keep(cache, step, layout, store) ?? past;
-    }
+  // prompt is prefilled in runs ending at each multiple of checkpointEvery
+  // past the hit, and the state there kept, so that a prompt edited after
+  // it reuses all before it. A model of rope indices (Qwen3.5) runs to the
+  // prompt's last token too: see promptRun.
+  const ropeIndexed = typeof model.get_rope_index === 'function';
+  for (const end of runEnds(reused, n, stateful ? every : Infinity, ropeIndexed)) {
+    const step = ropeIndexed ? await promptRun(model, ids, end, past, DynamicCache)
+      : await model.generate({ ...firstIds(end), past_key_values: past, max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });
+    past = await keep(cache, step, layout, store) ?? past;
   }
   const run = { ...generateOptions, return_dict_in_generate: true };
   if (past) Object.assign(run, firstIds(n), { past_key_values: past });
   const out = await model.generate(run);
-  await keep(cache, out, layout, store);
+  // transformers.js 4.3 gives a rope-indexed model's generated tokens
+  // positions 2 × the prompt's length too far on, so the reply's KV and
+  // state are not what the next turn's prefill computes: kept only to the prompt's end.
+  if (!ropeIndexed) await keep(cache, out, layout, store);
   return Object.assign(out, { reused, prefilled: n - reused });
+}
+
+/** Where the prompt's runs end: each multiple of `every` in (reused, n), and n - 1 for a rope-indexed model. */
+function runEnds(reused, n, every, ropeIndexed) {
+  const ends = [];
+  for (let end = (Math.floor(reused / every) + 1) * every; end < n; end += every) ends.push(end);
+  if (ropeIndexed && n - 1 > Math.max(reused, ends.at(-1) ?? 0)) ends.push(n - 1);
+  return ends;
+}
+
+/**
+ * The first `end` prompt tokens of a rope-indexed model (Qwen3.5) run past
+ * `past` by model.forward, as generate's result: { sequences, past_key_values }.
+ * Its generate (transformers.js 4.3) throws for more than one token past a
+ * past (it runs a vision encoder a text model lacks), so prompts go through
+ * forward, with the positions get_rope_index gives the whole prefix.
+ */
+async function promptRun(model, ids, end, past, DynamicCache) {
+  const Tensor = ids.constructor;
+  const from = past ? pastLength(past) : 0;
+  const mask = new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]);
+  const [positions] = model.get_rope_index(new Tensor(ids.type, ids.data.slice(0, end), [1, end]), null, null, mask);
+  const outputs = await model.forward({
+    input_ids: new Tensor(ids.type, ids.data.slice(from, end), [1, end - from]), attention_mask: mask,
+    position_ids: positions.slice(null, null, [from, end]), ...(past ? { past_key_values: past } : {}),
+  });
+  // The present* outputs under the names generate gives them back.
+  const named = {};
+  for (const [name, t] of Object.entries(outputs)) {
+    if (name.startsWith('present')) named[name.replace(/^present_/, 'past_').replace(/^present\./, `${PAST}.`)] = t;
+  }
+  return { sequences: { data: ids.data.slice(0, end) }, past_key_values: DynamicCache ? new DynamicCache(named) : named };
+}
+
+/** Tokens a past covers: its first KV tensor's (as transformers.js reads it). */
+function pastLength(past) {
+  if (typeof past.get_seq_length === 'function') return past.get_seq_length();
+  const first = Object.keys(past).find((name) => name.startsWith(`${PAST}.`));
+  return first ? past[first].dims[2] : 0;
 }
 
 /** How often a model with state keeps a checkpoint of it in a prompt (tokens): opts.checkpointEvery's default. */

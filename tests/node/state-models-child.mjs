@@ -26,17 +26,19 @@ const layout = layoutOf(model.config);
 const fingerprint = rlx.fingerprintOf(`${modelId};${JSON.stringify(model.config.rlxkv)}`);
 const open = (extra = {}) => rlx.openCache({ capBytes: 64 << 20, fingerprint, storage: 'fs', path: storeDir, layout, ...extra });
 const ids = (tokens) => new T.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, tokens.length]);
+/** input_ids and attention_mask, as the tokenizer gives them (Qwen3.5's decoder takes the mask). */
+const inputs = (tokens) => ({ input_ids: ids(tokens), attention_mask: new T.Tensor('int64', new BigInt64Array(tokens.length).fill(1n), [1, tokens.length]) });
 const encode = (text) => Array.from(tokenizer(text).input_ids.data, Number);
 const numbers = (t) => Array.from(t.data, Number);
 
 /** The new tokens of a cold greedy run, without any cache. */
 async function coldTokens(prompt) {
-  const out = await model.generate({ input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false });
+  const out = await model.generate({ ...inputs(prompt), max_new_tokens: NEW, do_sample: false });
   return numbers(out).slice(prompt.length);
 }
 
 async function turn(cache, prompt) {
-  const out = await cachedGenerate(model, cache, { input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false },
+  const out = await cachedGenerate(model, cache, { ...inputs(prompt), max_new_tokens: NEW, do_sample: false },
     { transformers: T, checkpointEvery: CHECKPOINT_EVERY });
   const sequences = numbers(out.sequences);
   return { prompt: prompt.length, reused: out.reused, prefilled: out.prefilled, sequences, tokens: sequences.slice(prompt.length) };
