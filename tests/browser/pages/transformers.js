@@ -14,6 +14,8 @@ const SYSTEM = 'You are a terse assistant. Answer in one line, and never mention
 const QUESTION = 'User: What is a radix tree?\nAssistant:';
 const NEXT = '\nUser: And a trie?\nAssistant:';
 const NEW = 6;
+/** A model with state keeps a checkpoint every 16 prompt tokens here (default 256), so that short prompts have some. */
+const CHECKPOINT_EVERY = 16;
 
 const version = new URLSearchParams(location.search).get('v') || '4';
 const T = { ready: null, error: null, version };
@@ -37,6 +39,8 @@ async function load(id) {
 
 const numbers = (t) => Array.from(t.data, Number);
 const ids = (tokens) => new tf.Tensor('int64', BigInt64Array.from(tokens, BigInt), [1, tokens.length]);
+/** input_ids and attention_mask, as the tokenizer gives them (Qwen3.5's decoder takes the mask). */
+const inputs = (tokens) => ({ input_ids: ids(tokens), attention_mask: new tf.Tensor('int64', new BigInt64Array(tokens.length).fill(1n), [1, tokens.length]) });
 const encode = (m, text) => numbers(m.tokenizer(text).input_ids);
 const entriesOf = (cache) => cache.entries().map((e) => ({ tokens: e.tokens.length, dtype: e.dtype }));
 
@@ -46,13 +50,14 @@ function open(id, m) {
 }
 
 async function coldTokens(m, prompt) {
-  const out = await m.model.generate({ input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false });
+  const out = await m.model.generate({ ...inputs(prompt), max_new_tokens: NEW, do_sample: false });
   return numbers(out).slice(prompt.length);
 }
 
 async function turn(m, cache, prompt) {
   const t0 = performance.now();
-  const out = await cachedGenerate(m.model, cache, { input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false }, { transformers: tf });
+  const out = await cachedGenerate(m.model, cache, { ...inputs(prompt), max_new_tokens: NEW, do_sample: false },
+    { transformers: tf, checkpointEvery: CHECKPOINT_EVERY });
   const sequences = numbers(out.sequences);
   return { prompt: prompt.length, reused: out.reused, prefilled: out.prefilled, sequences, tokens: sequences.slice(prompt.length), ms: performance.now() - t0 };
 }
@@ -66,6 +71,7 @@ T.cold = async (id) => {
   result.turn = await turn(m, cache, first);
   result.expected = await coldTokens(m, first);
   result.entries = entriesOf(cache);
+  result.checkpoints = cache.stats.state?.entries ?? null;
   await cache.close();
   return result;
 };
@@ -81,6 +87,12 @@ T.warm = async (id) => {
   const second = [...result.again.sequences, ...encode(m, NEXT).slice(1)];
   result.second = await turn(m, cache, second);
   result.secondExpected = await coldTokens(m, second);
+  // The system prompt edited at one character: its unchanged prefix is reused (a model with state: up to a checkpoint).
+  const edited = encode(m, SYSTEM.replace('never', 'ever') + QUESTION);
+  result.editedAt = edited.findIndex((t, i) => t !== first[i]);
+  result.edited = await turn(m, cache, edited);
+  result.editedExpected = await coldTokens(m, edited);
+  result.restoredCheckpoints = cache.restoreReport.state?.indexed ?? null;
   result.entries = entriesOf(cache);
   await cache.close();
   return result;
