@@ -353,6 +353,7 @@ if (tjs.length) {
   targets.push({ name: 'A warm start through rlxkv/transformers ≤ 1.2× a bare lookup + copy of the same KV', met: null, measured: 'not measured' });
 }
 for (const t of (await import('./report_open.mjs')).openTargets(load('open.json'))) targets.push(t);
+for (const t of (await import('./report_state.mjs')).stateTargets(load('state.json'))) targets.push(t);
 if (sz) {
   const glue = sz.files.find((f) => f.path.endsWith('rlxkv_core.mjs'));
   const fsOf = (rows) => (rows || []).filter((g) => !g.group.startsWith('runtime')).reduce((n, g) => n + g.gz_marginal, 0);
@@ -524,6 +525,7 @@ md.push((await import('./report_chat.mjs')).chatMarkdown(dir));
 md.push((await import('./report_pages.mjs')).pagesMarkdown(dir));
 md.push((await import('./report_ttft.mjs')).ttftMarkdown(dir));
 md.push((await import('./report_open.mjs')).openMarkdown(dir));
+md.push((await import('./report_state.mjs')).stateMarkdown(dir));
 md.push('## How each workload is measured');
 md.push('');
 md.push(`- **Baseline** (bench/baseline.c): the reference \`PromptCache\` and \`save_entry\`/\`load_entry\` ported line by line to C: entries in a vector with a parallel vector of ticks; lookup scans every entry computing the common prefix and returns a full clone (malloc + copy of tokens and every K/V vector); insert scans for equal tokens (length + memcmp), pushes, evicts by a min-tick scan; the codec writes/reads one u64 or f32 at a time through an 8 KiB buffer (BufWriter/BufReader), decoding into vectors by push. Both sides are compiled with the same flags and run in one process; each workload checks that both return the same data (and that both encoders produce identical bytes) before timing.`);

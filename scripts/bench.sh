@@ -28,7 +28,10 @@
 #   8. the open of a store of 10,401 pages (2 GB): Node 'fs' in fresh
 #      processes, Chromium 'idb' and 'opfs' on fresh page loads
 #      (bench/bench_open.mjs; the stores are deleted after);
-#   9. download size of the .wasm and the JS a browser loads (bench/size.mjs).
+#   9. models with state (LFM2-, Qwen3.5-, Gemma3-like): what checkpoints
+#      cost a cold prefill, a warm start's restore against a bare lookup
+#      plus copy (bench/bench_state.mjs; Node);
+#  10. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
 set -euo pipefail
@@ -41,7 +44,7 @@ mkdir -p "$out"
 rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
   "$out"/transformers-node.json "$out"/transformers-browser.json \
   "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json "$out"/opfs.json \
-  "$out"/chat.json "$out"/chat_browser.json "$out"/pages.json "$out"/pages_browser.json "$out"/ttft.json "$out"/ttft_demo.json "$out"/open.json
+  "$out"/chat.json "$out"/chat_browser.json "$out"/pages.json "$out"/pages_browser.json "$out"/ttft.json "$out"/ttft_demo.json "$out"/open.json "$out"/state.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -106,6 +109,12 @@ echo "== open of a 10,401-page, 2 GB store: Node, Chromium IndexedDB and OPFS"
 if ! node bench/bench_open.mjs "$out/open.json" $quick; then
   echo "bench: the open benchmark failed; BENCHMARKS.md will say it was not measured" >&2
   rm -f "$out/open.json"
+fi
+
+echo "== models with state: checkpoints' cost and a warm start's restore (Node)"
+if ! node --expose-gc bench/bench_state.mjs "$out/state.json" $quick; then
+  echo "bench: the models-with-state benchmark failed; BENCHMARKS.md will say it was not measured" >&2
+  rm -f "$out/state.json"
 fi
 
 echo "== size"

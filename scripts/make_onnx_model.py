@@ -412,6 +412,18 @@ HYBRID_KINDS = {
         'sliding_window': 8, 'sliding_window_pattern': 3, 'rope_theta': 1000000.0, 'rope_local_base_freq': 10000.0,
     },
 }
+# For bench/bench_state.mjs only (not built by scripts/build.sh): LFM2-350M's
+# layers, widths and heads (16 layers, 6 of them attention; hidden 1024, 16
+# query and 8 KV heads of 64; a conv state of 3), with an MLP of 2,048 (not
+# 6,656) and the byte vocabulary, so a prefill costs what a real model's
+# layers do without a 1.5 GB file.
+HYBRID_KINDS['lfm2-bench'] = {
+    'base': 'lfm2', 'folder': 'rlxkv-lfm2-bench', 'seed': 350,
+    'layer_types': ['conv', 'conv', 'full_attention', 'conv', 'conv', 'full_attention', 'conv', 'conv',
+                    'full_attention', 'conv', 'full_attention', 'conv', 'full_attention', 'conv', 'full_attention', 'conv'],
+    'hidden': 1024, 'heads': 16, 'kv_heads': 8, 'head_dim': 64, 'ff': 2048,
+    'conv_L_cache': 3, 'sliding_window': None, 'rope_theta': 1000000.0,
+}
 HYBRID_VOCAB, HYBRID_BOS = 257, 256  # the byte-level tokenizer's 256 bytes and '<s>'
 
 
@@ -662,13 +674,13 @@ def hybrid_config(name, spec, f16):
         'bos_token_id': HYBRID_BOS, 'eos_token_id': None, 'pad_token_id': None, 'tie_word_embeddings': False,
     }
     rlxkv = {'model': f'rlxkv-random-{name}', 'seed': spec['seed'], 'kv_dtype': 'float16' if f16 else 'float32'}
-    if name == 'lfm2':
+    if spec.get('base', name) == 'lfm2':
         return {'architectures': ['Lfm2ForCausalLM'], 'model_type': 'lfm2', **common,
                 'norm_eps': 1e-6, 'conv_bias': False, 'conv_L_cache': spec['conv_L_cache'],
                 'full_attn_idxs': [i for i, t in enumerate(types) if t != 'conv'],
                 'sliding_window': spec['sliding_window'], 'use_cache': True, 'torch_dtype': 'float32',
                 'transformers.js_config': js_config, 'rlxkv': rlxkv}
-    if name == 'gemma3':
+    if spec.get('base', name) == 'gemma3':
         return {'architectures': ['Gemma3ForCausalLM'], 'model_type': 'gemma3_text', **common,
                 'sliding_window': spec['sliding_window'], 'sliding_window_pattern': spec['sliding_window_pattern'],
                 'rope_local_base_freq': spec['rope_local_base_freq'], 'query_pre_attn_scalar': DH,
@@ -699,7 +711,7 @@ def write_hybrid(out, name):
         folder = os.path.join(out, spec['folder'] + ('-f16kv' if f16 else ''))
         os.makedirs(os.path.join(folder, 'onnx'), exist_ok=True)
         cache_dtype = TensorProto.FLOAT16 if f16 else TensorProto.FLOAT
-        if name == 'qwen3_5':
+        if spec.get('base', name) == 'qwen3_5':
             onnx.save(build_embed_tokens(spec, w), os.path.join(folder, 'onnx', 'embed_tokens.onnx'))
             onnx.save(build_hybrid(spec, w, cache_dtype, True), os.path.join(folder, 'onnx', 'decoder_model_merged.onnx'))
         else:

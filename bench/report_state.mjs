@@ -1,0 +1,56 @@
+// The BENCHMARKS.md section for models with state (issue #25), from the JSON
+// of bench/bench_state.mjs (state.json): the warm start's restore against a
+// bare lookup plus copy of the same bytes, and what checkpoints cost a cold
+// prefill. bench/report.mjs calls stateTargets(state) and stateMarkdown(dir).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { kb, ms, n0, times as x } from './format.mjs';
+
+const LIMIT = 1.2;
+
+/** The Targets rows: one per model, the restore ≤ 1.2× a bare lookup + copy. */
+export function stateTargets(state) {
+  const name = (label) => `A warm start's restore ≤ ${LIMIT}× a bare lookup + copy of the same bytes, ${label}`;
+  if (!state) return [{ name: name('models with state'), met: null, measured: 'not measured' }];
+  return state.rows.map((r) => ({
+    name: name(r.label), met: r.restore_over_bare <= LIMIT,
+    measured: `${x(r.restore_over_bare)} (${ms(r.restore_ms)} against ${ms(r.bare_ms)})`,
+    why: 'The restore of a model with state is two lookups (the checkpoint, then the KV up to it) and a copy of the state; the KV of a prompt kept in checkpoint runs lies in several pages, gathered in one copy.',
+    fix: 'Hand the state back as views (it is copied now), and keep a prompt\'s KV in one entry where no edit needs the pages.',
+  }));
+}
+
+const COLS = [
+  ['Model', (r) => r.label],
+  ['KV / state restored', (r) => `${kb(r.kv_bytes)} / ${kb(r.state_bytes)}`],
+  ['Cold, checkpoints every 256', (r) => (r.cold_ms.every === undefined ? '—' : ms(r.cold_ms.every))],
+  ['Cold, one checkpoint (the last 256 before the end)', (r) => (r.cold_ms.last === undefined ? '—' : ms(r.cold_ms.last))],
+  ['Cold, no checkpoint in the prompt', (r) => ms(r.cold_ms.none)],
+  ['Warm (tokens reused)', (r) => `${ms(r.warm_ms)} (${n0(r.warm_reused)} of ${n0(r.prompt_tokens)})`],
+  ['Restore / bare lookup + copy', (r) => `${ms(r.restore_ms)} / ${ms(r.bare_ms)} = ${x(r.restore_over_bare)}`],
+];
+
+/** The BENCHMARKS.md section, from state.json in dir (saying so if it is missing). */
+export function stateMarkdown(dir) {
+  let state = null;
+  try { state = JSON.parse(readFileSync(join(dir, 'state.json'), 'utf8')); } catch { /* not run */ }
+  const md = ['## Models with state (issue #25)', ''];
+  if (!state) {
+    md.push(`Not measured in this run: no ${join(dir, 'state.json')} from bench/bench_state.mjs.`, '');
+    return md.join('\n');
+  }
+  const c = state.config;
+  md.push(`Time to first token through cachedGenerate (transformers.js ${c.transformers}, ${c.runtime}, Node ${c.node}) on the demo's prompt, cold (an empty cache) and warm (the same prompt again, its checkpoints held), medians (bench/bench_state.mjs). ` +
+    `A model with state restores only where its state was taken, so cachedGenerate runs a cold prompt in pieces ending at each multiple of checkpointEvery (${c.every}) and keeps the state there: the three cold columns are that, one piece to the last multiple before the prompt's end and then the rest, and the prompt in one piece (the reply's end is kept either way; Gemma3-like keeps KV only and is run in one piece). ` +
+    'Restore: cache.match (the checkpoint, then the KV up to it, copies) and the tensors (tensorsFromHit, DynamicCache), alternating with a bare lookup of the same KV from a KV-only cache plus a copy of the state\'s bytes. The tiny models are those of the tests (hidden 64): their prefill is cheap, so per-run costs weigh more in them than in a real model.', '');
+  md.push('| Target | Status | Measured |', '|---|---|---|');
+  for (const t of stateTargets(state)) md.push(`| ${t.name} | ${t.met ? '**met**' : '**missed**'} | ${t.measured} |`);
+  md.push('', `| ${COLS.map(([h]) => h).join(' | ')} |`, `|---|${COLS.slice(1).map(() => '---:').join('|')}|`);
+  for (const r of state.rows) md.push(`| ${COLS.map(([, f]) => f(r)).join(' | ')} |`);
+  const big = state.rows.find((r) => r.every_over_none !== undefined);
+  if (big) {
+    md.push('', `Checkpoints' cost on ${big.label}: a cold prefill with one every ${c.every} tokens takes ${x(big.every_over_none)} the prefill in one piece; one checkpoint (the last before the end) ${x(big.last_over_none)}.`);
+  }
+  md.push('');
+  return md.join('\n');
+}
