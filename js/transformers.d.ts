@@ -17,12 +17,15 @@ export interface TensorLike {
   readonly dims: readonly number[];
   /** The values, where `location` is the CPU (the default). */
   readonly data: ArrayLike<unknown>;
-  /** 'cpu', 'cpu-pinned' (or absent): `data` is read; elsewhere (a GPU buffer) the values are downloaded with getData(). */
+  /**
+   * 'cpu', 'cpu-pinned' (or absent): `data` is read; elsewhere (a GPU buffer) the values are downloaded
+   * with getData(true), which also frees the buffer: the tensor is a CPU one afterwards.
+   */
   readonly location?: string;
   /** transformers.js: the onnxruntime tensor within, which downloads. */
-  readonly ort_tensor?: { getData(): Promise<unknown> };
-  /** onnxruntime: downloads the values of a GPU tensor. */
-  getData?(): Promise<unknown>;
+  readonly ort_tensor?: { getData(releaseData?: boolean): Promise<unknown> };
+  /** onnxruntime: downloads the values of a GPU tensor (releaseData: and frees its buffer). */
+  getData?(releaseData?: boolean): Promise<unknown>;
 }
 
 /**
@@ -62,7 +65,8 @@ export interface KVFromTensors {
  * K/V from tensors named `${prefix}.N.key` / `.value` ([1, heads, tokens, headDim]): generate's
  * past_key_values (prefix 'past_key_values', the default) or a session's outputs (prefix 'present').
  * Every layer from 0 on, with no gap; any other `${prefix}.*` tensor is refused, by name.
- * GPU-buffer tensors are downloaded. Insert the result with cache.insert(tokens, kv).
+ * GPU-buffer tensors are downloaded and their buffers freed (they hold the values on the CPU after).
+ * Insert the result with cache.insert(tokens, kv).
  */
 export function kvFromTensors(tensors: { readonly [name: string]: TensorLike }, opts?: { prefix?: string; layout?: Layout }): Promise<KVFromTensors>;
 

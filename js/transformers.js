@@ -162,8 +162,9 @@ export function kvDtypeOf(model) {
  * (past_key_values from generate, or present.N.* outputs of a session):
  * { k, v, tokens, dtype }, blocks in the tensors' own layout
  * ([1, heads, tokens, headDim] → head-major) and type (Float32Array, or
- * f16 as Uint16Array / Float16Array). GPU-resident tensors are downloaded.
- * The arrays may be the tensors' own data: insert copies them.
+ * f16 as Uint16Array / Float16Array). GPU-resident tensors are downloaded,
+ * and their GPU buffers freed. The arrays may be the tensors' own data:
+ * insert copies them.
  *
  * With opts.layout of a model with state (layoutOf's attention and state):
  * the KV of exactly the layout's attention layers, and `state` (one block
@@ -272,7 +273,10 @@ async function tensorData(t) {
   if (t.location && t.location !== 'cpu' && t.location !== 'cpu-pinned') {
     const ort = t.ort_tensor ?? t;
     if (typeof ort.getData !== 'function') throw new TypeError(`a tensor on '${t.location}' has no getData() to download it`);
-    return ort.getData();
+    // true: its GPU buffer is released once downloaded. The tensor holds the
+    // data on the CPU from then on (location 'cpu'), so DynamicCache.dispose()
+    // passes it by: kept, the buffer would never be freed.
+    return ort.getData(true);
   }
   return t.data;
 }

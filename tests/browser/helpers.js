@@ -19,8 +19,10 @@ const MAX_LOG_LINES = 200;
 
 /** A browser profile, a browser on it (restartable), and its console log. */
 export class Session {
-  constructor(url) {
+  /** args: Chromium flags beyond the usual ones (e.g. WebGPU's). */
+  constructor(url, { args = [] } = {}) {
     this.url = url;
+    this.args = args;
     this.origin = new URL(url).origin;
     this.profile = mkdtempSync(join(tmpdir(), 'rlxkv-chromium-'));
     this.context = null;
@@ -50,7 +52,7 @@ export class Session {
     if (this.context) throw new Error('browser already running');
     this.launches++;
     this.context = await chromium.launchPersistentContext(this.profile, {
-      executablePath: CHROMIUM, headless: true, args: ARGS, timeout: 30000,
+      executablePath: CHROMIUM, headless: true, args: [...ARGS, ...this.args], timeout: 30000,
     });
     this.context.setDefaultTimeout(30000);
     for (const p of this.context.pages()) this.watch(p);
@@ -216,12 +218,12 @@ async function startServer(serveOpts = {}) {
 
 /**
  * Runs fn(session) with its own server and a launched browser on a fresh
- * profile; on failure the browser console is added to the error. Everything
- * is closed and removed afterwards, pass or fail.
+ * profile (sessionOpts: Session's); on failure the browser console is added
+ * to the error. Everything is closed and removed afterwards, pass or fail.
  */
-export async function withBrowser(fn, serveOpts = {}) {
+export async function withBrowser(fn, serveOpts = {}, sessionOpts = {}) {
   const server = await startServer(serveOpts);
-  const session = new Session(server.url);
+  const session = new Session(server.url, sessionOpts);
   try {
     await session.launch();
     return await fn(session);
@@ -237,9 +239,12 @@ export async function withBrowser(fn, serveOpts = {}) {
   }
 }
 
-/** A node:test test around withBrowser: fn(t, session). opts: test options, and `serve` for the server. */
-export function browserTest(name, fn, { serve: serveOpts, ...opts } = {}) {
-  test(name, { timeout: 90000, ...opts }, (t) => withBrowser((session) => fn(t, session), serveOpts));
+/**
+ * A node:test test around withBrowser: fn(t, session). opts: test options,
+ * `serve` for the server and `chromiumArgs` for more Chromium flags.
+ */
+export function browserTest(name, fn, { serve: serveOpts, chromiumArgs = [], ...opts } = {}) {
+  test(name, { timeout: 90000, ...opts }, (t) => withBrowser((session) => fn(t, session), serveOpts, { args: chromiumArgs }));
 }
 
 /**
