@@ -4,7 +4,9 @@
 // prefill. bench/report.mjs calls stateTargets(state) and stateMarkdown(dir).
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { kb, ms, n0, times as x } from './format.mjs';
+import { kb, ms, n0, sig, times as x } from './format.mjs';
+
+const pct = (r) => `${sig(r * 100, 2)}%`;
 
 const LIMIT = 1.2;
 
@@ -51,6 +53,24 @@ export function stateMarkdown(dir) {
   if (big) {
     md.push('', `Checkpoints' cost on ${big.label}: a cold prefill with one every ${c.every} tokens takes ${x(big.every_over_none)} the prefill in one piece; one checkpoint (the last before the end) ${x(big.last_over_none)}.`);
   }
-  md.push('');
+  md.push('', ...webgpuMarkdown(dir), '');
   return md.join('\n');
+}
+
+/** The WebGPU lines, from webgpu.json (bench/bench_webgpu.mjs), or a line saying it was not run. */
+function webgpuMarkdown(dir) {
+  let g = null;
+  try { g = JSON.parse(readFileSync(join(dir, 'webgpu.json'), 'utf8')); } catch { /* not run */ }
+  if (!g) return ['### WebGPU', '', `Not measured in this run: no ${join(dir, 'webgpu.json')} from bench/bench_webgpu.mjs.`];
+  const a = g.adapter ?? {};
+  return ['### WebGPU', '',
+    `The demo model (${g.model}) on device 'webgpu' in Chromium ${g.config?.chromium ?? ''} (adapter: ${a.vendor || '?'} ${a.architecture || ''}${a.shader_f16 ? '' : ', no shader-f16'}; SwiftShader runs WebGPU on the CPU, so a real GPU's forward is far shorter and these transfers a larger share of it), ${n0(g.prompt_tokens)}-token prompt, ${kb(g.kv_bytes_entry)} of f32 KV, medians of ${g.reps} turns (bench/bench_webgpu.mjs, bench/webgpu_page.js). transformers.js keeps the KV on the GPU (present.* on '${g.present_location}'); cachedGenerate downloads it after generate (kvFromTensors, which frees the GPU buffers) and restores a hit as CPU tensors that ONNX Runtime uploads.`, '',
+    '| | Time | Share |', '|---|---:|---:|',
+    `| Cold start (time to first token) | ${ms(g.cold_ttft_ms)} | |`,
+    `| Warm start (cachedGenerate, all but the last prompt token restored) | ${ms(g.warm_ttft_ms)} | |`,
+    `| Download after generate (kvFromTensors) | ${ms(g.download.ms)} | ${pct(g.download.share_of_warm_turn)} of a warm turn, ${pct(g.download.share_of_cold_turn)} of a cold one |`,
+    `| Upload on restore, by ONNX Runtime from CPU tensors | ${ms(g.upload.ort_cpu_tensors_ms)} | ${pct(g.upload.ort_share_of_warm_ttft)} of a warm start |`,
+    `| Upload written straight to GPU buffers (queue.writeBuffer) | ${ms(g.upload.write_buffer_ms)} | ${pct(g.upload.write_buffer_share_of_warm_ttft)} of a warm start |`,
+    `| Warm start restored straight to the GPU, over restored from CPU tensors | ${x(g.warm.gpu_over_cpu_ttft)} | |`,
+    '', 'A restore written straight to the GPU (Tensor of gpu-buffer) works, and saves the difference of the two upload rows; cachedGenerate does not do it: the saving is within the warm start\'s spread, and it would assume the session\'s device is transformers.js\'s global one.'];
 }

@@ -30,7 +30,9 @@
 #      (bench/bench_open.mjs; the stores are deleted after);
 #   9. models with state (LFM2-, Qwen3.5-, Gemma3-like): what checkpoints
 #      cost a cold prefill, a warm start's restore against a bare lookup
-#      plus copy (bench/bench_state.mjs; Node);
+#      plus copy (bench/bench_state.mjs; Node), and on WebGPU (SwiftShader)
+#      the KV's download after generate and upload on restore
+#      (bench/bench_webgpu.mjs);
 #  10. download size of the .wasm and the JS a browser loads (bench/size.mjs).
 # Raw results go to build/bench/*.json. `npm run bench -- --quick` is a short
 # smoke run (fewer repetitions; its figures are not worth publishing).
@@ -44,7 +46,7 @@ mkdir -p "$out"
 rm -f "$out"/native.json "$out"/node.json "$out"/browser.json "$out"/size.json \
   "$out"/transformers-node.json "$out"/transformers-browser.json \
   "$out"/tiers.json "$out"/tiers_browser.json "$out"/insert.json "$out"/opfs.json \
-  "$out"/chat.json "$out"/chat_browser.json "$out"/pages.json "$out"/pages_browser.json "$out"/ttft.json "$out"/ttft_demo.json "$out"/open.json "$out"/state.json
+  "$out"/chat.json "$out"/chat_browser.json "$out"/pages.json "$out"/pages_browser.json "$out"/ttft.json "$out"/ttft_demo.json "$out"/open.json "$out"/state.json "$out"/webgpu.json
 start=$(date +%s)
 load_start=$(cut -d" " -f1-3 /proc/loadavg 2>/dev/null || true)
 
@@ -115,6 +117,12 @@ echo "== models with state: checkpoints' cost and a warm start's restore (Node)"
 if ! node --expose-gc bench/bench_state.mjs "$out/state.json" $quick; then
   echo "bench: the models-with-state benchmark failed; BENCHMARKS.md will say it was not measured" >&2
   rm -f "$out/state.json"
+fi
+
+echo "== WebGPU (SwiftShader): the KV's download after generate and upload on restore"
+if ! node bench/bench_webgpu.mjs "$out/webgpu.json" $( [ -n "$quick" ] && echo --reps=3 --micro-reps=10 ) > /dev/null; then
+  echo "bench: the WebGPU benchmark failed; BENCHMARKS.md will say it was not measured" >&2
+  rm -f "$out/webgpu.json"
 fi
 
 echo "== size"
