@@ -253,7 +253,7 @@ const commands = {
     const isTemp = (b) => b.status === 'temp' || b.status === 'abandoned';
     const row = (b) => ({
       name: b.name,
-      format: b.dtype ? { f32: 'RLXKV001', f16: 'RLXKVF16' }[b.dtype] : null,
+      format: b.dtype ? (b.page ? { f32: 'RLXKVPG1', f16: 'RLXKVPH1' } : { f32: 'RLXKV001', f16: 'RLXKVF16' })[b.dtype] : null,
       tokens: b.tokens,
       bytes: b.bytes,
       mtime: b.mtime.toISOString(),

@@ -235,6 +235,8 @@ export interface BlobInfo {
   error: number;
   /** KV bytes: given by rlx.openStore on a Node directory only. */
   kvBytes?: number;
+  /** A page (RLXKVPG1, RLXKVPH1: its own tokens' values, after a parent's) rather than a whole blob: given by rlx.openStore on a Node directory only. */
+  page?: boolean;
   /** The values' type; null where the blob's header was not read as valid (corrupt, too-large, unreadable, temporary files). */
   dtype: 'f32' | 'f16' | null;
 }

@@ -527,6 +527,7 @@ typedef struct rlxkv_blob_info {
     int status;                 /* rlxkv_blob_status */
     int error;                  /* the rlxkv_status behind corrupt, too large, unreadable, else 0 */
     int dtype;                  /* rlxkv_dtype when valid, else -1 */
+    int page;                   /* 1 for a page (RLXKVPG1, RLXKVPH1) when sized, else 0 */
 } rlxkv_blob_info;
 
 /* All counts and sizes are 64-bit: a directory may outgrow a 32-bit size_t. */

@@ -886,6 +886,7 @@ static int list(rlxkv_store *s, uint64_t fingerprint, unsigned flags, rlxkv_blob
             b->n_tokens = vd.m.n_tokens;
             b->kv_bytes = kv_bytes_of(&vd.m);
             b->dtype = vd.m.dtype;
+            b->page = vd.m.parent_n != 0;
         }
         if (parents && vd.rc == RLXKV_OK && vd.m.start) memcpy(parents[k - 1], vd.m.parent, sizeof parents[0]);
     }

@@ -386,6 +386,7 @@ _Static_assert(offsetof(rlxkv_blob_info, mtime_ns) == 120, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, status) == 124, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, error) == 128, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, dtype) == 132, "blob_info layout");
+_Static_assert(offsetof(rlxkv_blob_info, page) == 136, "blob_info layout");
 size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
 
 /* The name of an errno (rlxkv_store_errno), "EACCES": JS cannot name one

@@ -24,7 +24,7 @@ const toBudget = (n) => (typeof n === 'bigint' ? n : n === Infinity || n >= 2 **
 /**
  * Reads a C rlxkv_blob_info array (web/boundary.c pins the layout): name
  * (80 bytes), then u64 file_bytes, n_tokens, kv_bytes, i64 mtime, u64
- * fingerprint, i32 mtime_ns, status, error, dtype.
+ * fingerprint, i32 mtime_ns, status, error, dtype, page.
  */
 function blobInfos(core, p, n, size) {
   const out = [];
@@ -32,8 +32,8 @@ function blobInfos(core, p, n, size) {
     const r = p + i * size;
     const [bytes, tokens, kvBytes] = u64s(core, r + 80, 3);
     const mtime = Number(new BigInt64Array(core.u8.buffer, r + 104, 1)[0]);
-    const i32 = new Int32Array(core.u8.buffer, r + 120, 4);
-    const [ns, status, error, dtype] = [i32[0], i32[1], i32[2], i32[3]];
+    const i32 = new Int32Array(core.u8.buffer, r + 120, 5);
+    const [ns, status, error, dtype, page] = [i32[0], i32[1], i32[2], i32[3], i32[4]];
     out.push({
       name: core.cstringAt(r),
       tokens,
@@ -44,6 +44,7 @@ function blobInfos(core, p, n, size) {
       status: BLOB_STATUS[status] || 'corrupt',
       error,
       dtype: DTYPES[dtype] || null,
+      page: page === 1,
     });
   }
   return out;

@@ -228,6 +228,9 @@ test('the CLI reads a page store: ls lists pages, verify passes them, prune take
   const ls = cli('ls', dir, '--fingerprint', `0x${FP.toString(16)}`);
   assert.equal(ls.status, 0, ls.stderr);
   assert.equal((ls.stdout.match(/ ok$/gm) ?? []).length, 6, ls.stdout);
+  // The system prompt is a whole blob, each turn a page of its own tokens.
+  assert.equal((ls.stdout.match(/ RLXKV001 /g) ?? []).length, 1, ls.stdout);
+  assert.equal((ls.stdout.match(/ RLXKVPG1 /g) ?? []).length, 5, ls.stdout);
   const verify = cli('verify', ...storeFiles(dir).map((f) => join(dir, f)));
   assert.equal(verify.status, 0, verify.stdout + verify.stderr);
   // The system prompt and the oldest turn are the least recently used; the
