@@ -6,7 +6,8 @@ import { readPath } from '../web/node-wasm.js';
 import { NativeCache, DTYPE } from '../web/native-cache.js';
 import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
-import { RemoteTier } from './remote.js';
+import { remoteStats } from './remote-options.js';
+import { nameOfKey } from './store-index.js';
 import { copyRows, entryOfRows } from './chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
@@ -29,8 +30,11 @@ export class Cache {
   #token = {};
   /** The app's onEvent, or null (then no event is made). */
   #onEvent;
-  /** The remote tier (js/remote.js), or null: nothing touches the network. */
+  /** The remote option (js/remote-options.js), or null: nothing touches the network. */
   #remote = null;
+  /** The remote tier (js/remote.js), loaded at the first match that asks it; and its counts. */
+  #remoteTier = null;
+  #remoteStats = null;
 
   /** @internal use rlx.createCache / rlx.openCache */
   constructor(core, { capBytes, fingerprint, layout, f16As, onEvent = null, paging = true, remote = null }) {
@@ -39,7 +43,10 @@ export class Cache {
     this.#layout = layout;
     this.#onEvent = onEvent;
     this.#native = new NativeCache(core, { capBytes, fingerprint, layout, f16As, paging });
-    if (remote) this.#remote = new RemoteTier(remote, this.#native, fingerprint, layout);
+    if (remote) {
+      this.#remote = remote;
+      this.#remoteStats = remoteStats();
+    }
     /** What opening storage found (RestoreReport in js/index.d.ts), or null without storage. */
     this.restoreReport = null;
     leaks.register(this, { native: this.#native.leakRecord, storage: null }, this.#token);
@@ -260,15 +267,25 @@ export class Cache {
    * server (stats.remote counts those); the match's signal does.
    */
   async #fromRemote(t, maxMatched, held, signal) {
-    const run = await this.#remote.fetchRun(t, held, maxMatched, signal);
+    this.#remoteTier ??= import('./remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey }));
+    let tier;
+    try {
+      tier = await this.#remoteTier;
+    } catch (err) { // the tier's own code could not be loaded (a chunk gone from the server): as a failed request, tried again next time
+      this.#remoteTier = null;
+      this.#remoteStats.failed++;
+      this.#remoteStats.lastError = `loading the remote tier: ${err?.message ?? String(err)}`;
+      return false;
+    }
+    const run = await tier.fetchRun(t, held, maxMatched, signal);
     const native = this.#live();
     if (!run || (run.start && !native.paging)) return false;
     const { start, end, pages } = run, dtype = this.#remote.dtype, l = this.#layout, rows = end - start;
-    const made = entryOfRows(native, t.subarray(0, end), start, l, dtype, pages[0].k.length);
+    const made = entryOfRows(native, t.subarray(0, end), start, l, dtype, pages[0].page.k.length);
     if (typeof made === 'number') return false;
     try {
-      const values = native.valuesOf(made), P = this.#remote.pageTokens;
-      pages.forEach((p, i) => copyRows(values, l, dtype, rows, i * P, P, [...p.k, ...p.v]));
+      const values = native.valuesOf(made);
+      for (const { from, to, page } of pages) copyRows(values, l, dtype, rows, from - start, to - from, [...page.k, ...page.v]);
     } catch (err) {
       native.entryFree(made);
       throw err;
@@ -346,7 +363,7 @@ export class Cache {
   get stats() {
     const stats = this.#live().stats();
     const pending = this.#storage ? this.#storage.pendingRemovals : { count: 0, error: null };
-    return { ...stats, pendingRemovals: pending.count, removalError: pending.error, ...(this.#remote ? { remote: { ...this.#remote.stats } } : {}) };
+    return { ...stats, pendingRemovals: pending.count, removalError: pending.error, ...(this.#remote ? { remote: { ...this.#remoteStats } } : {}) };
   }
 
   /**

@@ -2,7 +2,7 @@
 // rlxkv: look into, check and manage blobs (RLXKV001 and its f16 variant
 // RLXKVF16, FORMATS.md) and store directories.
 import {
-  openSync, readSync, fstatSync, closeSync, writeFileSync, statSync, renameSync, realpathSync, unlinkSync, readdirSync, constants,
+  openSync, readSync, fstatSync, closeSync, readFileSync, writeFileSync, statSync, renameSync, realpathSync, unlinkSync, readdirSync, constants,
 } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -43,13 +43,17 @@ page's parent there.`,
 Cuts every entry of the store directories and whole blob files given into
 pages of N tokens (default 256) on a fixed grid, named by their tokens
 (FORMATS.md, Names), and writes them into OUTDIR, each page once: what a
-cache with remote: { url } fetches by name. ORDER is head-major or
+cache with remote: { url } fetches by name. Where entries end past a grid
+point (each store's last entries, the prefixes its entries part after,
+and pinned ones), it also writes a tail page to that end, and lists the
+end in the grid page's hint file, <name>.ends. ORDER is head-major or
 token-major (the KV's layout: pages are cut by token). Only entries of
 --fingerprint, if given. Prints each page's name and the total bytes.
-Serve OUTDIR's files as they are, with Cache-Control: public,
+Serve the .rlxkv files as they are, with Cache-Control: public,
 max-age=31536000, immutable and Content-Type: application/octet-stream
 (and CORS headers for other origins); compressed (Content-Encoding) if
-you like.`,
+you like. The .ends files change when more is published into OUTDIR:
+serve them with a short max-age.`,
   ls: `usage: rlxkv ls [--json] [--fingerprint HEX] DIR
 The .rlxkv blobs and save temporaries of a store directory: name, format,
 tokens, bytes, modified time and status, then totals. Statuses: ok, stale
@@ -339,6 +343,7 @@ const commands = {
     const report = await publishPages(rlx, sources, rest.at(-1), { layout, fingerprint: parseFingerprint(flags.fingerprint) ?? null, pageTokens });
     for (const p of report.pages) out.log(`${p.name} ${String(p.tokens).padStart(8)} tokens ${String(p.bytes).padStart(12)} bytes`);
     out.log(`${counted(report.pages.length, 'page')}, ${counted(report.bytes, 'byte')}` +
+      (report.hints ? `; ${counted(report.hints, 'hint file')} of where entries end (.ends)` : '') +
       (report.skipped ? `; ${counted(report.skipped, 'entry', 'entries')} shorter than a page left out` : ''));
     return 0;
   },
@@ -373,12 +378,15 @@ const commands = {
 
 /**
  * verify of a published tree (rlxkv publish): every .rlxkv file in `dir` a
- * valid blob or page (of fp, if given) under its own name, and every
- * page's parent in `dir`. The number of bad files.
+ * valid blob or page (of fp, if given) under its own name, every page's
+ * parent in `dir`, and every end a hint file (.ends) lists a page after
+ * its grid page. The number of bad files.
  */
 function verifyTree(rlx, dir, fp, out) {
-  const names = readdirSync(dir).filter((n) => n.endsWith('.rlxkv'));
+  const files = readdirSync(dir);
+  const names = files.filter((n) => n.endsWith('.rlxkv'));
   const present = new Set(names);
+  const children = new Map(); // a page's name -> the token counts of the pages after it
   let bad = 0;
   const fail = (msg) => {
     bad++;
@@ -394,9 +402,17 @@ function verifyTree(rlx, dir, fp, out) {
       if (e.page && !present.has(nameOfKey(e.page.parent))) {
         throw new Error(`its parent ${nameOfKey(e.page.parent)} (${e.page.parentN} tokens) is not in ${dir}`);
       }
+      if (e.page) children.set(nameOfKey(e.page.parent), [...(children.get(nameOfKey(e.page.parent)) ?? []), e.tokens.length]);
     } catch (err) {
       fail(`${file}: ${err.message}`);
     }
+  }
+  for (const hint of files.filter((n) => n.endsWith('.ends'))) {
+    const grid = hint.replace(/\.ends$/, '.rlxkv');
+    const ends = readFileSync(join(dir, hint), 'utf8').split('\n').filter(Boolean);
+    const missing = ends.filter((e) => !/^\d+$/.test(e) || !(children.get(grid) ?? []).includes(Number(e)));
+    if (!present.has(grid)) fail(`${join(dir, hint)}: its grid page ${grid} is not in ${dir}`);
+    else if (missing.length) fail(`${join(dir, hint)}: no page after ${grid} ends at ${missing.join(', ')}`);
   }
   out.log(`${dir}: ${counted(names.length - bad, 'page')} ok${bad ? `, ${bad} bad` : ''}`);
   return bad;

@@ -6,7 +6,7 @@
 import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
 import { Cache } from './cache.js';
-import { remoteOptions } from './remote.js';
+import { remoteOptions } from './remote-options.js';
 import { copyBlobs, deleteBlobs, ownName, TieredStore } from './tiers.js';
 import { Store } from './store.js';
 import { BlobStore } from '../web/storage.js';

@@ -2,14 +2,18 @@
 // (Node directories) and whole blobs, cut on a fixed grid of pageTokens
 // tokens into pages named by their tokens (FORMATS.md, Pages and Names),
 // written into one directory that any static server can serve. A page
-// ends at every multiple of pageTokens an entry reaches: the tokens past
-// the last one are not published (a client asks for grid points only).
-// Pages that two entries share are written once.
+// ends at every multiple of pageTokens an entry reaches. Past the last one
+// a client cannot guess where a prompt ends, so where entries end (the
+// store's leaves, and the prefixes after which its entries differ: a
+// shared system prompt) a tail page is published too, from that grid
+// point to the end, and the end is listed in the grid point's hint file,
+// `<its page's key>.ends` (FORMATS.md, A published tree). Pages that two
+// entries share are written once.
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeBlob, encodeBlob } from './blob.js';
 import { cutRows } from './chain.js';
-import { PAGE_TOKENS } from './remote.js';
+import { PAGE_TOKENS } from './remote-options.js';
 import { keyOfName } from './store-index.js';
 
 /**
@@ -27,25 +31,40 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   if (!Number.isSafeInteger(pageTokens) || pageTokens < 1) throw new RangeError(`pageTokens must be a positive integer, got ${pageTokens}`);
   await mkdir(outDir, { recursive: true });
   const written = new Map();
+  /** Grid page name → the ends of tail pages after it. */
+  const tails = new Map();
   let skipped = 0;
   // blocks(): the entry's K then V blocks, all its tokens' (asked again for
   // each page: a view hit's arrays are re-derived if the heap moved).
-  const publish = async ({ fingerprint: fp, tokens, dtype, blocks }) => {
+  /** Page start..end of the entry `tokens` after page `parent` (a name, null for the first), written once. */
+  const writePage = async (fp, tokens, dtype, blocks, start, end, parent) => {
+    const path = tokens.subarray(0, end);
+    const name = rlx.pageName(path, fp, dtype);
+    if (!written.has(name)) {
+      const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
+      const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
+      await writeAtomically(join(outDir, name), bytes);
+      written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
+    }
+    return name;
+  };
+  // ends: where entries end within `tokens` (its own end among them), each
+  // given a tail page past its last grid point.
+  const publish = async ({ fingerprint: fp, tokens, dtype, blocks, ends = [tokens.length] }) => {
     if (tokens.length < pageTokens) {
       skipped++;
       return;
     }
-    let parent = null; // the name of the page before this one
+    const grid = [null]; // grid[i]: the name of the page ending at i * pageTokens
     for (let end = pageTokens; end <= tokens.length; end += pageTokens) {
-      const path = tokens.subarray(0, end), start = end - pageTokens;
-      const name = rlx.pageName(path, fp, dtype);
-      if (!written.has(name)) {
-        const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
-        const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
-        await writeAtomically(join(outDir, name), bytes);
-        written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
-      }
-      parent = name;
+      grid.push(await writePage(fp, tokens, dtype, blocks, end - pageTokens, end, grid.at(-1)));
+    }
+    for (const end of ends) {
+      const at = Math.floor(end / pageTokens);
+      if (!at || end % pageTokens === 0) continue;
+      await writePage(fp, tokens, dtype, blocks, at * pageTokens, end, grid[at]);
+      if (!tails.has(grid[at])) tails.set(grid[at], new Set());
+      tails.get(grid[at]).add(end);
     }
   };
   const publishDecoded = (e) => (fingerprint === null || e.fingerprint === fingerprint
@@ -70,29 +89,50 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
       const cache = await rlx.openCache({ ...source, fingerprint: fp, layout, capBytes: 2 ** 31 });
       try {
         // The entries no other extends: their pages are every page of the store's.
-        for (const tokens of leaves(cache.entries().map((e) => e.tokens))) {
+        const entries = cache.entries();
+        for (const { tokens, ends } of leaves(entries.map((e) => e.tokens), entries.filter((e) => e.pinned).map((e) => e.tokens))) {
           const hit = await cache.match(tokens, { view: true }); // one entry read back (or a copy): no second copy here
-          if (hit && hit.matched === tokens.length) await publish({ fingerprint: fp, tokens, dtype: hit.dtype, blocks: () => [...hit.k, ...hit.v] });
+          if (hit && hit.matched === tokens.length) await publish({ fingerprint: fp, tokens, dtype: hit.dtype, blocks: () => [...hit.k, ...hit.v], ends });
         }
       } finally {
         await cache.close({ flush: false });
       }
     }
   }
+  for (const [grid, ends] of tails) await writeEnds(join(outDir, grid.replace(/\.rlxkv$/, '.ends')), ends);
   const pages = [...written.values()];
-  return { pages, bytes: pages.reduce((n, p) => n + p.bytes, 0), skipped };
+  return { pages, bytes: pages.reduce((n, p) => n + p.bytes, 0), skipped, hints: tails.size };
 }
 
-/** The token arrays of `all` that are no other's prefix (sorted, a prefix comes right before what extends it). */
-function leaves(all) {
+const extends_ = (b, a) => b.length > a.length && a.every((x, j) => x === b[j]);
+
+/**
+ * The token arrays of `all` that are no other's prefix, each with `ends`:
+ * its own end, and the ends of its prefixes among `all` after which
+ * entries differ (two extend it with other next tokens: where prompts
+ * that share it part) or that are `pinned` (a system prompt, kept).
+ */
+function leaves(all, pinned = []) {
   const sorted = [...all].sort((a, b) => {
     for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] - b[i];
     return a.length - b.length;
   });
-  return sorted.filter((t, i) => {
-    const next = sorted[i + 1];
-    return !next || next.length <= t.length || t.some((x, j) => x !== next[j]);
+  // Sorted, whatever extends an entry comes right after it.
+  const parting = sorted.filter((t, i) => {
+    const next = new Set();
+    for (let j = i + 1; j < sorted.length && extends_(sorted[j], t); j++) next.add(sorted[j][t.length]);
+    return next.size > 1 || pinned.some((p) => p.length === t.length && p.every((x, j) => x === t[j]));
   });
+  return sorted.filter((t, i) => !sorted[i + 1] || !extends_(sorted[i + 1], t))
+    .map((tokens) => ({ tokens, ends: [tokens.length, ...parting.filter((p) => extends_(tokens, p)).map((p) => p.length)] }));
+}
+
+/** A hint file: the ends it lists and those already in it (an earlier publish into the same directory), one a line, longest first. */
+async function writeEnds(path, ends) {
+  const all = new Set(ends);
+  const old = await readFile(path, 'utf8').catch(() => '');
+  for (const line of old.split('\n')) if (/^\d+$/.test(line)) all.add(Number(line));
+  await writeAtomically(path, new TextEncoder().encode(`${[...all].sort((a, b) => b - a).join('\n')}\n`));
 }
 
 async function writeAtomically(to, bytes) {

@@ -4,7 +4,9 @@
 // prompt from the tokens alone: no listing, no index. A publisher
 // (js/publish.js, `rlxkv publish`) cuts each entry on a fixed grid of
 // pageTokens tokens; the client asks, after what memory holds, for the
-// page ending at each grid point up to its prompt's end.
+// page ending at each grid point up to its prompt's end, and for the hint
+// file of the last grid point it reaches: where published entries end
+// past it (a system prompt's end), each a tail page it may ask for next.
 //
 //   match:  names of the grid pages past the longest local hit, fetched at
 //           once (at most maxInFlight in flight, maxPages in all), in
@@ -14,59 +16,29 @@
 //           as one entry (dirty: the next flush keeps it in local
 //           storage). A 404, a failure or a bad page ends the run there:
 //           a shorter hit, never a rejected match().
-import { decodeBlob } from './blob.js';
-import { checkShape } from './args.js';
-import { nameOfKey } from './store-index.js';
+//
+// Loaded on a cache's first match with `remote` (a chunk of its own in the
+// browser bundle, importing nothing of the main one: the cache passes in
+// the page checks it uses); js/remote-options.js checks the option at
+// openCache.
 
-/** Tokens a published page holds, by default (LMCache's chunk). */
-export const PAGE_TOKENS = 256;
-const DTYPES = ['f32', 'f16'];
-
-/**
- * The `remote` option of openCache, checked: { url (a base URL, ending
- * with '/'), fetch, timeoutMs, maxPages, maxInFlight, signal, dtype,
- * pageTokens }.
- */
-export function remoteOptions(remote, layout) {
-  if (remote === undefined || remote === null) return null;
-  if (typeof remote !== 'object') throw new TypeError('remote must be an object { url, ... }');
-  if (!layout) throw new TypeError('remote needs a layout (openCache({ layout })): pages are cut by token');
-  let url;
-  try {
-    url = new URL(remote.url, globalThis.location?.href);
-  } catch {
-    throw new TypeError(`remote.url must be a URL, got ${String(remote.url)}`);
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new TypeError(`remote.url must be http(s), got ${url.protocol}`);
-  if (!url.pathname.endsWith('/')) url.pathname += '/';
-  url.search = '';
-  url.hash = '';
-  const fetchFn = remote.fetch ?? globalThis.fetch;
-  if (typeof fetchFn !== 'function') throw new TypeError('remote.fetch must be a function (this environment has no fetch)');
-  const count = (name, dflt, min = 1) => {
-    const v = remote[name] ?? dflt;
-    if (!Number.isSafeInteger(v) || v < min) throw new RangeError(`remote.${name} must be an integer >= ${min}, got ${String(v)}`);
-    return v;
-  };
-  const dtype = remote.dtype ?? 'f32';
-  if (!DTYPES.includes(dtype)) throw new RangeError(`remote.dtype must be 'f32' or 'f16', got ${String(dtype)}`);
-  if (remote.signal !== undefined && !(remote.signal instanceof AbortSignal)) throw new TypeError('remote.signal must be an AbortSignal');
-  return {
-    url: url.href, fetch: fetchFn, timeoutMs: count('timeoutMs', 10000), maxPages: count('maxPages', 64),
-    maxInFlight: count('maxInFlight', 6), signal: remote.signal ?? null, dtype, pageTokens: count('pageTokens', PAGE_TOKENS),
-  };
-}
+/** Tail pages asked for after one grid point at most: a prompt that parts from the listed entries costs a few 404s. */
+const TAIL_TRIES = 3;
 
 export class RemoteTier {
   #o;
   #native;
   #fp;
   #layout;
-  /** What the tier did, for cache.stats.remote. */
-  stats = { requests: 0, pages: 0, bytes: 0, notFound: 0, failed: 0, refused: 0, lastError: null };
+  /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
+  stats;
+  /** decodeBlob (js/blob.js), checkShape (js/args.js), nameOfKey (js/store-index.js). */
+  #checks;
 
-  constructor(options, native, fingerprint, layout) {
+  constructor(options, native, fingerprint, layout, stats, checks) {
     this.#o = options;
+    this.stats = stats;
+    this.#checks = checks;
     this.#native = native;
     this.#fp = fingerprint;
     this.#layout = layout;
@@ -78,10 +50,11 @@ export class RemoteTier {
   /**
    * The grid pages of `tokens` past the grid point at or before `held`
    * (the tokens memory holds), up to the last grid point at or before
-   * `upTo`, fetched and checked: { start, end, pages } (pages: decodeBlob's,
-   * in order, tiling start..end), or null when none arrived right.
-   * Never rejects for the network or the server: signal (the match's)
-   * aborting does.
+   * `upTo`, then a tail page to where a published entry ends, fetched and
+   * checked: { start, end, pages } (pages: { from, to, page }, page
+   * decodeBlob's, in order, tiling start..end), or null when none arrived
+   * right. Never rejects for the network or the server: signal (the
+   * match's) aborting does.
    */
   async fetchRun(tokens, held, upTo, signal = null) {
     const P = this.#o.pageTokens;
@@ -94,6 +67,8 @@ export class RemoteTier {
     // One timeout for the whole run; each request its own abort, so that a
     // page that fails cuts off the pages after it, not those before.
     const shared = AbortSignal.any([AbortSignal.timeout(this.#o.timeoutMs), ...[this.#o.signal, signal].filter(Boolean)]);
+    // The last grid point's hint, asked beside its pages: the run usually gets there.
+    const lastHint = this.#fetchEnds(names.at(-1), shared);
     const cuts = new Array(wanted).fill(null);
     const pages = new Array(wanted).fill(null);
     let stop = wanted; // pages at and past stop are of no use: one before them failed
@@ -115,7 +90,56 @@ export class RemoteTier {
     signal?.throwIfAborted();
     let n = 0;
     while (n < wanted && pages[n]) n++;
-    return n ? { start, end: start + n * P, pages: pages.slice(0, n) } : null;
+    if (!n) return null;
+    const run = { start, end: start + n * P, pages: pages.slice(0, n).map((page, i) => ({ from: start + i * P, to: start + (i + 1) * P, page })) };
+    const tail = await this.#fetchTail(tokens, run.end, names[n], upTo, n === wanted ? lastHint : this.#fetchEnds(names[n], shared), shared);
+    signal?.throwIfAborted();
+    if (tail) {
+      run.pages.push(tail);
+      run.end = tail.to;
+    }
+    return run;
+  }
+
+  /**
+   * The tail page after grid point `at` (its page `atName`) to the
+   * longest end the hint `ends` lists that `tokens` reach (at most upTo):
+   * { from, to, page }, or null. A prompt that parts from a listed entry
+   * before its end finds no page under its name (404): the next shorter
+   * end is asked, up to TAIL_TRIES.
+   */
+  async #fetchTail(tokens, at, atName, upTo, ends, signal) {
+    const fit = (await ends).filter((e) => e > at && e < at + this.#o.pageTokens && e <= upTo).slice(0, TAIL_TRIES);
+    for (const e of fit) {
+      const cut = new AbortController();
+      const page = await this.#fetchPage(this.#native.pageName(tokens.subarray(0, e), this.#o.dtype), tokens, at, e, atName,
+        AbortSignal.any([cut.signal, signal]), cut.signal);
+      if (page) return { from: at, to: e, page };
+    }
+    return null;
+  }
+
+  /** The ends grid page `name`'s hint file lists, longest first; [] when there is none or it cannot be read. */
+  async #fetchEnds(name, signal) {
+    const s = this.stats, hint = name.replace(/\.rlxkv$/, '.ends');
+    try {
+      s.requests++;
+      const res = await this.#o.fetch(this.#o.url + hint, { signal, credentials: 'same-origin' });
+      if (res.status === 404 || res.status === 410) {
+        s.notFound++;
+        return [];
+      }
+      if (!res.ok) throw new Error(`HTTP ${res.status}`);
+      const text = await res.text();
+      s.bytes += text.length;
+      return text.split('\n').filter((l) => /^\d{1,15}$/.test(l)).map(Number).sort((a, b) => b - a);
+    } catch (err) {
+      const timedOut = err?.name === 'TimeoutError' || signal.reason?.name === 'TimeoutError';
+      if (signal.aborted && !timedOut) return [];
+      s.failed++;
+      s.lastError = `${hint}: ${timedOut ? `no answer within ${this.#o.timeoutMs} ms` : (err?.message ?? String(err))}`;
+      return [];
+    }
   }
 
   /**
@@ -146,6 +170,7 @@ export class RemoteTier {
     s.bytes += bytes.length;
     try {
       // Its fingerprint (else null), dtype, tokens, place after its parent and shape: the page its name says.
+      const { decodeBlob, checkShape, nameOfKey } = this.#checks;
       const page = decodeBlob(bytes, this.#fp, true), p = page?.page, want = tokens.subarray(0, to);
       if (!page || page.dtype !== this.#o.dtype || page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i]) ||
         (from ? !p || p.start !== from || p.parentN !== from || nameOfKey(p.parent) !== parentName : p)) {

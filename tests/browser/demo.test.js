@@ -55,20 +55,20 @@ browserTest('demo: the server\'s pages, then a first visit without them: cold, r
   await page.goto(`${url}/demo/`);
   await ready(page);
   assert.equal(await page.isChecked('[data-testid="cold-start"]'), false);
-  assert.match(await page.textContent('[data-testid="status"]'), /First visit: the KV of the default prompt's first 1,024 of 1,101 tokens .* came from the server, 4 pages/);
-  assert.equal(kvRequests.length, 4);
+  assert.match(await page.textContent('[data-testid="status"]'), /First visit: the KV of the default prompt's first 1,101 of 1,101 tokens .* came from the server, 5 pages/);
+  assert.equal(kvRequests.length, 6, '4 grid pages, the hint file of the last one, the tail to the prompt\'s end');
   const first = await reply(page);
   assert.equal(first.source, 'server', JSON.stringify(first));
-  assert.equal(first.matched, 1024);
+  assert.equal(first.matched, 1101);
   assert.equal(first.restore.source, 'server');
-  assert.match(first.status, /^From the server: 4 pages fetched at load/);
+  assert.match(first.status, /^From the server: 5 pages fetched at load/);
 
   // The toggle: a first visit without the server's pages (the page clears its cache and reloads).
   await Promise.all([page.waitForEvent('load'), page.check('[data-testid="cold-start"]')]);
   await ready(page);
   assert.equal(await page.isChecked('[data-testid="cold-start"]'), true, 'the toggle kept across its reload');
   assert.match(await page.textContent('[data-testid="status"]'), /cache is empty \(a first visit without the server's pages\)/);
-  assert.equal(kvRequests.length, 4, 'no page asked for without the remote tier');
+  assert.equal(kvRequests.length, 6, 'no page asked for without the remote tier');
   const cold = await reply(page);
   assert.equal(cold.source, 'computed', JSON.stringify(cold));
   assert.equal(cold.matched, 0);

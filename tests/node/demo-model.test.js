@@ -163,7 +163,7 @@ test('demo/assets/kv/ holds the pages of exactly the KV the model computes, name
   const tokens = m.encode(DEFAULT_SYSTEM_PROMPT);
   const { kv } = m.prefill(tokens);
   const index = JSON.parse(readFileSync(new URL('index.json', pagesUrl), 'utf8'));
-  assert.deepEqual(index.pages.map((p) => p.tokens), [256, 512, 768, 1024]);
+  assert.deepEqual(index.pages.map((p) => p.tokens), [256, 512, 768, 1024, tokens.length], 'the grid pages, and the tail to the prompt\'s end');
   // Read back through a cache with the pages as its remote tier, served as files.
   const cache = rlx.createCache({
     capBytes: 1 << 26, fingerprint: fp, layout: kvLayoutOf(m.config),
@@ -171,8 +171,8 @@ test('demo/assets/kv/ holds the pages of exactly the KV the model computes, name
   });
   const hit = await cache.match(tokens, { partial: true });
   assert.ok(hit, `no hit: ${JSON.stringify(cache.stats.remote)}`);
-  assert.equal(hit.matched, 1024);
-  const rows = (b) => b.subarray(0, 1024 * m.config.dModel);
+  assert.equal(hit.matched, tokens.length);
+  const rows = (b) => b.subarray(0, tokens.length * m.config.dModel);
   assertKvIdentical({ k: hit.k, v: hit.v }, { k: kv.k.map(rows), v: kv.v.map(rows) }, 'published KV');
   for (const p of index.pages) assert.equal(p.name, rlx.pageName(tokens.subarray(0, p.tokens), fp));
   await cache.close();

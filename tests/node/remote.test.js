@@ -4,11 +4,12 @@
 // Whatever the server does (404 mid-chain, 500, no answer, a page of other
 // tokens under a right name, a cut body, another model's page), match()
 // never rejects and never serves wrong KV: the hit is the longest run of
-// right pages.
+// right pages. Past the last grid point, the published entry's end (its
+// tail page, listed in the grid page's hint file) is reused too.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
-import { readFileSync, readdirSync, rmSync, statSync, unlinkSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
@@ -37,7 +38,8 @@ before(async () => {
   author.insert(system, kvOf(system));
   await author.close();
   const report = await publishPages(rlx, [{ storage: 'fs', path: store }], published, { layout, pageTokens: P });
-  assert.equal(report.pages.length, 9);
+  assert.equal(report.pages.length, 10, '9 grid pages, and the tail to the system prompt\'s end');
+  assert.equal(report.hints, 1);
   server = createServer((req, res) => {
     const name = req.url.split('/').pop();
     requests.push(req.url);
@@ -70,18 +72,19 @@ test('a first visit reuses the published system prompt, fetched by name; a secon
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'none', remote: { url: base, pageTokens: P }, onEvent: (e) => events.push(e) });
   assert.equal(requests.length, 0, 'opening asks nothing');
   const hit = await cache.match(prompt(1), { partial: true });
-  assert.equal(hit.matched, 9 * P);
-  assert.deepEqual(hit.k, kvOf(system.subarray(0, 9 * P)).k);
-  assert.deepEqual(hit.v, kvOf(system.subarray(0, 9 * P)).v);
+  assert.equal(hit.matched, system.length, 'the whole system prompt: 9 grid pages and the tail past them');
+  assert.deepEqual(hit.k, kvOf(system).k);
+  assert.deepEqual(hit.v, kvOf(system).v);
   assert.equal(events.at(-1).source, 'remote');
-  assert.deepEqual(requests.sort(), Array.from({ length: 9 }, (_, i) => `/kv/${nameAt((i + 1) * P)}`).sort());
-  assert.equal(cache.stats.remote.pages, 9);
+  assert.deepEqual(requests.sort(), [...Array.from({ length: 9 }, (_, i) => `/kv/${nameAt((i + 1) * P)}`),
+    `/kv/${nameAt(9 * P).replace('.rlxkv', '.ends')}`, `/kv/${nameAt(system.length)}`].sort());
+  assert.equal(cache.stats.remote.pages, 10);
   // Another user's prompt shares the published prefix: from memory, no request.
   requests.length = 0;
   const other = await cache.match(prompt(2), { partial: true });
-  assert.equal(other.matched, 9 * P);
+  assert.equal(other.matched, system.length);
   assert.equal(requests.length, 0);
-  assert.equal(cache.lookup(prompt(3), { partial: true }).matched, 9 * P);
+  assert.equal(cache.lookup(prompt(3), { partial: true }).matched, system.length);
   await cache.close();
 });
 
@@ -90,13 +93,13 @@ test('fetched pages are kept in local storage: after a restart they come from th
   const dir = tempDir();
   const opts = { capBytes: 1 << 24, fingerprint: FP, layout, storage: 'fs', path: dir, remote: { url: base, pageTokens: P } };
   const cache = await rlx.openCache(opts);
-  assert.equal((await cache.match(prompt(1), { partial: true })).matched, 9 * P);
+  assert.equal((await cache.match(prompt(1), { partial: true })).matched, system.length);
   await cache.close();
   requests.length = 0;
   const again = await (await init({ newInstance: true })).openCache(opts);
   const hit = await again.match(prompt(4), { partial: true });
-  assert.equal(hit.matched, 9 * P);
-  assert.deepEqual(hit.v, kvOf(system.subarray(0, 9 * P)).v);
+  assert.equal(hit.matched, system.length);
+  assert.deepEqual(hit.v, kvOf(system).v);
   assert.equal(requests.length, 0);
   await again.close();
 });
@@ -106,10 +109,11 @@ test('pages past what memory holds are all that is asked for', async () => {
   const cache = await open();
   cache.insert(system.subarray(0, 200), kvOf(system.subarray(0, 200)));
   const hit = await cache.match(prompt(1), { partial: true });
-  assert.equal(hit.matched, 9 * P);
-  assert.deepEqual(hit.k, kvOf(system.subarray(0, 9 * P)).k);
-  // 200 tokens held: the grid point before them is 192 (page 3); pages 4..9 asked for.
-  assert.deepEqual(requests.sort(), Array.from({ length: 6 }, (_, i) => `/kv/${nameAt((i + 4) * P)}`).sort());
+  assert.equal(hit.matched, system.length);
+  assert.deepEqual(hit.k, kvOf(system).k);
+  // 200 tokens held: the grid point before them is 192 (page 3); pages 4..9 asked for, the hint and the tail.
+  assert.deepEqual(requests.sort(), [...Array.from({ length: 6 }, (_, i) => `/kv/${nameAt((i + 4) * P)}`),
+    `/kv/${nameAt(9 * P).replace('.rlxkv', '.ends')}`, `/kv/${nameAt(system.length)}`].sort());
   await cache.close();
 });
 
@@ -133,7 +137,7 @@ const answer = (status, body = '') => (res) => { res.writeHead(status).end(body)
 test('a 404 mid-chain ends the hit before it', async () => {
   const { matched, stats } = await hitWith(() => behaviour.set(nameAt(5 * P), answer(404)));
   assert.equal(matched, 4 * P);
-  assert.equal(stats.notFound, 1);
+  assert.equal(stats.notFound, 2, 'the page, and the hint file of the grid point before it (none was published)');
 });
 
 test('a server error ends the hit before it, counted, and match() does not reject', async () => {
@@ -187,7 +191,7 @@ test('pages served compressed (Content-Encoding: gzip) are taken as fetch takes 
       });
     }
   });
-  assert.equal(matched, 9 * P);
+  assert.equal(matched, system.length);
   assert.equal(stats.refused, 0);
 });
 
@@ -196,8 +200,21 @@ test('a prompt nothing was published for misses after one round of requests (one
   const cache = await open();
   const other = Uint32Array.from({ length: 300 }, (_, i) => 7 + i);
   assert.equal(await cache.match(other, { partial: true }), null);
-  assert.equal(requests.length, 4, 'its 4 grid pages asked at once (fewer than maxInFlight); none after the 404s');
+  assert.equal(requests.length, 5, 'its 4 grid pages and the last one\'s hint asked at once (fewer than maxInFlight); none after the 404s');
   assert.ok(cache.stats.remote.notFound >= 1);
+  await cache.close();
+});
+
+test('a prompt that parts from the published one after its last grid point reuses up to that point', async () => {
+  reset();
+  const cache = await open();
+  const parted = Uint32Array.from([...system.subarray(0, 590), ...Array.from({ length: 30 }, (_, i) => 50 + i)]);
+  const hit = await cache.match(parted, { partial: true });
+  assert.equal(hit.matched, 9 * P);
+  assert.deepEqual(hit.k, kvOf(system.subarray(0, 9 * P)).k);
+  // Its tail's name (its own 600 tokens) was asked for and not found: a prompt's KV is never another's.
+  assert.ok(requests.includes(`/kv/${rlx.pageName(parted.subarray(0, 600), FP)}`));
+  assert.equal(cache.stats.remote.notFound, 1);
   await cache.close();
 });
 
@@ -239,11 +256,19 @@ test('rlxkv publish writes the pages of a store and verify checks the published 
   const pub = run('publish', store, out, '--layout', 'head-major,2,4', '--page-tokens', String(P), '--fingerprint', FP.toString(16));
   assert.equal(pub.status, 0, pub.stderr);
   const files = readdirSync(out).sort();
-  assert.deepEqual(files, Array.from({ length: 9 }, (_, i) => nameAt((i + 1) * P)).sort(), 'the two entries share their 9 pages');
-  assert.match(pub.stdout, /9 pages/);
-  const total = files.reduce((n, f) => n + statSync(join(out, f)).size, 0);
+  const tail = rlx.pageName(prompt(1), FP), hint = nameAt(9 * P).replace('.rlxkv', '.ends');
+  assert.deepEqual(files, [...Array.from({ length: 9 }, (_, i) => nameAt((i + 1) * P)), tail, hint].sort(),
+    'the two entries share their 9 pages; the longer one\'s tail, listed in the hint');
+  assert.equal(readFileSync(join(out, hint), 'utf8'), `${prompt(1).length}\n`);
+  assert.match(pub.stdout, /10 pages/);
+  const total = files.filter((f) => f !== hint).reduce((n, f) => n + statSync(join(out, f)).size, 0);
   assert.match(pub.stdout, new RegExp(`${total} bytes`));
   assert.equal(run('verify', out).status, 0);
+  // A hint listing an end no page has.
+  const listed = readFileSync(join(out, hint), 'utf8');
+  writeFileSync(join(out, hint), `${listed}601\n`);
+  assert.match(run('verify', out).stderr, /no page after .* ends at 601/);
+  writeFileSync(join(out, hint), listed);
   // A page whose parent is missing: the tree is broken.
   unlinkSync(join(out, nameAt(3 * P)));
   const broken = run('verify', out);
