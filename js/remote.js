@@ -124,7 +124,8 @@ export class RemoteTier {
     const s = this.stats, hint = name.replace(/\.rlxkv$/, '.ends');
     try {
       s.requests++;
-      const res = await this.#o.fetch(this.#o.url + hint, { signal, credentials: 'same-origin' });
+      const fetchHint = this.#o.fetch; // called unbound, as a page's fetch
+      const res = await fetchHint(this.#o.url + hint, { signal, credentials: 'same-origin' });
       if (res.status === 404 || res.status === 410) {
         s.notFound++;
         return [];

@@ -220,9 +220,11 @@ test('a prompt that parts from the published one after its last grid point reuse
 
 test('requests go only to the configured URL, and only from match()', async () => {
   reset();
-  const seen = [];
-  const fetchSpy = (url, init) => {
+  const seen = [], thisOf = new Set();
+  // As a browser's fetch, it is called with no `this` (window.fetch refuses another one).
+  const fetchSpy = function (url, init) {
     seen.push(String(url));
+    thisOf.add(this);
     return fetch(url, init);
   };
   const cache = await open({ fetch: fetchSpy });
@@ -233,6 +235,8 @@ test('requests go only to the configured URL, and only from match()', async () =
   assert.equal(seen.length, 0);
   await cache.match(prompt(1), { partial: true });
   assert.ok(seen.length > 0 && seen.every((u) => u.startsWith(base)));
+  assert.ok(seen.some((u) => u.endsWith('.ends')), 'the hint file asked for too');
+  assert.deepEqual([...thisOf], [undefined], 'fetch called unbound');
   await cache.close();
   // Without remote, nothing touches the network.
   const plain = await rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, layout, storage: 'none' });
