@@ -39,9 +39,10 @@ export type TensorClass<T = TensorLike> = new (type: 'float32' | 'float16', data
  * head-major, num_key_value_heads heads of head_dim (or hidden_size / num_attention_heads), num_hidden_layers layers
  * (0 when absent). Throws naming the config field that is not a positive integer a layout holds (heads, head_dim and
  * their product below 2^32, at most 4096 layers). For a model whose cache holds state (model_type lfm2, lfm2_moe,
- * lfm3, qwen3_next, qwen3_5, qwen3_5_moe, their _text and _vl forms): layers counts the attention layers, `attention`
- * lists them and `state` the state tensors (past_conv.N, past_recurrent.N) with their shapes. Other model types with
- * state (granitemoehybrid, falcon_h1, nemotron_h, olmo_hybrid, zaya, deepseek_v4) throw a RangeError naming the type.
+ * lfm3, qwen3_next, qwen3_5, qwen3_5_moe, their _text and _vl forms, granitemoehybrid, falcon_h1): layers counts the
+ * attention layers, `attention` lists them and `state` the state tensors (past_conv.N, past_recurrent.N, past_ssm.N)
+ * with their shapes. Other model types with state (nemotron_h, olmo_hybrid, zaya, deepseek_v4) throw a RangeError
+ * naming the type.
  */
 export function layoutOf(config: object): Required<Pick<Layout, 'heads' | 'headDim' | 'layers'>> & Layout & { order: 'head-major' };
 

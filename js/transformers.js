@@ -70,6 +70,11 @@ export function layoutOf(config) {
  *   qwen3_next, qwen3_5(_moe)(_text): layer_types linear_attention
  *     (past_conv.N [2·nk·dk + nv·dv, linear_conv_kernel_dim] and
  *     past_recurrent.N [nv, dk, dv]) or full_attention
+ *   granitemoehybrid: layer_types (or layers_block_type) mamba (Mamba-2:
+ *     past_conv.N [nh·dh + 2·ng·ds, mamba_d_conv] and past_ssm.N [nh, dh, ds],
+ *     of mamba_n_heads, mamba_d_head, mamba_n_groups, mamba_d_state) or attention
+ *   falcon_h1: every layer both attention and a Mamba-2 mixer (its config
+ *     lists no layer types), of the same fields
  * Other kinds with state throw, naming the model_type.
  */
 function stateLayersOf(c, modelType, at) {
@@ -79,18 +84,19 @@ function stateLayersOf(c, modelType, at) {
     if (STATE_TYPES.includes(type)) throw new RangeError(`layoutOf(config): model_type ${modelType} keeps state rlxkv does not yet know the shape of`);
     return null;
   }
-  const types = c.layer_types;
-  if (!Array.isArray(types) || !types.length) throw new TypeError(`layoutOf(config): ${at}layer_types must list each layer's kind for model_type ${modelType}`);
   const field = (name) => {
     const v = configInt(c[name], `${at}${name}`);
     if (v === undefined) throw new RangeError(`layoutOf(config): ${at}${name} is undefined, not a positive integer`);
     return v;
   };
+  const types = kinds.everyLayer ? Array(field('num_hidden_layers')).fill(kinds.everyLayer) : c.layer_types ?? c.layers_block_type;
+  if (!Array.isArray(types) || !types.length) throw new TypeError(`layoutOf(config): ${at}layer_types must list each layer's kind for model_type ${modelType}`);
   const attention = [], state = [];
   types.forEach((kind, i) => {
-    if (kind === 'full_attention' || (kind === 'sliding_attention' && kinds.sliding)) attention.push(i);
-    else if (kinds[kind]) state.push(...kinds[kind](i, field));
-    else throw new RangeError(`layoutOf(config): ${at}layer_types[${i}] is ${show(kind)}, not a layer kind of ${modelType}`);
+    const attends = kind === 'full_attention' || (kind === 'sliding_attention' && kinds.sliding) || kinds.attention?.includes(kind);
+    if (attends) attention.push(i);
+    if (Object.hasOwn(kinds, kind) && typeof kinds[kind] === 'function') state.push(...kinds[kind](i, field));
+    else if (!attends) throw new RangeError(`layoutOf(config): ${at}layer_types[${i}] is ${show(kind)}, not a layer kind of ${modelType}`);
   });
   if (!state.length) return null;
   return { attention, state };
@@ -111,8 +117,23 @@ const LAYER_KINDS = {
 };
 LAYER_KINDS.lfm2_moe = LAYER_KINDS.lfm3 = LAYER_KINDS.lfm2;
 LAYER_KINDS.qwen3_5 = LAYER_KINDS.qwen3_5_moe = LAYER_KINDS.qwen3_next;
+/**
+ * A Mamba-2 mixer's state, as HF's HybridMambaAttentionDynamicCache and the
+ * onnx-community exports hold it: the conv's last mamba_d_conv inputs over
+ * x, B and C (nh·dh = mamba_expand·hidden_size, or Falcon-H1's mamba_d_ssm:
+ * HF checks that they agree), and the SSM state of each head.
+ */
+function mamba2(i, f) {
+  const heads = f('mamba_n_heads'), headDim = f('mamba_d_head'), size = f('mamba_d_state');
+  return [
+    { name: `past_conv.${i}`, shape: [heads * headDim + 2 * f('mamba_n_groups') * size, f('mamba_d_conv')] },
+    { name: `past_ssm.${i}`, shape: [heads, headDim, size] },
+  ];
+}
+LAYER_KINDS.granitemoehybrid = { attention: ['attention'], mamba: mamba2 };
+LAYER_KINDS.falcon_h1 = { everyLayer: 'hybrid', attention: ['hybrid'], hybrid: mamba2 };
 /** Kinds whose cache holds state of shapes not derived here yet. */
-const STATE_TYPES = ['granitemoehybrid', 'falcon_h1', 'nemotron_h', 'olmo_hybrid', 'zaya', 'deepseek_v4'];
+const STATE_TYPES = ['nemotron_h', 'olmo_hybrid', 'zaya', 'deepseek_v4'];
 
 /** [head size, the config's name for it]: head_dim, or else hidden_size / num_attention_heads when that divides. */
 function headDimOf(given, hidden, attention, at) {

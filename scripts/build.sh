@@ -41,8 +41,8 @@ if stale build/models/rlxkv-demo-f16kv/config.json demo/model.js demo/system-pro
 fi
 
 # Tiny hybrid decoders for the cache's tests (random weights, ~1 MB each):
-# LFM2-, Qwen3.5- and Gemma3-like, float32 and float16 caches
-# (build/models/rlxkv-{lfm2,qwen3_5,gemma3}[-f16kv]/); gemma3-f16kv is written last.
-if stale build/models/rlxkv-gemma3-f16kv/config.json scripts/make-model.mjs scripts/make_onnx_model.py; then
+# LFM2-, Qwen3.5-, Gemma3- and Granite-4.0-H-like, float32 and float16 caches
+# (build/models/rlxkv-{lfm2,qwen3_5,gemma3,granite4h}[-f16kv]/); granite4h-f16kv is written last.
+if stale build/models/rlxkv-granite4h-f16kv/config.json scripts/make-model.mjs scripts/make_onnx_model.py; then
   node scripts/make-model.mjs --hybrid
 fi

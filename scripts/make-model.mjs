@@ -8,10 +8,10 @@
 //   node scripts/make-model.mjs --hybrid [--out DIR]
 //
 // writes DIR/rlxkv-demo/ (float32 KV) and DIR/rlxkv-demo-f16kv/ (float16
-// past/present KV, same weights). With --hybrid it writes the three tiny
+// past/present KV, same weights). With --hybrid it writes the four tiny
 // hybrid decoders of make_onnx_model.py's HYBRID_KINDS instead (random
-// weights, no demo weights needed): DIR/rlxkv-lfm2/, rlxkv-qwen3_5/ and
-// rlxkv-gemma3/, each with an -f16kv twin (every cache tensor float16). With --shape smollm2-135m it writes
+// weights, no demo weights needed): DIR/rlxkv-lfm2/, rlxkv-qwen3_5/,
+// rlxkv-gemma3/ and rlxkv-granite4h/, each with an -f16kv twin (every cache tensor float16). With --shape smollm2-135m it writes
 // DIR/rlxkv-smollm2-135m-shape/ instead: SmolLM2-135M's shape (30 layers,
 // hidden 576, 9 query heads, 3 KV heads of 64, SwiGLU 1536) with random
 // weights made by make_onnx_model.py (~430 MB of float32), only when its
@@ -45,7 +45,7 @@ for (let i = 0; i < args.length; i++) {
 const py = fileURLToPath(new URL('make_onnx_model.py', import.meta.url));
 
 if (hybrid) {
-  execFileSync('/usr/bin/python3', [py, '--kind', 'lfm2', '--kind', 'qwen3_5', '--kind', 'gemma3', '--out', out], { stdio: 'inherit' });
+  execFileSync('/usr/bin/python3', [py, '--kind', 'lfm2', '--kind', 'qwen3_5', '--kind', 'gemma3', '--kind', 'granite4h', '--out', out], { stdio: 'inherit' });
   process.exit(0);
 }
 

@@ -23,13 +23,15 @@ transformers.js expects (input_ids, attention_mask, position_ids and
 past_key_values.N.key/value in; logits and present.N.key/value out; KV as
 [batch, heads, seq, head_dim]).
 
-With --kind NAME (repeatable; lfm2, qwen3_5, gemma3) it writes tiny hybrid
-decoders with random weights instead, each as DIR/rlxkv-NAME/ (float32 caches)
-and DIR/rlxkv-NAME-f16kv/ (every cache tensor float16): an LFM2-like 'lfm2'
-(conv, full and sliding attention layers), a Qwen3.5-like 'qwen3_5' (linear
-attention layers with conv and recurrent states, a full attention layer;
-embed_tokens.onnx + decoder_model_merged.onnx, text only) and a Gemma3-like
-'gemma3_text' (sliding and global attention). See HYBRID_KINDS below.
+With --kind NAME (repeatable; lfm2, qwen3_5, gemma3, granite4h) it writes tiny
+hybrid decoders with random weights instead, each as DIR/rlxkv-NAME/ (float32
+caches) and DIR/rlxkv-NAME-f16kv/ (every cache tensor float16): an LFM2-like
+'lfm2' (conv, full and sliding attention layers), a Qwen3.5-like 'qwen3_5'
+(linear attention layers with conv and recurrent states, a full attention
+layer; embed_tokens.onnx + decoder_model_merged.onnx, text only), a
+Gemma3-like 'gemma3_text' (sliding and global attention) and a Granite-4.0-H-
+like 'granitemoehybrid' (Mamba-2 layers with conv and SSM states, a NoPE
+attention layer; no position_ids input). See HYBRID_KINDS below.
 Needs python3-onnx (onnx.helper) and numpy; opset 14, IR version 7.
 """
 import argparse
@@ -356,7 +358,7 @@ def random_model(name):
     return {'config': cfg, 'fingerprintKey': key}, w
 
 
-# ---- hybrid decoders (--kind NAME): LFM2-, Qwen3.5- and Gemma3-like ------
+# ---- hybrid decoders (--kind NAME): LFM2-, Qwen3.5-, Gemma3-, Granite-4.0-H-like
 #
 # Tiny decoders with random weights (numpy, fixed seed) and the I/O names,
 # shapes and config.json that transformers.js 4.3.2 reads for those model
@@ -377,6 +379,20 @@ def random_model(name):
 #                       positions back (q - k < W, as HF's sliding_window);
 #                       present.i.* still holds the WHOLE sequence, as the
 #                       Optimum and onnxruntime-genai exports of Gemma 3 do.
+#   mamba               Granite 4.0-H's Mamba-2 mixer: in_proj to the gate z,
+#   (granitemoehybrid)  xBC (conv_dim = mamba_n_heads * mamba_d_head +
+#                       2 * mamba_n_groups * mamba_d_state) and dt; a causal
+#                       depthwise conv (kernel mamba_d_conv) over xBC,
+#                       past_conv.i [B, conv_dim, mamba_d_conv] (the last
+#                       d_conv inputs, as HF's cache and the onnx-community
+#                       exports keep them; the oldest is never read again);
+#                       then the SSM per head h (B and C shared by the heads
+#                       of a group): S_t = exp(dt_t A_h) S_(t-1) + dt_t x_t B_t^T,
+#                       y_t = S_t C_t + D_h x_t, run chunk-parallel from
+#                       past_ssm.i [B, mamba_n_heads, mamba_d_head, mamba_d_state];
+#                       out_proj(rmsnorm(y * silu(z))).
+#   attention           (granitemoehybrid) full attention without RoPE, as
+#                       Granite 4.0-H's NoPE layers: no position_ids input.
 #
 # The attention mask's length is the total length T (past + new): every
 # attention layer's past must hold T - S positions, sliding ones included.
@@ -411,6 +427,23 @@ HYBRID_KINDS = {
         'hidden': 64, 'heads': 4, 'kv_heads': 2, 'head_dim': 16, 'ff': 128,
         'sliding_window': 8, 'sliding_window_pattern': 3, 'rope_theta': 1000000.0, 'rope_local_base_freq': 10000.0,
     },
+    # Written last: scripts/build.sh judges the hybrid models by rlxkv-granite4h-f16kv/.
+    'granite4h': {
+        'folder': 'rlxkv-granite4h', 'seed': 40,
+        'layer_types': ['mamba', 'attention', 'mamba', 'mamba'],
+        'hidden': 64, 'heads': 4, 'kv_heads': 2, 'head_dim': 16, 'ff': 128, 'rope_theta': 10000.0,
+        # mamba_expand * hidden = mamba_n_heads * mamba_d_head (HF checks it); conv_dim 128 + 2 * 2 * 16 = 192.
+        # Each size differs from the others, so a layout with two of them swapped cannot pass.
+        'mamba_n_heads': 4, 'mamba_d_head': 32, 'mamba_n_groups': 2, 'mamba_d_state': 16, 'mamba_d_conv': 4,
+        'mamba_expand': 2,
+        # A = -exp(A_log) per head, dt = softplus(in_dt . x + dt_bias) (0.13 where in_dt . x is 0):
+        # decays exp(dt A) of about 0.94 to 0.78 a token.
+        # Found by trying, so that every state moves the greedy tokens: with the skip D x at 1 (Mamba's
+        # init), zeroing or staling some layers' SSM state changed no token (the skip outweighs
+        # a state of size dt / (1 - decay)); with D at 0.1 every state does, on seeds 40, 41 and 42.
+        'mamba_A': [0.5, 1.0, 1.5, 2.0], 'mamba_dt_bias': -2.0, 'mamba_D': 0.1,
+        'mamba_out_gain': 3.0, 'attention_out_gain': 2.0,
+    },
 }
 # For bench/bench_state.mjs only (not built by scripts/build.sh): LFM2-350M's
 # layers, widths and heads (16 layers, 6 of them attention; hidden 1024, 16
@@ -435,7 +468,7 @@ def hybrid_weights(spec):
     D, H, KVH, DH, FF, V = spec['hidden'], spec['heads'], spec['kv_heads'], spec['head_dim'], spec['ff'], HYBRID_VOCAB
     w = {'embed': rng.standard_normal((V, D), dtype=np.float32), 'unembed': rand(D, V)}
     for l, kind in enumerate(spec['layer_types']):
-        if kind in ('full_attention', 'sliding_attention'):
+        if kind in ('full_attention', 'sliding_attention', 'attention'):
             w.update({f'l{l}.wq': rand(D, H * DH), f'l{l}.wk': rand(D, KVH * DH), f'l{l}.wv': rand(D, KVH * DH),
                       f'l{l}.wo': rand(H * DH, D) * np.float32(spec.get('attention_out_gain', 1.0))})
         elif kind == 'conv':
@@ -449,6 +482,13 @@ def hybrid_weights(spec):
             w.update({f'l{l}.in_qkv': rand(D, C), f'l{l}.in_z': rand(D, HL * DV), f'l{l}.in_a': rand(D, HL),
                       f'l{l}.conv': rng.standard_normal((C, 1, K), dtype=np.float32) * np.float32(1 / np.sqrt(K)),
                       f'l{l}.out_proj': rand(HL * DV, D) * np.float32(spec['linear_out_gain'])})
+        elif kind == 'mamba':
+            NH, P, G, N, K = (spec['mamba_n_heads'], spec['mamba_d_head'], spec['mamba_n_groups'],
+                              spec['mamba_d_state'], spec['mamba_d_conv'])
+            C = NH * P + 2 * G * N
+            w.update({f'l{l}.in_z': rand(D, NH * P), f'l{l}.in_xbc': rand(D, C), f'l{l}.in_dt': rand(D, NH),
+                      f'l{l}.conv': rng.standard_normal((C, 1, K), dtype=np.float32) * np.float32(1 / np.sqrt(K)),
+                      f'l{l}.out_proj': rand(NH * P, D) * np.float32(spec['mamba_out_gain'])})
         w[f'l{l}.w_gate'], w[f'l{l}.w_up'], w[f'l{l}.w_down'] = rand(D, FF), rand(D, FF), rand(FF, D)
     return w
 
@@ -512,8 +552,10 @@ def build_hybrid(spec, w, cache_dtype, embeds_input):
         inputs.append(helper.make_tensor_value_info('input_ids', TensorProto.INT64, ['batch_size', 'sequence_length']))
         x = g.op('Gather', [g.const('embed', w['embed']), 'input_ids'])  # [B, S, D]
     inputs.append(helper.make_tensor_value_info('attention_mask', TensorProto.INT64, ['batch_size', 'total_sequence_length']))
-    pos_dims = [3, 'batch_size', 'sequence_length'] if embeds_input else ['batch_size', 'sequence_length']
-    inputs.append(helper.make_tensor_value_info('position_ids', TensorProto.INT64, pos_dims))
+    nope = all(t in ('mamba', 'attention') for t in types)  # Granite 4.0-H: no RoPE, no position_ids
+    if not nope:
+        pos_dims = [3, 'batch_size', 'sequence_length'] if embeds_input else ['batch_size', 'sequence_length']
+        inputs.append(helper.make_tensor_value_info('position_ids', TensorProto.INT64, pos_dims))
 
     def rope_tables(theta, prefix):  # cos, sin [B, 1, S, DH] for rotate_half pairs (i, i + DH/2)
         inv_freq = 1.0 / (theta ** (np.arange(0, DH, 2, dtype=np.float64) / DH))
@@ -546,16 +588,18 @@ def build_hybrid(spec, w, cache_dtype, embeds_input):
     if 'sliding_attention' in types:  # Gemma 3's local layers turn at their own base
         local = spec.get('rope_local_base_freq')
         ropes['sliding_attention'] = rope_tables(local, 'rope_local') if local else ropes['full_attention']
-    # chunk-local causal mask for the linear attention's intra-chunk part: [S, S], k <= q
-    if 'linear_attention' in types:
+    # chunk-local causal mask for the linear attention's (and Mamba's) intra-chunk part: [S, S], k <= q
+    if 'linear_attention' in types or 'mamba' in types:
         s_idx = g.op('Range', [zero_i, new, one_i])
         causal_ss = g.op('LessOrEqual', [s_idx, g.op('Unsqueeze', [s_idx, ax[1]])])
 
     # ---- mixers
     def attention(l, n, kind):
-        cos, sin = ropes[kind]
         half = DH // 2
         def rope(t):
+            if kind not in ropes:  # NoPE
+                return t
+            cos, sin = ropes[kind]
             t1, t2 = slice_last(t, 0, half), slice_last(t, half, DH)
             rot = g.op('Concat', [g.op('Neg', [t2]), t1], axis=-1)
             return g.op('Add', [g.op('Mul', [t, cos]), g.op('Mul', [rot, sin])])
@@ -571,7 +615,7 @@ def build_hybrid(spec, w, cache_dtype, embeds_input):
         qg = g.op('Reshape', [q, shared(0, KVH, H // KVH, -1, DH)])            # [B, KVH, G, S, DH]
         kt = g.op('Unsqueeze', [g.op('Transpose', [k_all], perm=[0, 1, 3, 2]), ax[2]])              # [B, KVH, 1, DH, T]
         scores = g.op('Mul', [g.op('MatMul', [qg, kt]), f32c(f'scale_{l}', 1 / np.sqrt(DH))])      # [B, KVH, G, S, T]
-        probs = g.op('Softmax', [g.op('Where', [g.op('Unsqueeze', [allowed[kind], ax[1]]), scores, neg])], axis=-1)
+        probs = g.op('Softmax', [g.op('Where', [g.op('Unsqueeze', [allowed.get(kind, allowed['full_attention']), ax[1]]), scores, neg])], axis=-1)
         ctx = g.op('MatMul', [probs, g.op('Unsqueeze', [v_all, ax[2]])])                           # [B, KVH, G, S, DH]
         ctx = g.op('Reshape', [ctx, shared(0, H, -1, DH)])
         return linear(merge_heads(ctx, H, DH), f'l{l}.wo')
@@ -622,12 +666,48 @@ def build_hybrid(spec, w, cache_dtype, embeds_input):
         z = silu(linear(n, f'l{l}.in_z'))
         return linear(g.op('Mul', [merge_heads(o, HL, DV), z]), f'l{l}.out_proj')
 
+    def mamba(l, n):
+        NH, P, G, N, K = (spec['mamba_n_heads'], spec['mamba_d_head'], spec['mamba_n_groups'],
+                          spec['mamba_d_state'], spec['mamba_d_conv'])
+        I, C = NH * P, NH * P + 2 * G * N
+        xbc = silu(causal_conv(l, f'l{l}.conv', linear(n, f'l{l}.in_xbc'), C, K))             # [B, S, C]
+        xh = heads(slice_last(xbc, 0, I), NH, P)                                              # [B, NH, S, P]
+        group_of = g.const(f'group_of_{l}', np.arange(NH, dtype=np.int64) // (NH // G))      # head h reads group h // (NH / G)
+        bm = g.op('Gather', [heads(slice_last(xbc, I, I + G * N), G, N), group_of], axis=1)  # [B, NH, S, N]
+        cm = g.op('Gather', [heads(slice_last(xbc, I + G * N, C), G, N), group_of], axis=1)
+        # dt = softplus(. + dt_bias) per head; log decay a = dt * A (A < 0); G = cumsum(a) along S
+        dt = g.op('Transpose', [g.op('Softplus', [g.op('Add', [linear(n, f'l{l}.in_dt'),
+                                                                  f32c(f'dt_bias_{l}', spec['mamba_dt_bias'])])])], perm=[0, 2, 1])  # [B, NH, S]
+        a_neg = g.const(f'A_{l}', -np.array(spec['mamba_A'], dtype=np.float32).reshape(1, NH, 1))
+        Gs = g.op('CumSum', [g.op('Mul', [dt, a_neg]), g.const(f'cum_axis_{l}', np.array(2, dtype=np.int64))])  # [B, NH, S]
+        xdt = g.op('Mul', [xh, g.op('Unsqueeze', [dt, ax[3]])])                               # dt_t x_t
+        s0 = past_input(f'past_ssm.{l}', ['batch_size', NH, P, N])                            # [B, NH, P, N]
+        # y_t = exp(G_t) S0 C_t + sum_{j<=t} exp(G_t - G_j) (C_t . B_j) dt_j x_j + D x_t
+        diff = g.op('Sub', [g.op('Unsqueeze', [Gs, ax[3]]), g.op('Unsqueeze', [Gs, ax[2]])])  # [B, NH, S, S]
+        decay = g.op('Exp', [g.op('Where', [causal_ss, diff, neg])])
+        scores = g.op('Mul', [g.op('MatMul', [cm, g.op('Transpose', [bm], perm=[0, 1, 3, 2])]), decay])
+        from_state = g.op('MatMul', [g.op('Mul', [cm, g.op('Exp', [g.op('Unsqueeze', [Gs, ax[3]])])]),
+                                     g.op('Transpose', [s0], perm=[0, 1, 3, 2])])             # [B, NH, S, P]
+        d_skip = g.op('Mul', [xh, g.const(f'D_{l}', np.full((1, NH, 1, 1), spec.get('mamba_D', 1.0), dtype=np.float32))])
+        y = g.op('Add', [g.op('Add', [g.op('MatMul', [scores, xdt]), from_state]), d_skip])
+        # S_new = exp(G_S) S0 + sum_j exp(G_S - G_j) dt_j x_j B_j^T
+        g_last = slice_last(Gs, -1, 2 ** 62)                                                  # [B, NH, 1]
+        x_dec = g.op('Mul', [xdt, g.op('Exp', [g.op('Unsqueeze', [g.op('Sub', [g_last, Gs]), ax[3]])])])
+        s_new = g.op('Add', [g.op('Mul', [s0, g.op('Exp', [g.op('Unsqueeze', [g_last, ax[3]])])]),
+                             g.op('MatMul', [g.op('Transpose', [x_dec], perm=[0, 1, 3, 2]), bm])])
+        present_output(s_new, f'present_ssm.{l}', ['batch_size', NH, P, N])
+        # Granite's gated RMSNorm: rmsnorm(y * silu(z)), then out_proj
+        gated = g.op('Mul', [merge_heads(y, NH, P), silu(linear(n, f'l{l}.in_z'))])
+        return linear(rmsnorm(gated), f'l{l}.out_proj')
+
     for l, kind in enumerate(types):
         n = rmsnorm(x)
         if kind == 'conv':
             h = short_conv(l, n)
         elif kind == 'linear_attention':
             h = linear_attention(l, n)
+        elif kind == 'mamba':
+            h = mamba(l, n)
         else:
             h = attention(l, n, kind)
         x = g.op('Add', [x, h])
@@ -680,6 +760,19 @@ def hybrid_config(name, spec, f16):
                 'full_attn_idxs': [i for i, t in enumerate(types) if t != 'conv'],
                 'sliding_window': spec['sliding_window'], 'use_cache': True, 'torch_dtype': 'float32',
                 'transformers.js_config': js_config, 'rlxkv': rlxkv}
+    if spec.get('base', name) == 'granite4h':
+        # As ibm-granite/granite-4.0-h-350m's config.json spells it: no head_dim (hidden_size /
+        # num_attention_heads), no RoPE (position_embedding_type 'nope'), a dense shared MLP (no experts).
+        granite = {k: v for k, v in common.items() if k not in ('head_dim', 'rope_theta')}
+        return {'architectures': ['GraniteMoeHybridForCausalLM'], 'model_type': 'granitemoehybrid', **granite,
+                'shared_intermediate_size': spec['ff'], 'num_local_experts': 0, 'num_experts_per_tok': 0,
+                'position_embedding_type': 'nope', 'rms_norm_eps': 1e-6, 'hidden_act': 'silu',
+                'attention_multiplier': float(1 / np.sqrt(DH)), 'embedding_multiplier': 1.0, 'residual_multiplier': 1.0,
+                'logits_scaling': 1.0, 'attention_bias': False, 'attention_dropout': 0.0,
+                **{k: spec[k] for k in ('mamba_n_heads', 'mamba_d_head', 'mamba_n_groups', 'mamba_d_state',
+                                        'mamba_d_conv', 'mamba_expand')},
+                'mamba_chunk_size': 256, 'mamba_conv_bias': False, 'mamba_proj_bias': False,
+                'use_cache': True, 'torch_dtype': 'float32', 'transformers.js_config': js_config, 'rlxkv': rlxkv}
     if spec.get('base', name) == 'gemma3':
         return {'architectures': ['Gemma3ForCausalLM'], 'model_type': 'gemma3_text', **common,
                 'sliding_window': spec['sliding_window'], 'sliding_window_pattern': spec['sliding_window_pattern'],

@@ -5,7 +5,7 @@
 // a page reload (4.x) or a browser restart on the same profile (3.x) the
 // same prompt is restored from IndexedDB and gives exactly the cold tokens,
 // and a second user turn reuses the whole first turn. So do models with
-// state (LFM2-like, Qwen3.5-like) and sliding windows (Gemma3-like) on 4.x,
+// state (LFM2-like, Qwen3.5-like, Granite-4.0-H-like) and sliding windows (Gemma3-like) on 4.x,
 // whose state checkpoints come back from IndexedDB too, and an edited
 // system prompt reuses up to the checkpoint before the edit. Every request
 // to another origin is refused and fails the test.
@@ -76,6 +76,7 @@ const STATE_MODELS = [
   // Only the prompt's KV and state are kept (transformers.js 4.3 misplaces a reply's positions).
   ['rlxkv-qwen3_5', { state: true, promptOnly: true }], ['rlxkv-qwen3_5-f16kv', { state: true, promptOnly: true }],
   ['rlxkv-gemma3', { state: false }],
+  ['rlxkv-granite4h', { state: true }], ['rlxkv-granite4h-f16kv', { state: true }],
 ];
 const EVERY = 16; // the page's checkpointEvery
 

@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const MADE = ['web/dist/rlxkv_core.wasm', 'web/dist/rlxkv.browser.js', 'demo/assets/kv/index.json', 'build/models/rlxkv-demo-f16kv/config.json',
-  'build/models/rlxkv-gemma3-f16kv/config.json'];
+  'build/models/rlxkv-granite4h-f16kv/config.json'];
 
 test('a second build rebuilds nothing that is up to date', () => {
   const before = MADE.map((f) => statSync(root + f).mtimeMs);

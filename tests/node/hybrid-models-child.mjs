@@ -1,5 +1,5 @@
 // Child process of tests/node/hybrid-models.test.js: runs one hybrid model
-// folder (scripts/make_onnx_model.py --kind: LFM2-, Qwen3.5- or Gemma3-like)
+// folder (scripts/make_onnx_model.py --kind: LFM2-, Qwen3.5-, Gemma3- or Granite-4.0-H-like)
 // through transformers.js 4.x offline and prints one JSON line.
 //   node hybrid-models-child.mjs modelsDir modelId
 // Every run is greedy, NEW tokens. "Restored" runs start from the cache
@@ -71,11 +71,11 @@ function patchRopeDeltas() {
   };
 }
 
-let fed = [];  // the first row of position_ids of each decoder run
+let fed = [];  // the first row of position_ids of each decoder run (null for a model without them: Granite 4.0-H's NoPE)
 const run = session.run.bind(session);
 session.run = async (feeds, ...rest) => {
   const p = feeds.position_ids;
-  fed.push(Array.from(p.data.subarray(0, p.dims.at(-1)), Number));
+  fed.push(p ? Array.from(p.data.subarray(0, p.dims.at(-1)), Number) : null);
   return run(feeds, ...rest);
 };
 
@@ -157,7 +157,7 @@ const prompt = encode(SYSTEM);
 const cold = await generate(prompt);
 result.prompt = prompt.length;
 result.cold = cold.tokens;
-result.positions = cold.positions.map((p) => [p[0], p.at(-1)]);
+result.positions = cold.positions.map((p) => p && [p[0], p.at(-1)]);
 result.returned = Object.entries(cold.past).map(([name, t]) => ({ name, type: t.type, dims: t.dims }));
 
 // (c) restored from transformers.js's own cache: after 60 tokens (the rest, 57, run from it) and after all but the last

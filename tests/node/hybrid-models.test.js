@@ -1,8 +1,8 @@
 // The tiny hybrid decoders scripts/build.sh writes (scripts/make_onnx_model.py
-// --kind: LFM2-, Qwen3.5- and Gemma3-like, float32 and float16 caches) on
+// --kind: LFM2-, Qwen3.5-, Gemma3- and Granite-4.0-H-like, float32 and float16 caches) on
 // transformers.js 4.x over onnxruntime-node, each in a child process
 // (hybrid-models-child.mjs): (a) a cold greedy run; (b) a zeroed or stale
-// conv or recurrent state, a zeroed KV, changes the tokens, while KV rows
+// conv, recurrent or SSM state, a zeroed KV, changes the tokens, while KV rows
 // outside a sliding layer's window do not; (c) restoring the cache tensors
 // transformers.js itself returned gives exactly the cold tokens. For Qwen3.5
 // it also pins the two transformers.js 4.3.2 bugs the child works around.
@@ -21,7 +21,7 @@ const VOCAB = 257;
 
 const kv = (l) => [`past_key_values.${l}.key`, `past_key_values.${l}.value`];
 const KV_DIMS = ['batch_size', 2, 'past_sequence_length', 16];
-/** Per model: its type, class, sessions, each cache input's dims (graph metadata), the sliding layers and where positions start. */
+/** Per model: its type, class, sessions, each cache input's dims (graph metadata), the sliding layers and where positions start (null: no position_ids). */
 const MODELS = {
   'rlxkv-lfm2': {
     modelType: 'lfm2', className: 'Lfm2ForCausalLM', sessions: ['model'], firstPosition: 0, sliding: [3],
@@ -35,10 +35,19 @@ const MODELS = {
     modelType: 'gemma3_text', className: 'Gemma3ForCausalLM', sessions: ['model'], firstPosition: 1, sliding: [0, 1, 3],
     caches: { ...kvOf(0), ...kvOf(1), ...kvOf(2), ...kvOf(3) },
   },
+  // Mamba-2 layers' conv state [conv_dim = 4 heads x 32 + 2 groups x 2 x 16 state, d_conv 4] and SSM state
+  // [heads, head dim, state]; a NoPE attention layer (Granite 4.0-H takes no position_ids).
+  'rlxkv-granite4h': {
+    modelType: 'granitemoehybrid', className: 'GraniteMoeHybridForCausalLM', sessions: ['model'], firstPosition: null, sliding: [],
+    caches: { ...mambaOf(0), ...kvOf(1), ...mambaOf(2), ...mambaOf(3) },
+  },
 };
 function kvOf(l) {
   const [key, value] = kv(l);
   return { [key]: KV_DIMS, [value]: KV_DIMS };
+}
+function mambaOf(l) {
+  return { [`past_conv.${l}`]: ['batch_size', 192, 4], [`past_ssm.${l}`]: ['batch_size', 4, 32, 16] };
 }
 
 function run(id) {
@@ -71,7 +80,8 @@ for (const [base, expected] of Object.entries(MODELS)) {
       assert.equal(r.cold.length, NEW);
       assert.ok(r.cold.every((id) => Number.isInteger(id) && id >= 0 && id < VOCAB), JSON.stringify(r.cold));
       const p0 = expected.firstPosition;
-      assert.deepEqual(r.positions, [[p0, p0 + P - 1], ...Array.from({ length: NEW - 1 }, (_, i) => [p0 + P + i, p0 + P + i])]);
+      assert.deepEqual(r.positions, p0 === null ? Array(NEW).fill(null)
+        : [[p0, p0 + P - 1], ...Array.from({ length: NEW - 1 }, (_, i) => [p0 + P + i, p0 + P + i])]);
       t.diagnostic(`${P}-token prompt -> ${r.cold.join(' ')}`);
 
       // (c) restored from generate's own past_key_values: after 60 tokens, after all but the last, and a second turn over the first

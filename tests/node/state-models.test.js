@@ -3,8 +3,9 @@
 // writes, scripts/make_onnx_model.py --kind): an LFM2-like model (conv
 // layers' state, a full and a sliding attention layer), a Qwen3.5-like one
 // (linear attention's conv and recurrent state, a full attention layer; rope
-// indices) and a Gemma3-like one (sliding and global layers), f32 and f16
-// caches. Greedy tokens with the
+// indices), a Gemma3-like one (sliding and global layers) and a
+// Granite-4.0-H-like one (Mamba-2 layers' conv and SSM state, a NoPE
+// attention layer), f32 and f16 caches. Greedy tokens with the
 // restored cache are exactly a cold run's after a restart; a second turn
 // reuses the first; an edited system prompt reuses up to the last
 // checkpoint before the edit; a cache of another model type's layout is
@@ -31,6 +32,7 @@ const MODELS = {
   // transformers.js 4.3 misplaces its replies' positions: only the prompt's KV and state are kept.
   'rlxkv-qwen3_5': { attention: [3], state: ['past_conv.0', 'past_recurrent.0', 'past_conv.1', 'past_recurrent.1', 'past_conv.2', 'past_recurrent.2'], promptOnly: true },
   'rlxkv-gemma3': { attention: undefined, state: undefined },
+  'rlxkv-granite4h': { attention: [1], state: ['past_conv.0', 'past_ssm.0', 'past_conv.2', 'past_ssm.2', 'past_conv.3', 'past_ssm.3'] },
 };
 
 for (const id of Object.keys(MODELS).flatMap((m) => [m, `${m}-f16kv`])) {

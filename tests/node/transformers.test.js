@@ -38,6 +38,40 @@ test('layoutOf reads heads and head size from a model config', () => {
     { order: 'head-major', heads: 4, headDim: 32, layers: 4 });
 });
 
+test('layoutOf derives Mamba-2 state from a config: granitemoehybrid and falcon_h1', () => {
+  // Granite 4.0-H-350M's sizes (hidden 768, 12 query and 4 KV heads, no head_dim; Mamba-2 of 48 heads of 32,
+  // one group, state 128, conv 4), over four layers: conv state [48·32 + 2·1·128, 4], SSM state [48, 32, 128].
+  const granite = { model_type: 'granitemoehybrid', num_hidden_layers: 4, hidden_size: 768, num_attention_heads: 12, num_key_value_heads: 4,
+    layer_types: ['mamba', 'mamba', 'attention', 'mamba'], mamba_n_heads: 48, mamba_d_head: 32, mamba_n_groups: 1, mamba_d_state: 128,
+    mamba_d_conv: 4, mamba_expand: 2 };
+  const mamba = (l) => [{ name: `past_conv.${l}`, shape: [1792, 4] }, { name: `past_ssm.${l}`, shape: [48, 32, 128] }];
+  assert.deepEqual(layoutOf(granite), { order: 'head-major', heads: 4, headDim: 64, layers: 1, attention: [2], state: [...mamba(0), ...mamba(1), ...mamba(3)] });
+  // HF's other name for the list; a Granite 4.0 of attention layers only (granite-4.0-micro) keeps KV only.
+  const { layer_types: types, ...rest } = granite;
+  assert.deepEqual(layoutOf({ ...rest, layers_block_type: types }).attention, [2]);
+  assert.deepEqual(layoutOf({ ...granite, layer_types: ['attention', 'attention', 'attention', 'attention'] }),
+    { order: 'head-major', heads: 4, headDim: 64, layers: 4 });
+  // Fields it needs, by name: HF's unresolved 'auto', a missing one, a layer kind Granite does not have.
+  assert.throws(() => layoutOf({ ...granite, mamba_d_head: 'auto' }), { name: 'TypeError', message: 'layoutOf(config): mamba_d_head is "auto", not a positive integer' });
+  assert.throws(() => layoutOf({ ...granite, mamba_n_groups: undefined }), { name: 'RangeError', message: 'layoutOf(config): mamba_n_groups is undefined, not a positive integer' });
+  assert.throws(() => layoutOf({ ...granite, layer_types: ['mamba', 'hybrid'] }), { name: 'RangeError', message: 'layoutOf(config): layer_types[1] is "hybrid", not a layer kind of granitemoehybrid' });
+  assert.throws(() => layoutOf({ ...granite, layer_types: ['mamba', 'constructor'] }), { name: 'RangeError', message: /layer_types\[1\] is "constructor"/ });
+  assert.throws(() => layoutOf(rest), { name: 'TypeError', message: /layer_types must list each layer's kind for model_type granitemoehybrid/ });
+
+  // Falcon-H1-0.5B's sizes: every layer attention and Mamba-2 (mamba_d_ssm 1536 = 24 heads of 64), no layer list.
+  const falcon = { model_type: 'falcon_h1', num_hidden_layers: 36, hidden_size: 1024, num_attention_heads: 8, num_key_value_heads: 2, head_dim: 64,
+    mamba_d_ssm: 1536, mamba_n_heads: 24, mamba_d_head: 64, mamba_n_groups: 1, mamba_d_state: 128, mamba_d_conv: 4, mamba_expand: 2 };
+  const f = layoutOf(falcon);
+  assert.deepEqual([f.heads, f.headDim, f.layers, f.attention], [2, 64, 36, Array.from({ length: 36 }, (_, i) => i)]);
+  assert.equal(f.state.length, 72);
+  assert.deepEqual(f.state.slice(0, 2), [{ name: 'past_conv.0', shape: [1792, 4] }, { name: 'past_ssm.0', shape: [24, 64, 128] }]);
+  assert.deepEqual(f.state.at(-1), { name: 'past_ssm.35', shape: [24, 64, 128] });
+
+  // nemotron_h still throws: its configs name layers by hybrid_override_pattern or layers_block_type, in two vocabularies.
+  assert.throws(() => layoutOf({ model_type: 'nemotron_h', num_hidden_layers: 4, num_attention_heads: 8, hidden_size: 512 }),
+    { name: 'RangeError', message: 'layoutOf(config): model_type nemotron_h keeps state rlxkv does not yet know the shape of' });
+});
+
 const llama = { num_hidden_layers: 16, num_attention_heads: 32, num_key_value_heads: 8, hidden_size: 2048 };
 
 test('layoutOf refuses a config field that is no size a layout can hold, naming the field', () => {
