@@ -395,8 +395,11 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const n = prompt.length;
   const dtypes = { dtype: kvDtypeOf(model), stateDtype: stateful ? stateDtypeOf(model, layout) : undefined };
   const DynamicCache = opts.transformers?.DynamicCache;
-  // Memory and storage alike: a stored-only hit reads its one blob.
-  const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1 }) : null;
+  // Memory and storage alike: a stored-only hit reads its one blob. As
+  // views of the cache's memory (no copy where the model takes the cache's
+  // dtype): they are read by the first run below, before the cache frees
+  // anything (the inserts come after it).
+  const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1, view: true }) : null;
   const reused = hit ? hit.matched : 0;
   let past = null;
   if (hit) {
