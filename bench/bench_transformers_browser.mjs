@@ -6,8 +6,7 @@
 //
 //   node bench/bench_transformers_browser.mjs OUT.json [--quick]
 import { writeFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-import { serve } from '../scripts/serve.mjs';
+import { openBenchPage } from './chromium_page.mjs';
 import { WORKLOADS } from './transformers_workload.js';
 
 const out = process.argv[2];
@@ -16,25 +15,12 @@ if (!out) {
   console.error('usage: node bench/bench_transformers_browser.mjs OUT.json [--quick]');
   process.exit(2);
 }
-const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--js-flags=--expose-gc'];
 
-const { server, url } = await serve({ port: 0 });
-const browser = await chromium.launch({ executablePath: EXECUTABLE, args: ARGS, headless: true, timeout: 60000 });
+const { page, browser, check, close } = await openBenchPage('/bench/transformers_page.html', { args: ARGS });
 const results = { config: { quick, runtime: 'onnxruntime-web (wasm, 1 thread)', chromium: browser.version() }, rows: [] };
-const outside = [], pageErrors = [];
 try {
-  const context = await browser.newContext();
-  await context.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${url}/`)) return route.continue();
-    outside.push(route.request().url());
-    return route.abort();
-  });
-  const page = await context.newPage();
-  page.setDefaultTimeout(300000);
-  page.on('pageerror', (e) => pageErrors.push(String((e && e.stack) || e)));
-  await page.goto(`${url}/bench/transformers_page.html`);
   const call = (fn, ...args) => page.evaluate(async ([f, a]) => (await import('/bench/transformers_page.js'))[f](...a), [fn, args]);
   results.config.transformers = await call('version');
   for (const w of WORKLOADS) {
@@ -42,10 +28,8 @@ try {
     results.rows.push(s);
     console.error(`  chromium ${w.label}: TTFT cold ${s.cold_ttft_ms.toFixed(1)} ms, warm ${s.warm_ttft_ms.toFixed(1)} ms; restore ${s.loop_restore_ms.toFixed(2)} ms = lookup + copy ${s.loop_lookup_ms.toFixed(2)} ms x${s.loop_restore_over_lookup.toFixed(3)}; vs a bare lookup + copy ${s.loop_bare_lookup_ms.toFixed(2)} ms x${s.loop_restore_over_bare.toFixed(2)} (in the run x${s.restore_over_bare.toFixed(2)})`);
   }
-  if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
-  if (pageErrors.length) throw new Error(`page errors: ${pageErrors.join('\n')}`);
+  check();
 } finally {
-  await browser.close();
-  server.close();
+  await close();
 }
 writeFileSync(out, `${JSON.stringify(results, null, 2)}\n`);

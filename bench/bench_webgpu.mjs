@@ -7,44 +7,28 @@
 //
 //   node bench/bench_webgpu.mjs [OUT.json] [--reps=N] [--micro-reps=N]
 import { writeFileSync } from 'node:fs';
-import { chromium } from 'playwright-core';
-import { serve } from '../scripts/serve.mjs';
+import { openBenchPage } from './chromium_page.mjs';
 
 const args = process.argv.slice(2);
 const out = args.find((a) => !a.startsWith('--'));
 const reps = Number(args.find((a) => a.startsWith('--reps='))?.slice(7) ?? 7);
 const microReps = Number(args.find((a) => a.startsWith('--micro-reps='))?.slice(13) ?? 40);
-const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const swiftshader = process.env.RLXKV_WEBGPU_ADAPTER !== 'default';
 const ARGS = ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-sync',
   '--no-first-run', '--js-flags=--expose-gc', '--enable-unsafe-webgpu',
   ...(swiftshader ? ['--disable-gpu', '--use-webgpu-adapter=swiftshader'] : [])];
 
-const { server, url } = await serve({ port: 0 });
-const browser = await chromium.launch({ executablePath: EXECUTABLE, args: ARGS, headless: true, timeout: 60000 });
-const outside = [], pageErrors = [];
+const { page, browser, check, close } = await openBenchPage('/bench/webgpu_page.html', { args: ARGS, timeoutMs: 600000 });
 let result;
 try {
-  const context = await browser.newContext();
-  await context.route('**/*', (route) => {
-    if (route.request().url().startsWith(`${url}/`)) return route.continue();
-    outside.push(route.request().url());
-    return route.abort();
-  });
-  const page = await context.newPage();
-  page.setDefaultTimeout(600000);
-  page.on('pageerror', (e) => pageErrors.push(String((e && e.stack) || e)));
-  await page.goto(`${url}/bench/webgpu_page.html`);
   if (!(await page.evaluate(() => !!navigator.gpu && navigator.gpu.requestAdapter().then((a) => !!a)))) {
     throw new Error(`no WebGPU adapter in this Chromium (${ARGS.filter((a) => a.includes('webgpu')).join(' ')})`);
   }
   result = await page.evaluate(async (r) => (await import('/bench/webgpu_page.js')).run(r), { reps, microReps });
   result.config = { chromium: browser.version(), args: ARGS.filter((a) => a.includes('webgpu')) };
-  if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
-  if (pageErrors.length) throw new Error(`page errors: ${pageErrors.join('\n')}`);
+  check();
 } finally {
-  await browser.close();
-  server.close();
+  await close();
 }
 // The file gets every repetition's times (raw); stdout the figures.
 if (out) writeFileSync(out, `${JSON.stringify(result, null, 2)}\n`);

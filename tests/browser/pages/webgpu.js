@@ -145,11 +145,7 @@ T.first = async (id) => {
   result.hit = await turn(m, cache, first);
   result.missKv = kvDiff(result.miss, cold, m.layout.headDim);
   result.hitKv = kvDiff(result.hit, cold, m.layout.headDim);
-  const second = [...result.hit.sequences, ...encode(m, NEXT).slice(1)];
-  result.second = await turn(m, cache, second);
-  const secondCold = await coldTokens(m, second);
-  result.secondExpected = secondCold.tokens;
-  result.secondKv = kvDiff(result.second, secondCold, m.layout.headDim);
+  await secondTurn(m, cache, result);
   // The same turn again and again: GPU buffers alive after each.
   result.live = [];
   result.leakTokens = [];
@@ -174,15 +170,20 @@ T.again = async (id) => {
   const cold = await coldTokens(m, first);
   result.expected = cold.tokens;
   result.hitKv = kvDiff(result.hit, cold, m.layout.headDim);
+  await secondTurn(m, cache, result);
+  result.entries = entriesOf(cache);
+  await cache.close();
+  return result;
+};
+
+/** The next user turn after result.hit's, into result: its tokens and KV, and a cold run's. */
+async function secondTurn(m, cache, result) {
   const second = [...result.hit.sequences, ...encode(m, NEXT).slice(1)];
   result.second = await turn(m, cache, second);
   const secondCold = await coldTokens(m, second);
   result.secondExpected = secondCold.tokens;
   result.secondKv = kvDiff(result.second, secondCold, m.layout.headDim);
-  result.entries = entriesOf(cache);
-  await cache.close();
-  return result;
-};
+}
 
 /** The f16-KV model on WebGPU: plain generate and one cachedGenerate turn, failures kept as messages. */
 T.f16 = async (id) => {
