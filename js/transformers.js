@@ -335,6 +335,38 @@ export function tensorsFromHit(hit, layout, Tensor, { dtype, stateDtype, prefix 
   return out;
 }
 
+/**
+ * tensorsFromHit's tensors written straight into new GPU buffers of
+ * `device` (the GPUDevice the model's session runs on: transformers.js's
+ * is `await env.backends.onnx.webgpu.device`), as onnxruntime-web's
+ * 'gpu-buffer' tensors: the hit goes from the cache's memory to the GPU
+ * once, with no CPU copy where it is a view of the cache's dtype. Each
+ * buffer is destroyed when its tensor is disposed (transformers.js
+ * disposes a past its first run replaced).
+ */
+export function gpuTensorsFromHit(hit, layout, Tensor, device, opts) {
+  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
+  const out = {};
+  for (const [name, t] of Object.entries(tensorsFromHit(hit, layout, Tensor, opts))) {
+    // writeBuffer takes whole 4-byte words: an f16 tensor of an odd length is padded (a copy).
+    const bytes = t.data.byteLength % 4 ? padded(t.data) : new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength);
+    const buffer = device.createBuffer({ size: Math.ceil(bytes.byteLength / 16) * 16, usage });
+    device.queue.writeBuffer(buffer, 0, bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    // The app's Tensor class from onnxruntime's description (transformers.js
+    // bundles two copies of onnxruntime-common: Tensor.fromGpuBuffer of the
+    // one under input_ids makes a tensor transformers.js wraps wrongly).
+    out[name] = new Tensor({ location: 'gpu-buffer', type: t.type, gpuBuffer: buffer, dims: t.dims.slice(), dispose: () => buffer.destroy() });
+  }
+  return out;
+}
+
+/** The bytes of a typed array, padded with zeros to whole 4-byte words. */
+function padded(a) {
+  const out = new Uint8Array(Math.ceil(a.byteLength / 4) * 4);
+  out.set(new Uint8Array(a.buffer, a.byteOffset, a.byteLength));
+  return out;
+}
+
 function asDtype(block, have, want) {
   if (want === 'float32') return have === 'f16' ? widenF16(block) : block;
   if (want !== 'float16') throw new RangeError(`dtype must be 'float32' or 'float16', got ${want}`);
@@ -388,6 +420,8 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   checkModelLayout(model, layout);
   const every = opts.checkpointEvery ?? CHECKPOINT_EVERY;
   if (!Number.isSafeInteger(every) || every < 1) throw new RangeError(`cachedGenerate: opts.checkpointEvery must be a positive integer, got ${String(opts.checkpointEvery)}`);
+  const gpuDevice = opts.gpuDevice;
+  if (gpuDevice !== undefined && typeof gpuDevice?.createBuffer !== 'function') throw new TypeError('cachedGenerate: opts.gpuDevice must be a GPUDevice');
 
   const Tensor = ids.constructor;
   // A copy of the app's array: match reads it again after each await.
@@ -401,11 +435,30 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   // anything (the inserts come after it).
   const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1, view: true }) : null;
   const reused = hit ? hit.matched : 0;
-  let past = null;
+  let past = null, restored = null;
   if (hit) {
-    const tensors = tensorsFromHit(hit, layout, Tensor, dtypes);
-    past = DynamicCache ? new DynamicCache(tensors) : tensors;
+    restored = gpuDevice ? gpuTensorsFromHit(hit, layout, Tensor, gpuDevice, dtypes) : tensorsFromHit(hit, layout, Tensor, dtypes);
+    past = DynamicCache ? new DynamicCache(restored) : restored;
   }
+  try {
+    return await generateOver(model, cache, generateOptions, { n, reused, past, layout, store, every, stateful, ids, DynamicCache });
+  } catch (err) {
+    // GPU buffers of a restore the model never reached (transformers.js
+    // disposes a past once its first run replaced it).
+    if (gpuDevice && restored) {
+      for (const t of Object.values(restored)) {
+        try {
+          t.dispose();
+        } catch { /* disposed already */ }
+      }
+    }
+    throw err;
+  }
+}
+
+/** cachedGenerate past its restore: the prompt's runs, generate, the inserts. */
+async function generateOver(model, cache, generateOptions, { n, reused, past, layout, store, every, stateful, ids, DynamicCache }) {
+  const Tensor = ids.constructor;
   /** The whole sequence of the first `end` ids, with a full-length mask: generate slices off what the past covers. */
   const firstIds = (end) => ({
     input_ids: end === n ? ids : new Tensor(ids.type, ids.data.slice(0, end), [1, end]),

@@ -9,7 +9,8 @@
 // exactly plain generate's tokens, and its KV (tokens alone are a weak check
 // on the demo's random weights: a restore with every K zeroed gives the same
 // ones); repeated turns whose past_key_values are disposed (as
-// transformers.js asks) leave no GPU buffers behind. The
+// transformers.js asks) leave no GPU buffers behind, and a hit written
+// straight into GPU buffers (opts.gpuDevice) gives the same. The
 // f16-KV model: on an adapter without shader-f16 ONNX Runtime's WebGPU
 // backend cannot run its Cast to float16, so the run fails and nothing is
 // inserted; with shader-f16 it must match like the f32 one. No WebGPU
@@ -90,6 +91,13 @@ browserTest('transformers.js 4.x on WebGPU: cachedGenerate gives the cold tokens
     t.diagnostic(`after the reload, largest KV difference restored / computed: hit ${fmt(again.hitKv)}, next turn ${fmt(again.secondKv)}`);
     kvClose(again.hitKv, 'the hit after the reload', { exact: true });
     kvClose(again.secondKv, 'the next turn after the reload');
+  });
+
+  await t.test('f32 KV: a hit written straight into GPU buffers (opts.gpuDevice) gives the same tokens and KV, and leaves no buffer', () => {
+    assert.equal(again.gpuHit.reused, n - 1);
+    assert.deepEqual(again.gpuHit.tokens, first.expected);
+    kvClose(again.gpuHitKv, 'the hit restored on the GPU', { exact: true });
+    assert.equal(again.gpuBytesLeft, 0, 'the restore\'s buffers destroyed once the run replaced them');
   });
 
   await t.test('f32 KV: turns whose past_key_values are disposed leave no GPU buffers behind', () => {

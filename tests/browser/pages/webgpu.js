@@ -82,8 +82,8 @@ async function coldTokens(m, prompt) {
 }
 
 /** One cachedGenerate turn, its KV disposed as transformers.js asks of past_key_values kept. */
-async function turn(m, cache, prompt) {
-  const out = await cachedGenerate(m.model, cache, { input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false }, { transformers: tf });
+async function turn(m, cache, prompt, opts = {}) {
+  const out = await cachedGenerate(m.model, cache, { input_ids: ids(prompt), max_new_tokens: NEW, do_sample: false }, { transformers: tf, ...opts });
   const sequences = numbers(out.sequences);
   const where = locations(out.past_key_values);
   const kv = await kvFromTensors(out.past_key_values);
@@ -171,6 +171,12 @@ T.again = async (id) => {
   result.expected = cold.tokens;
   result.hitKv = kvDiff(result.hit, cold, m.layout.headDim);
   await secondTurn(m, cache, result);
+  // The hit written straight into GPU buffers of the model's device (opts.gpuDevice).
+  const device = await tf.env.backends.onnx.webgpu.device;
+  const liveBefore = gpuBytes.live;
+  result.gpuHit = await turn(m, cache, first, { gpuDevice: device });
+  result.gpuHitKv = kvDiff(result.gpuHit, cold, m.layout.headDim);
+  result.gpuBytesLeft = gpuBytes.live - liveBefore;
   result.entries = entriesOf(cache);
   await cache.close();
   return result;
