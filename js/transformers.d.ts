@@ -77,6 +77,18 @@ export function kvFromTensors(tensors: { readonly [name: string]: TensorLike }, 
  */
 export function tensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: TensorClass<T>, opts?: { dtype?: 'float32' | 'float16'; stateDtype?: 'float32' | 'float16'; prefix?: string }): Record<string, T>;
 
+/** The part of a WebGPU GPUDevice gpuTensorsFromHit uses (typed loosely: no WebGPU types needed). */
+export interface GPUDeviceLike {
+  createBuffer(desc: { size: number; usage: number }): { destroy(): void };
+  readonly queue: { writeBuffer(buffer: unknown, offset: number, data: ArrayBufferLike, dataOffset?: number, size?: number): void };
+}
+
+/**
+ * tensorsFromHit's tensors written straight into new GPU buffers of `device` as 'gpu-buffer' tensors of your Tensor
+ * class; each buffer is destroyed when its tensor is disposed.
+ */
+export function gpuTensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: new (desc: object) => T, device: GPUDeviceLike, opts?: { dtype?: 'float32' | 'float16'; stateDtype?: 'float32' | 'float16' }): Record<string, T>;
+
 /** T: the class of your input_ids (your transformers.js's Tensor), of which the restored KV is made. */
 export interface CachedGenerateOptions<T = TensorLike> {
   /** Your transformers.js module (import * as transformers from '@huggingface/transformers'): needed by 4.x for its DynamicCache. */
@@ -89,6 +101,11 @@ export interface CachedGenerateOptions<T = TensorLike> {
    * the last multiple before the edit.
    */
   checkpointEvery?: number;
+  /**
+   * The GPUDevice the model's session runs on (transformers.js: `await env.backends.onnx.webgpu.device`): a hit
+   * is written straight into GPU buffers of it (gpuTensorsFromHit) instead of CPU tensors ONNX Runtime uploads.
+   */
+  gpuDevice?: GPUDeviceLike;
   /**
    * @deprecated The entry a run extended is always kept now: it shares its KV with the longer one
    * (pages), so there is nothing to keep. Accepted and ignored.
