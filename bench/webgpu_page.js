@@ -15,8 +15,8 @@
 //    on the GPU; on the direct path as the writes of the hit's blocks into
 //    new GPU buffers (queue.writeBuffer, or mappedAtCreation) until the queue
 //    has done them. Then the whole warm start both ways (lookup, restore,
-//    generate: tensorsFromHit as cachedGenerate does, and gpuTensorsFromHit
-//    below, which writes the hit straight into GPU buffers), for what the
+//    generate: tensorsFromHit, and gpuTensorsFromHit, which writes the hit
+//    straight into GPU buffers as cachedGenerate does on WebGPU), for what the
 //    difference comes to beside the forward's own spread.
 // Figures are medians over the repetitions; variants alternate order.
 import init from '/web/dist/rlxkv.browser.js';
@@ -27,34 +27,6 @@ import { median } from './stats.js';
 
 const now = () => performance.now();
 const settle = () => globalThis.gc?.();
-
-/**
- * tensorsFromHit straight into GPU memory (f32 hits for an f32 model): each
- * block written once (queue.writeBuffer) into a new buffer of `device`, the
- * device ONNX Runtime's WebGPU backend runs on, as a tensor of location
- * 'gpu-buffer' made with the app's Tensor class (its constructor takes
- * onnxruntime's { location, type, gpuBuffer, dims, dispose }: transformers.js
- * bundles two copies of onnxruntime-common, so Tensor.fromGpuBuffer of the
- * one under input_ids makes a tensor transformers.js wraps wrongly). Each
- * buffer is destroyed when its tensor is disposed: transformers.js's
- * DynamicCache disposes the past it replaces after the first forward.
- */
-function gpuTensorsFromHit(hit, layout, Tensor, device) {
-  if (hit.dtype !== 'f32') throw new Error('gpuTensorsFromHit: f32 hits only here');
-  const dims = [1, layout.heads, hit.matched, layout.headDim];
-  const usage = GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC | GPUBufferUsage.COPY_DST;
-  const tensor = (block) => {
-    const buffer = device.createBuffer({ size: Math.ceil(block.byteLength / 16) * 16, usage });
-    device.queue.writeBuffer(buffer, 0, block.buffer, block.byteOffset, block.byteLength);
-    return new Tensor({ location: 'gpu-buffer', type: 'float32', gpuBuffer: buffer, dims: dims.slice(), dispose: () => buffer.destroy() });
-  };
-  const out = {};
-  hit.k.forEach((k, l) => {
-    out[`past_key_values.${l}.key`] = tensor(k);
-    out[`past_key_values.${l}.value`] = tensor(hit.v[l]);
-  });
-  return out;
-}
 
 export async function run({ reps = 7, microReps = 25, id = 'rlxkv-demo' } = {}) {
   const tf = await localTransformers();
@@ -125,7 +97,7 @@ export async function run({ reps = 7, microReps = 25, id = 'rlxkv-demo' } = {}) 
     const t0 = now();
     const hit = await cache.match(prompt, lookupOpts);
     const t1 = now();
-    const past = gpu ? gpuTensorsFromHit(hit, layout, tf.Tensor, device) : adapter.tensorsFromHit(hit, layout, tf.Tensor, { dtype: 'float32' });
+    const past = gpu ? adapter.gpuTensorsFromHit(hit, layout, tf.Tensor, device, { dtype: 'float32' }) : adapter.tensorsFromHit(hit, layout, tf.Tensor, { dtype: 'float32' });
     const mask = new tf.Tensor('int64', new BigInt64Array(n).fill(1n), [1, n]);
     const t2 = now();
     const out = await model.generate({ input_ids: ids(prompt), attention_mask: mask, past_key_values: new tf.DynamicCache(past), max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });

@@ -102,10 +102,12 @@ export interface CachedGenerateOptions<T = TensorLike> {
    */
   checkpointEvery?: number;
   /**
-   * The GPUDevice the model's session runs on (transformers.js: `await env.backends.onnx.webgpu.device`): a hit
-   * is written straight into GPU buffers of it (gpuTensorsFromHit) instead of CPU tensors ONNX Runtime uploads.
+   * Where a hit is restored for a model on WebGPU: written straight into GPU buffers of this GPUDevice
+   * (gpuTensorsFromHit) instead of CPU tensors ONNX Runtime uploads. Default: for a model whose session runs on
+   * 'webgpu', transformers.js's device (`await transformers.env.backends.onnx.webgpu.device`, the one every
+   * onnxruntime-web WebGPU session runs on); false: CPU tensors always.
    */
-  gpuDevice?: GPUDeviceLike;
+  gpuDevice?: GPUDeviceLike | false;
   /**
    * @deprecated The entry a run extended is always kept now: it shares its KV with the longer one
    * (pages), so there is nothing to keep. Accepted and ignored.

@@ -169,7 +169,7 @@ function show(v) {
  * 4.x reads it from the graph's inputs, 3.x from its session config.
  */
 export function kvDtypeOf(model) {
-  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  const session = sessionOf(model);
   const meta = session?.inputMetadata;
   if (Array.isArray(meta)) {
     const past = meta.find((m) => typeof m?.name === 'string' && m.name.startsWith(`${PAST}.`));
@@ -177,6 +177,9 @@ export function kvDtypeOf(model) {
   }
   return session?.config?.kv_cache_dtype === 'float16' ? 'float16' : 'float32';
 }
+
+/** The session that takes a model's cache: its decoder's. */
+const sessionOf = (model) => model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
 
 /**
  * The K and V of a set of tensors named `${prefix}.N.key` / `.value`
@@ -420,8 +423,9 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   checkModelLayout(model, layout);
   const every = opts.checkpointEvery ?? CHECKPOINT_EVERY;
   if (!Number.isSafeInteger(every) || every < 1) throw new RangeError(`cachedGenerate: opts.checkpointEvery must be a positive integer, got ${String(opts.checkpointEvery)}`);
-  const gpuDevice = opts.gpuDevice;
-  if (gpuDevice !== undefined && typeof gpuDevice?.createBuffer !== 'function') throw new TypeError('cachedGenerate: opts.gpuDevice must be a GPUDevice');
+  if (opts.gpuDevice !== undefined && opts.gpuDevice !== false && typeof opts.gpuDevice?.createBuffer !== 'function') {
+    throw new TypeError('cachedGenerate: opts.gpuDevice must be a GPUDevice, or false');
+  }
 
   const Tensor = ids.constructor;
   // A copy of the app's array: match reads it again after each await.
@@ -429,6 +433,11 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   const n = prompt.length;
   const dtypes = { dtype: kvDtypeOf(model), stateDtype: stateful ? stateDtypeOf(model, layout) : undefined };
   const DynamicCache = opts.transformers?.DynamicCache;
+  // A model on WebGPU gets its restore in GPU buffers of its own device
+  // (onnxruntime-web runs every WebGPU session on one: transformers.js's).
+  // Asked before the match: nothing is awaited between it and the tensors.
+  const gpuDevice = opts.gpuDevice === false ? null
+    : opts.gpuDevice ?? (sessionOf(model)?.config?.device === 'webgpu' ? await opts.transformers?.env?.backends?.onnx?.webgpu?.device : null);
   // Memory and storage alike: a stored-only hit reads its one blob. As
   // views of the cache's memory (no copy where the model takes the cache's
   // dtype): they are read by the first run below, before the cache frees
@@ -569,7 +578,7 @@ function checkModelLayout(model, layout) {
 
 /** The dtype a model's state inputs take ('float32' or 'float16'): its graph's (4.x), else its KV's. */
 function stateDtypeOf(model, layout) {
-  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  const session = sessionOf(model);
   const meta = Array.isArray(session?.inputMetadata) ? session.inputMetadata.find((m) => m?.name === layout.state[0].name) : null;
   return meta?.type === 'float16' || meta?.type === 'float32' ? meta.type : kvDtypeOf(model);
 }
@@ -579,6 +588,6 @@ function isV4(transformers, model) {
   const version = transformers?.env?.version ?? model?.constructor?.version;
   if (typeof version === 'string') return Number(version.split('.')[0]) >= 4;
   // 4.x models keep their sessions' input metadata for cache shapes.
-  const session = model?.sessions?.decoder_model_merged ?? model?.sessions?.model;
+  const session = sessionOf(model);
   return Array.isArray(session?.inputMetadata);
 }

@@ -2,8 +2,8 @@
 // (--enable-unsafe-webgpu with SwiftShader's adapter: a WebGPU device on the
 // CPU, no shader-f16). The demo model (f32 KV) loaded with device 'webgpu'
 // keeps its KV on the GPU (preferredOutputLocation 'gpu-buffer'):
-// cachedGenerate downloads it to insert and restores hits as CPU tensors,
-// which ONNX Runtime uploads. Checked as a user sees it: the greedy tokens
+// cachedGenerate downloads it to insert and writes hits straight into GPU
+// buffers of the model's device (gpuTensorsFromHit). Checked as a user sees it: the greedy tokens
 // are the wasm backend's; a turn through the cache, a hit from memory, the
 // next chat turn and, after a page reload, a hit from IndexedDB each give
 // exactly plain generate's tokens, and its KV (tokens alone are a weak check
