@@ -76,7 +76,10 @@ function notes(open) {
   const n = open.node, out = [];
   if (n?.listed) out.push(`Node, the same directory after a change to it (a file added and removed before each open, so that the index's stamp no longer matches the directory's mtime): ${ms(n.listed.open_ms)} (median of ${n.listed.runs.length}): it lists the directory (one readdir of ${n0(n.pages)} names) and checks the index against the listing. The first open after the store was written: ${ms(n.first_open.ms)} (the listing, and the stamp).`);
   if (n?.without_index) out.push(`Node, the same directory without its index file (as a store written before it): ${ms(n.without_index.ms)}, once: the first bytes of each of the ${n0(n.pages)} blobs read, and the index written for the opens after.`);
-  if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (the main branch before the directory's index: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
+  for (const [k, label] of STORAGES) {
+    const b = open[k]?.before;
+    if (b) out.push(`${label}, the same store opened by the rlxkv checkout at ${open.config.before}, its opens taking turns with the ones above: ${ms(b.open_ms)} (median of ${b.runs.length}; fastest, slowest ${ms(Math.min(...b.runs))}, ${ms(Math.max(...b.runs))}; ${n0(b.indexed)} entries), against ${ms(open[k].open_ms)}.`);
+  }
   return out;
 }
 
