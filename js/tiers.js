@@ -359,7 +359,7 @@ export class TieredStore {
     // Every writer since it was written has updated it, or is at it now: trusted.
     const trusted = dead && !dead.length ? this.#adoptIndex(bytes, null) : null;
     if (trusted && trusted.count && !trusted.unresolved.size) {
-      await this.#blobs.ready(trusted.newest);
+      this.#blobs.ready(trusted.newest); // not waited for: the helper starts and warms up behind the open
       return;
     }
     const names = await this.#blobs.names();

@@ -137,7 +137,8 @@ export class OpfsBlobs {
     }
     const blobs = new OpfsBlobs(path, dir);
     // A window's reads and writes go through a helper worker once it is up (it
-    // starts beside the open, which waits for it: see ready()).
+    // starts beside the open, which does not wait for it: reads and writes
+    // do, see ready()).
     if (!blobs.sync) {
       blobs.#helperStarting = OpfsHelper.start(path, { channel: blobs.#channelName, maxOpen: MAX_OPEN, keepMs: KEEP_MS })
         .then((r) => { blobs.#helper = r; });
@@ -283,7 +284,9 @@ export class OpfsBlobs {
    * the likeliest first hit; none: no blob) first: its file handle kept,
    * and a read-only sync handle on it opened and kept open (#keepOpen; a
    * worker's first one also takes 1-4 ms longer than the next ones): here
-   * in a worker, by the helper in a window, once it is up.
+   * in a worker, by the helper in a window, once it is up. Never rejects
+   * (each step only a head start), so the open need not wait for it: a
+   * read that comes first opens its own handle, or waits for the helper.
    */
   async ready(name) {
     if (name && this.sync && readOnlyHandles() && !this.#kept.has(name)) {
@@ -368,7 +371,7 @@ export class OpfsBlobs {
 
   /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
   async readIndex() {
-    return this.read(INDEX_NAME).catch(() => null);
+    return this.read(INDEX_NAME, true).catch(() => null);
   }
 
   /**
@@ -426,8 +429,13 @@ export class OpfsBlobs {
     });
   }
 
-  /** The whole blob in a new buffer; null if it is gone. */
-  async read(name) {
+  /**
+   * The whole blob in a new buffer; null if it is gone. A window's read
+   * waits for its helper worker if it is still starting (the open does
+   * not: see ready()), unless `now` (the open's read of the index: a
+   * File read).
+   */
+  async read(name, now = false) {
     if (this.sync) {
       return this.readWith(name, (f) => {
         const buf = new Uint8Array(f.size);
@@ -435,6 +443,7 @@ export class OpfsBlobs {
         return buf;
       });
     }
+    if (!now) await this.#helperStarting;
     if (this.#helper?.alive) {
       try {
         return await this.#helper.read(name, keptOpen(name));
