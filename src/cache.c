@@ -1478,18 +1478,20 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     return put_stored_at(c, c ? c->root : NULL, tokens, n_tokens, dtype, n_values, row_major, NULL, &at);
 }
 
-/* The paths of put_stored_many's pages (specs with a parent), after the
- * blobs' (their own tokens). A page's path is its parent's first `start`
- * tokens, then its own. The ends of chains first (specs no page extends
- * from their last token): each gets a block of its own, and every spec up
- * its chain whose path ends where the walk is gets a view of it, so that
- * a chain shares one copy, linear in its tokens. A spec whose path breaks
- * (a parent out of range, of another length than parent_n, or broken; a
- * loop) gets path NULL. path[i], block[i], len[i]: out; blocks: every
- * block made, *n_blocks of them. Returns 0 if out of memory. */
-static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, const rlxkv_stored *s, size_t count,
+/* The paths of put_stored_many's specs: a blob's (no parent), its own
+ * tokens, in one block (*shared: a copy of the span of the array they lie
+ * in, made here); a page's, its parent's first `start` tokens, then its
+ * own. The ends of chains first (specs no page extends from their last
+ * token): each gets a block of its own, and every spec up its chain whose
+ * path ends where the walk is gets a view of it, so that a chain shares
+ * one copy, linear in its tokens. A spec whose path breaks (a parent out
+ * of range, of another length than parent_n, or broken; a loop) gets path
+ * NULL. path[i], block[i], len[i]: out; blocks: every block made,
+ * *n_blocks of them. Returns 0 if out of memory. */
+static int stored_paths(const uint32_t *tokens, size_t n_tokens, size_t **shared, const rlxkv_stored *s, size_t count,
                         const uint32_t **path, size_t **block, size_t *len, size_t **blocks, size_t *n_blocks,
                         size_t *chain, unsigned char *extended) {
+    size_t lo = n_tokens, hi = 0;
     for (size_t i = 0; i < count; i++) {
         path[i] = NULL;
         block[i] = NULL;
@@ -1498,7 +1500,15 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
         if (s[i].tokens_at > n_tokens || s[i].n_tokens > n_tokens - s[i].tokens_at || len[i] < s[i].n_tokens ||
             (s[i].parent && !s[i].start))
             len[i] = SIZE_MAX; /* invalid */
+        else if (!s[i].parent) { /* the blobs' span (pages' own tokens are copied into their chains) */
+            if (s[i].tokens_at < lo) lo = s[i].tokens_at;
+            if (s[i].tokens_at + len[i] > hi) hi = s[i].tokens_at + len[i];
+        }
     }
+    if (hi < lo) lo = hi;
+    if (!(*shared = block_new(hi - lo))) return 0;
+    const uint32_t *copy = (uint32_t *)(*shared + 1);
+    if (hi > lo) memcpy(*shared + 1, tokens + lo, (hi - lo) * sizeof *tokens);
     for (size_t i = 0; i < count; i++) {
         size_t p = s[i].parent;
         if (p && p <= count && len[i] != SIZE_MAX && s[i].start == len[p - 1]) extended[p - 1] = 1;
@@ -1508,8 +1518,8 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
         for (size_t r = 0; r < count; r++) {
             if (path[r] || len[r] == SIZE_MAX || extended[r] == 2 || (ends && extended[r] == 1)) continue;
             if (!s[r].parent) {
-                path[r] = copy + s[r].tokens_at;
-                block[r] = shared;
+                path[r] = copy + (s[r].tokens_at - lo);
+                block[r] = *shared;
                 continue;
             }
             size_t *b = block_new(len[r]);
@@ -1524,7 +1534,7 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
                     break;
                 }
                 size_t start = s[cur].parent ? s[cur].start : 0;
-                if (end > start) memcpy(buf + start, copy + s[cur].tokens_at, (end - start) * sizeof *buf);
+                if (end > start) memcpy(buf + start, tokens + s[cur].tokens_at, (end - start) * sizeof *buf);
                 if (end == len[cur]) chain[n_chain++] = cur;
                 if (!s[cur].parent) break;
                 size_t p = s[cur].parent - 1;
@@ -1578,7 +1588,8 @@ static size_t fold_run(rlxkv_cache *c, node *from, const rlxkv_stored *s, size_t
 }
 
 /* Stubs of one call share copies of its tokens: the blobs' one copy of
- * the array, a chain of pages one block of its path. A spec with a parent
+ * the span of the array they lie in, a chain of pages one block of its
+ * path. A spec with a parent
  * is placed from its parent's node, and one whose tokens start where an
  * earlier one's do (`like`) from that one's, not from the root: a chain
  * of pages is then O(its own tokens) to place and to hold, not O(its
@@ -1602,18 +1613,17 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
         *arena = 1; /* the call's own hold */
         c->arena = (struct arena){arena, (unsigned char *)arena + 16, (unsigned char *)arena + 16 + count * per};
     }
-    size_t *shared = block_new(n_tokens);
+    size_t *shared = NULL;
     size_t n = count ? count : 1, n_blocks = 0;
+    slot_reserve(c, count + 1); /* at once, not doubling as it goes (a failure: found again where it matters) */
     node **at = malloc(n * sizeof *at);
     const uint32_t **path = malloc(n * sizeof *path);
     size_t **block = malloc(n * sizeof *block), **blocks = malloc(n * sizeof *blocks);
     size_t *len = malloc(n * sizeof *len), *chain = malloc(n * sizeof *chain);
     unsigned char *extended = malloc(n);
     int st = RLXKV_ERR_NOMEM;
-    if (!shared || !at || !path || !block || !blocks || !len || !chain || !extended) goto out;
-    uint32_t *copy = (uint32_t *)(shared + 1);
-    if (n_tokens) memcpy(copy, tokens, n_tokens * sizeof *tokens);
-    if (!stored_paths(copy, n_tokens, shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
+    if (!at || !path || !block || !blocks || !len || !chain || !extended ||
+        !stored_paths(tokens, n_tokens, &shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
         goto out;
     for (size_t i = 0; i < count; i++) {
         rlxkv_stored *r = &specs[i];
