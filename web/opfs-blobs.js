@@ -125,17 +125,26 @@ function opfsAvailable() {
 let seq = 0;
 
 export class OpfsBlobs {
-  /** Opens (creating if missing) the directory `path` ('/a/b': segments under the OPFS root). */
-  static async open(path) {
+  /**
+   * Opens (creating if missing) the directory `path` ('/a/b': segments
+   * under the OPFS root). early: what was asked for while this module
+   * loaded (js/tiers.js opfsEarly): promises of the directory and of the
+   * index file's bytes, or none.
+   */
+  static async open(path, early) {
     if (!opfsAvailable()) throw new RlxkvError('IO', "storage 'opfs' needs the Origin Private File System with move() and Web Locks, which this environment lacks");
     let dir;
     try {
-      dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      dir = await (early?.dir.catch(() => null)); // failed: asked again, for its error
+      if (!dir) {
+        dir = await navigator.storage.getDirectory();
+        for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      }
     } catch (err) {
       throw opfsError(err, `cannot use OPFS directory ${path}`);
     }
     const blobs = new OpfsBlobs(path, dir);
+    blobs.#earlyIndex = early?.index;
     // A window's reads and writes go through a helper worker once it is up (it
     // starts beside the open, which does not wait for it: reads and writes
     // do, see ready()).
@@ -147,6 +156,7 @@ export class OpfsBlobs {
   }
 
   #dir;
+  #earlyIndex = null; // promise of the index file's bytes, read as the open began (open()), until readIndex() takes it
   // name -> FileSystemFileHandle. A handle names a path, not a file: it
   // finds a blob replaced since (by a move onto its name) and fails as
   // gone once it is removed. Kept from ready(), listings and reads, so
@@ -371,7 +381,11 @@ export class OpfsBlobs {
 
   /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
   async readIndex() {
-    return this.read(INDEX_NAME, true).catch(() => null);
+    const early = this.#earlyIndex;
+    this.#earlyIndex = null;
+    // Read without the lock: one that met a replace failed, and so did one of no file (read again: null).
+    const bytes = early && await early.then((b) => new Uint8Array(b), () => null);
+    return bytes ?? this.read(INDEX_NAME, true).catch(() => null);
   }
 
   /**
