@@ -11,7 +11,8 @@
 //   (default build/bench/open.json; --quick: 5 opens each, else 9;
 //   --before DIR: also time the open of each store by the rlxkv checkout
 //   at DIR (built: its web/dist), e.g. the main branch's worktree, its
-//   opens taking turns with this checkout's: in Node a fresh process each,
+//   opens taking turns with this checkout's (each first every other time):
+//   in Node a fresh process each,
 //   in Chromium a fresh page load each, DIR served on the same origin so
 //   that it opens the same store)
 //
@@ -83,8 +84,15 @@ async function nodeOpen() {
     await new Promise((res) => setTimeout(res, 2500));
     out.first_open = child('open', path);
     note(`fs: first open ${out.first_open.ms.toFixed(1)} ms (the directory listed, the index stamped)`);
-    // With --before, that checkout's opens take turns with these.
-    const pairs = Array.from({ length: REPS }, () => [child('open', path), before && child('open', path, before)]);
+    // With --before, that checkout's opens take turns with these, each first every other time.
+    const pairs = Array.from({ length: REPS }, (_, i) => {
+      if (!before) return [child('open', path)];
+      if (i % 2) {
+        const other = child('open', path, before);
+        return [child('open', path), other];
+      }
+      return [child('open', path), child('open', path, before)];
+    });
     Object.assign(out, row(pairs.map(([r]) => r)));
     note(`fs: open ${out.open_ms.toFixed(1)} ms (median of ${REPS}), ${out.indexed} entries`);
     if (before) {
@@ -142,11 +150,11 @@ async function browserOpen(kinds) {
       await call('openPhase', { entry, storage }); // a first open after the build, untimed
       const runs = [], beforeRuns = [];
       for (let i = 0; i < REPS; i++) {
-        await page.goto(at); // a fresh page: new realm, new wasm instance
-        runs.push(await call('openPhase', { entry, storage }));
-        if (!before) continue;
-        await page.goto(at);
-        beforeRuns.push(await call('openPhase', { entry: beforeEntry, storage }));
+        // (With --before, each checkout first every other time.)
+        for (const which of before && i % 2 ? [beforeRuns, runs] : before ? [runs, beforeRuns] : [runs]) {
+          await page.goto(at); // a fresh page: new realm, new wasm instance
+          which.push(await call('openPhase', { entry: which === runs ? entry : beforeEntry, storage }));
+        }
       }
       Object.assign(r, row(runs));
       note(`${storage}: open ${r.open_ms.toFixed(1)} ms (median of ${REPS}), ${r.indexed} entries`);
