@@ -9,8 +9,12 @@
 //
 //   node bench/bench_open.mjs [OUT.json] [--quick] [--only fs|idb|opfs] [--before DIR]
 //   (default build/bench/open.json; --quick: 5 opens each, else 9;
-//   --before DIR: also time the open of the Node store by the rlxkv
-//   checkout at DIR, e.g. the main branch's worktree, in fresh processes)
+//   --before DIR: also time the open of each store by the rlxkv checkout
+//   at DIR (built: its web/dist), e.g. the main branch's worktree, its
+//   opens taking turns with this checkout's (each first every other time):
+//   in Node a fresh process each,
+//   in Chromium a fresh page load each, DIR served on the same origin so
+//   that it opens the same store)
 //
 // Node times the open of the directory unchanged since a listing stamped
 // its index (the target's figure), the open after a change to the
@@ -80,8 +84,21 @@ async function nodeOpen() {
     await new Promise((res) => setTimeout(res, 2500));
     out.first_open = child('open', path);
     note(`fs: first open ${out.first_open.ms.toFixed(1)} ms (the directory listed, the index stamped)`);
-    Object.assign(out, row(opens(REPS, path)));
+    // With --before, that checkout's opens take turns with these, each first every other time.
+    const pairs = Array.from({ length: REPS }, (_, i) => {
+      if (!before) return [child('open', path)];
+      if (i % 2) {
+        const other = child('open', path, before);
+        return [child('open', path), other];
+      }
+      return [child('open', path), child('open', path, before)];
+    });
+    Object.assign(out, row(pairs.map(([r]) => r)));
     note(`fs: open ${out.open_ms.toFixed(1)} ms (median of ${REPS}), ${out.indexed} entries`);
+    if (before) {
+      out.before = row(pairs.map(([, r]) => r));
+      note(`fs: open by ${before}: ${out.before.open_ms.toFixed(1)} ms (median of ${REPS}), ${out.before.indexed} entries`);
+    }
     // The directory changed since (a file added and removed before each): each open lists it.
     out.listed = row(Array.from({ length: REPS }, () => {
       writeFileSync(join(path, 'notes.txt'), 'x');
@@ -90,10 +107,6 @@ async function nodeOpen() {
     }));
     note(`fs: open after a change to the directory ${out.listed.open_ms.toFixed(1)} ms (median of ${REPS}: listed each time)`);
     out.check = child('check', path);
-    if (before) {
-      out.before = row(opens(REPS, path, before));
-      note(`fs: open by ${before}: ${out.before.open_ms.toFixed(1)} ms (median of ${REPS}), ${out.before.indexed} entries`);
-    }
     // A store written before the index: read whole once, the index written.
     renameSync(join(path, INDEX_FILE), join(work, 'index'));
     t0 = performance.now();
@@ -108,9 +121,11 @@ async function nodeOpen() {
 /** Chromium: each storage's store built on a first visit, then opened on REPS fresh page loads. */
 async function browserOpen(kinds) {
   const { chromium } = await import('playwright-core');
-  const { serve } = await import('../scripts/serve.mjs');
+  const { serve, MODEL_DIR_PATH } = await import('../scripts/serve.mjs');
   const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url)) ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
-  const { server, url } = await serve({ port: 0 });
+  // --before's checkout is served beside this one (at serve()'s MODEL_DIR_PATH), on the same origin: the same stores.
+  const { server, url } = await serve({ port: 0, modelDir: before });
+  const beforeEntry = before && `${MODEL_DIR_PATH}web/dist/rlxkv.browser.js`;
   const profile = mkdtempSync(join(tmpdir(), 'rlxkv-bench-open-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.RLXKV_CHROMIUM || '/usr/bin/chromium', headless: true, timeout: 60000,
@@ -133,13 +148,20 @@ async function browserOpen(kinds) {
       note(`${storage}: ${r.pages} pages, ${(r.store_bytes / 1e9).toFixed(2)} GB written in ${r.build_s} s`);
       await page.goto(at);
       await call('openPhase', { entry, storage }); // a first open after the build, untimed
-      const runs = [];
+      const runs = [], beforeRuns = [];
       for (let i = 0; i < REPS; i++) {
-        await page.goto(at); // a fresh page: new realm, new wasm instance
-        runs.push(await call('openPhase', { entry, storage }));
+        // (With --before, each checkout first every other time.)
+        for (const which of before && i % 2 ? [beforeRuns, runs] : before ? [runs, beforeRuns] : [runs]) {
+          await page.goto(at); // a fresh page: new realm, new wasm instance
+          which.push(await call('openPhase', { entry: which === runs ? entry : beforeEntry, storage }));
+        }
       }
       Object.assign(r, row(runs));
       note(`${storage}: open ${r.open_ms.toFixed(1)} ms (median of ${REPS}), ${r.indexed} entries`);
+      if (before) {
+        r.before = row(beforeRuns);
+        note(`${storage}: open by ${before}: ${r.before.open_ms.toFixed(1)} ms (median of ${REPS}), ${r.before.indexed} entries`);
+      }
       await page.goto(at);
       r.check = await call('openPhase', { entry, storage, check: true });
       await page.goto(at);

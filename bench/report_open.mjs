@@ -40,16 +40,18 @@ export function openTargets(open) {
 }
 
 // Where a missed open's time goes, from profiles of the open (js/tiers.js
-// #readDirIndex, #adoptIndex; web/boundary.c rlxkv_web_put_index).
+// #readDirIndex, #readIndex, #readIndexFile, #adoptIndex; web/boundary.c
+// rlxkv_web_put_index; src/cache.c rlxkv_cache_put_stored_many), run at
+// the branch open20 (bench_open --before: the figures against main).
 const WHY = {
-  node: "The open reads the index file (1.9 MB here) and its columns, and places every stored-only entry in one C call: ten thousand stubs and tree nodes (carved from one block, each node's array of children still its own allocation), each page from its parent's node, each chain's path one shared block of tokens. That call is most of the open: it runs once, in wasm code compiled for size (-Oz) and, on its first call, by V8's baseline compiler, several times slower than the same C natively (2-3 ms warm, 10-13 ms cold there). The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of the 10,401 names and the check against it add about 40 ms here (the median open after a change, below). The machine is shared: the fastest of the 9 opens is given beside the median.",
-  idb: "The index record's read and the same C call as in Node; a census of the store (a count and the newest timestamp) instead of a listing.",
-  opfs: "The index file's read, the check of its writers' markers, and the same C call as in Node; in a window the open also waits for its helper worker (started from a Blob URL) and its warm read of the newest blob, about 20 ms on a store of 61 pages.",
+  node: "The open reads the index file (1.9 MB here) and its columns, copies them into wasm memory and places the stored-only entries in one C call. Runs of pages are folded there (src/cache.c, Folds): 53 stubs and tree nodes for 10,401 pages, a page's own made when a lookup first reaches inside its run. What the call still does for every record is to check its columns, write its spec and copy its path into its chain's block: about 2.4 ms with V8's baseline compiler alone, touching some 3 MB of fresh wasm memory; on a busy machine V8's background TurboFan compiles of the call's long-running functions (a tier-up the call itself never uses) compete with it, and it takes 5-10 ms. Around it: the directory opened, its index stat'ed and read (3-4 ms), the columns (about 1 ms). The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of the 10,401 names and the check against it add some 30 ms here (the median open after a change, below). The machine is shared: the fastest of the 9 opens is given beside the median.",
+  idb: "The index record's get (1.9 MB, read whole: 5-10 ms of Chromium's IndexedDB; as 32 records of 60 KB it took twice as long), opening the database (about 2 ms), the columns into wasm memory (about 1 ms), and the C call: the browser build places every page at once (it is built without folds, whose code its 40 KB budget has no room for: 3-5 ms, against 1.6-2.9 ms with them). The census of the store (a count, the newest timestamp) runs beside them.",
+  opfs: "Loading the OPFS module, a chunk of its own (6-20 ms on a fresh page here, served no-cache), asking for the directory and reading the index file (a File read of 1.9 MB in a window, 8-17 ms; both now started beside the module's load), and the C call as for IndexedDB. The open no longer waits for the window's helper worker (a read waits for it instead).",
 };
 const FIX = {
-  node: "Place stubs lazily: one per chain end at the open (52 here, not 10,401), the stubs of its pages and their tree nodes made on the first lookup that reaches them (the C tree would take a stub standing for a chain of pages); the index as it is holds what that needs (each page's parent).",
-  idb: 'As for Node: stubs placed per chain, not per page.',
-  opfs: "Resolve the open before the helper worker is up (a hit that comes first reads the File, as when there is no helper), and stubs per chain as for Node.",
+  node: "Less work per record at the open: a smaller index (names as bytes, 3-byte tokens, 4-byte counts: about 105 bytes a record instead of 182) whose records are checked and placed run by run, when a lookup reaches the run.",
+  idb: 'Folds in the browser build once its budget has room for their ~0.7 KB gzipped; a smaller index record (its get costs about 5 ms a MB).',
+  opfs: "The OPFS chunk loaded with the page (a modulepreload, or in the main file once the budget allows); a smaller index file; folds in the browser build.",
 };
 
 const COLS = [
@@ -76,7 +78,10 @@ function notes(open) {
   const n = open.node, out = [];
   if (n?.listed) out.push(`Node, the same directory after a change to it (a file added and removed before each open, so that the index's stamp no longer matches the directory's mtime): ${ms(n.listed.open_ms)} (median of ${n.listed.runs.length}): it lists the directory (one readdir of ${n0(n.pages)} names) and checks the index against the listing. The first open after the store was written: ${ms(n.first_open.ms)} (the listing, and the stamp).`);
   if (n?.without_index) out.push(`Node, the same directory without its index file (as a store written before it): ${ms(n.without_index.ms)}, once: the first bytes of each of the ${n0(n.pages)} blobs read, and the index written for the opens after.`);
-  if (n?.before) out.push(`Node, the same directory opened by the rlxkv checkout at ${open.config.before} (the main branch before the directory's index: it reads every blob's first bytes at each open): ${ms(n.before.open_ms)} (median of ${n.before.runs.length}, ${n0(n.before.indexed)} entries).`);
+  for (const [k, label] of STORAGES) {
+    const b = open[k]?.before;
+    if (b) out.push(`${label}, the same store opened by the rlxkv checkout at ${open.config.before}, its opens taking turns with the ones above (each first every other time): ${ms(b.open_ms)} (median of ${b.runs.length}; fastest, slowest ${ms(Math.min(...b.runs))}, ${ms(Math.max(...b.runs))}; ${n0(b.indexed)} entries), against ${ms(open[k].open_ms)}.`);
+  }
   return out;
 }
 

@@ -359,7 +359,7 @@ export class TieredStore {
     // Every writer since it was written has updated it, or is at it now: trusted.
     const trusted = dead && !dead.length ? this.#adoptIndex(bytes, null) : null;
     if (trusted && trusted.count && !trusted.unresolved.size) {
-      await this.#blobs.ready(trusted.newest);
+      this.#blobs.ready(trusted.newest); // not waited for: the helper starts and warms up behind the open
       return;
     }
     const names = await this.#blobs.names();
@@ -1388,8 +1388,25 @@ export class TieredStore {
 }
 
 // OPFS is loaded when a store first uses it: an app on IndexedDB (and the
-// browser bundle's main file) does without its code.
-const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: async (path) => (await import('../web/opfs-blobs.js')).OpfsBlobs.open(path) } };
+// browser bundle's main file) does without its code. While it loads, the
+// store's directory and index file are asked for (opfsEarly; not by a
+// caller that passes null).
+const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => import('../web/opfs-blobs.js').then((m) => m.OpfsBlobs.open(path, early)) } };
+
+/**
+ * OpfsBlobs.open's head start: { dir, index }, promises of the OPFS
+ * directory `path` (made if missing) and its index file's bytes (a File
+ * read without the lock: across a replace it fails, and the open reads
+ * again); none without OPFS. A rejection is for the open to meet again.
+ */
+function opfsEarly(path) {
+  if (!globalThis.navigator?.storage?.getDirectory) return;
+  const dir = path.split('/').filter(Boolean).reduce((d, seg) => d.then((x) => x.getDirectoryHandle(seg, { create: true })), navigator.storage.getDirectory());
+  const index = dir.then((d) => d.getFileHandle('.rlxkv-index')).then((h) => h.getFile()).then((f) => f.arrayBuffer());
+  dir.catch(() => {});
+  index.catch(() => {});
+  return { dir, index };
+}
 
 /**
  * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
@@ -1405,7 +1422,7 @@ export async function copyBlobs(from, to, isOwn) {
   const src = await BACKENDS[from.kind].open(from.path);
   let dst = null;
   try {
-    dst = await BACKENDS[to.kind].open(to.path);
+    dst = await BACKENDS[to.kind].open(to.path, null); // (null: its index is not read)
     let names;
     if (src.kind === 'idb') {
       const index = await src.list().index;
@@ -1471,7 +1488,7 @@ export async function copyBlobs(from, to, isOwn) {
  * Resolves to { removed: the blobs it held }.
  */
 export async function deleteBlobs(place) {
-  const blobs = await BACKENDS[place.kind].open(place.path);
+  const blobs = await BACKENDS[place.kind].open(place.path, null);
   let names;
   try {
     names = await blobs.destroy();

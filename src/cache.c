@@ -48,12 +48,35 @@
  * last one out frees them. Partial
  * reuse keeps two counts per node: trimmable resident entries (what a
  * sync lookup may use) and trimmable entries of both tiers.
+ *
+ * Folds. Most pages of an index lie on runs: pages each extended by the
+ * next one alone, up to one that none extends (a conversation's turns).
+ * An open (put_stored_many) places a run as the stub of its end alone, one
+ * node, whose edge holds the run's other pages: they are folded into it.
+ * Their stubs and nodes are made (unfolded) when something needs them: a
+ * walk that stops inside that edge, a pick of a trimmable entry that
+ * reaches the end from above, the end's own removal or replacement, a
+ * listing of stored-only entries. Until then they count in the totals, and
+ * each has its recency slot on the STORED list, in its place, empty (its
+ * entry the end's); the memory of their stubs and nodes is set aside in
+ * the open's arena, so unfolding cannot fail. Nothing else can tell them
+ * apart from stubs in the tree: a walk that takes the whole edge meets the
+ * end first, deeper than any of them, and while they are folded no other
+ * node or entry lies inside the edge. So an open of ten thousand pages in
+ * fifty runs makes fifty stubs and nodes, and a conversation's first
+ * lookup unfolds its own run. Built with RLXKV_FOLDS 0 (the browser build,
+ * for its size budget: web/wasm.cmake), nothing is folded: every page is
+ * placed at once, and the code for folds compiles away.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "cache_check.h"
 #include "entry.h"
+
+#ifndef RLXKV_FOLDS
+#define RLXKV_FOLDS 1 /* see Folds above */
+#endif
 
 typedef struct node node;
 
@@ -123,13 +146,32 @@ struct rlxkv_cache {
     uint64_t fingerprint, hits, misses, evictions, tokens_reused;
     uint64_t generation;      /* calls that freed an entry */
     uint32_t puts;            /* serials of entries (wraps) */
-    /* While put_stored_many places its stubs: one block their entries and
-     * nodes are carved from (block NULL otherwise). */
+    /* While put_stored_many places its stubs, or unfolded() a run's: one
+     * block their entries and nodes are carved from (block NULL otherwise). */
     struct arena {
         size_t *block;
         unsigned char *next, *end;
     } arena;
+    struct fold *folds;       /* runs of pages folded (see Folds), newest first */
+    uint32_t bind;            /* while unfolded() places a page: the slot kept for it */
 };
+
+/* A run of pages folded into the stub at its end (see Folds). It lies in
+ * the arena block the end was carved from, after it, with the room set
+ * aside for the pages' stubs and nodes: the end's hold on the block keeps
+ * them, and nothing frees them but the block's last holder. */
+struct fold {
+    struct fold *next;
+    rlxkv_entry *end;         /* flagged FOLDED */
+    size_t n;                 /* pages, n >= 1 */
+    uint32_t slot, serial;    /* the first page's recency slot and serial; the next ones' follow on */
+    struct arena room;        /* for their stubs and nodes (block: the end's) */
+    struct folded {
+        size_t n_tokens, n_values;
+    } page[];                 /* shallowest first; each stub's tokens are the end's first n_tokens */
+};
+
+static void unfolded(rlxkv_cache *c, rlxkv_entry *e);
 
 /* n bytes, zeroed, from the cache's arena (its block then held once more),
  * or NULL when there is none or it is full: the caller mallocs. */
@@ -173,15 +215,17 @@ static void slots_reset(rlxkv_cache *c) {
     c->free_slot = NO_SLOT;
 }
 
-/* Makes sure a slot is free, so that what follows cannot fail halfway. */
-static int slot_reserve(rlxkv_cache *c) {
-    if (c->free_slot != NO_SLOT || c->nslots < c->slots_cap) return 1;
-    size_t want = 2 * (size_t)c->slots_cap;
-    if (c->slots_cap > UINT32_MAX / 2 || want > SIZE_MAX / sizeof(slot)) return 0;
-    slot *s = realloc(c->slots, want * sizeof *s);
-    if (!s) return 0;
-    c->slots = s;
-    c->slots_cap *= 2;
+/* Makes sure n slots are free from nslots on (one: or a free one), so
+ * that what follows cannot fail halfway. */
+static int slot_reserve(rlxkv_cache *c, size_t n) {
+    while (n > c->slots_cap - c->nslots && (n > 1 || c->free_slot == NO_SLOT)) {
+        size_t want = 2 * (size_t)c->slots_cap;
+        if (c->slots_cap > UINT32_MAX / 2 || want > SIZE_MAX / sizeof(slot)) return 0;
+        slot *s = realloc(c->slots, want * sizeof *s);
+        if (!s) return 0;
+        c->slots = s;
+        c->slots_cap *= 2;
+    }
     return 1;
 }
 
@@ -206,6 +250,11 @@ static uint32_t list_of(const rlxkv_entry *e, int pinned) {
 static void enlist(rlxkv_cache *c, node *n, int pinned) {
     size_t b = rlxkv_entry_kv_bytes(n->entry);
     uint32_t i = c->free_slot, list = list_of(n->entry, pinned);
+    if (RLXKV_FOLDS && c->bind) { /* a folded page's stub: its slot is listed and counted already (see Folds) */
+        c->slots[c->bind].e = n->entry;
+        n->slot = c->bind;
+        return;
+    }
     if (i != NO_SLOT) c->free_slot = c->slots[i].next;
     else i = c->nslots++;
     c->slots[i].e = n->entry;
@@ -266,18 +315,36 @@ static void slot_move(slot *s, uint32_t i, uint32_t list, int last) {
 
 /* ---- nodes and their children ----------------------------------------- */
 
+/* A node made in an arena has room for two children of its own, after it
+ * (so a chain of pages there needs no other allocation): its kids and keys
+ * arrays while it has at most two. */
+enum { INLINE_KIDS = 2 };
+#define ARENA_NODE (sizeof(node) + INLINE_KIDS * (sizeof(node *) + sizeof(uint32_t)))
+
+static int kids_inline(const node *x) { return x->slab && x->kids == (node **)(x + 1); }
+
 static node *node_new(rlxkv_cache *c, const uint32_t *label, size_t n) {
     size_t *slab = NULL;
-    node *x = c ? arena_take(c, sizeof *x, &slab) : NULL;
-    if (x) x->slab = slab;
-    else if (!(x = calloc(1, sizeof *x))) return NULL;
+    node *x = c ? arena_take(c, ARENA_NODE, &slab) : NULL;
+    if (x) {
+        x->slab = slab;
+        x->kids = (node **)(x + 1);
+        x->keys = (uint32_t *)(x->kids + INLINE_KIDS);
+        x->kids_cap = INLINE_KIDS;
+    } else if (!(x = calloc(1, sizeof *x))) {
+        return NULL;
+    }
     x->label = label;
     x->nlabel = n;
     return x;
 }
 
+static void kids_free(node *x) {
+    if (!kids_inline(x)) free(x->kids);
+}
+
 static void node_free(node *x) {
-    free(x->kids);
+    kids_free(x);
     if (!x->slab) free(x);
     else if (!--*x->slab) free(x->slab);
 }
@@ -420,7 +487,7 @@ static int kids_resize(node *x, size_t cap) {
         memcpy(kids, x->kids, x->nkids * sizeof *kids);
         memcpy(keys, x->keys, x->nkids * sizeof *keys);
     }
-    free(x->kids);
+    kids_free(x);
     x->kids = kids;
     x->keys = keys;
     x->kids_cap = cap;
@@ -533,10 +600,16 @@ static void trim_count(node *n, const rlxkv_entry *e, int delta) {
 }
 
 /* A trimmable entry of class t in x's subtree, which must hold one
- * (x->trim[t].n > 0): follow the children that count one down. */
-static node *trim_pick(node *x, int t) {
-    while (!x->entry || !counts_in(x->entry, t)) x = x->trim[t].head;
-    return x;
+ * (x->trim[t].n > 0): follow the children that count one down. The end of
+ * a folded run reached from above is not the first on the way down: its
+ * pages are (see Folds), so the run is unfolded and the way followed again. */
+static node *trim_pick(rlxkv_cache *c, node *x, int t) {
+    for (;;) {
+        node *y = x;
+        while (!y->entry || !counts_in(y->entry, t)) y = y->trim[t].head;
+        if (y == x || !RLXKV_FOLDS || !(y->entry->flags & RLXKV_ENTRY_FOLDED)) return y;
+        unfolded(c, y->entry);
+    }
 }
 
 /* ---- tree shape ------------------------------------------------------- */
@@ -627,23 +700,6 @@ static void descend_from(const rlxkv_cache *c, node *x, const uint32_t *q, size_
     }
     p->at = x;
     p->depth = i;
-}
-
-static void descend(const rlxkv_cache *c, const uint32_t *q, size_t n, struct pos *p) {
-    descend_from(c, c->root, q, n, p);
-}
-
-/* The node whose path is exactly t[0..n), or NULL. */
-static node *find_node(const rlxkv_cache *c, const uint32_t *t, size_t n) {
-    struct pos p;
-    descend(c, t, n, &p);
-    return !p.edge && p.depth == n ? p.at : NULL;
-}
-
-/* The entry of exactly these tokens, or NULL (a hidden one is gone). */
-static rlxkv_entry *find_entry(const rlxkv_cache *c, const uint32_t *t, size_t n) {
-    node *x = find_node(c, t, n);
-    return x && x->entry && !is_hidden(x->entry) ? x->entry : NULL;
 }
 
 /* Cuts y's edge after k tokens, putting a new node above y with room for
@@ -757,6 +813,93 @@ static node *tidy(rlxkv_cache *c, node *n) {
     return n;
 }
 
+/* ---- folds ------------------------------------------------------------ */
+
+/* A block of tokens stubs share, or an arena's: a count of its holders,
+ * then the tokens. */
+static size_t *block_new(size_t n) {
+    if (n > (SIZE_MAX - sizeof(size_t)) / sizeof(uint32_t)) return NULL;
+    size_t *b = malloc(sizeof(size_t) + n * sizeof(uint32_t));
+    if (b) *b = 1; /* the call's own hold, let go at its end */
+    return b;
+}
+static void block_release(size_t *b) {
+    if (b && !--*b) free(b);
+}
+
+/* Arena bytes an unfold takes per page: a node, then a stub. */
+#define ROUND16(n) (((n) + 15) & ~(size_t)15)
+#define FOLDED_BYTES (ROUND16(ARENA_NODE) + ROUND16(sizeof(rlxkv_entry) + sizeof(size_t)))
+
+static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, size_t n_tokens, int dtype,
+                         size_t n_values, int row_major, size_t *shared, node **at);
+
+/* If e ends a folded run, places the stubs of its pages as put_stored_many
+ * would have (see Folds), and drops the run. Cannot fail: their entries
+ * and nodes come from the run's room, their slots are listed already. A
+ * run of pages "ab" and "abcd" folded into its end "abcdef", below x:
+ *
+ *     [x]--"abcdef"--[e]   =>   [x]--"ab"--[ab]--"cd"--[abcd]--"ef"--[e]
+ *
+ *   1. take the run off the cache's list, and e's flag off;
+ *   2. for each page, shallowest first, put_stored_at from above e's
+ *      edge: its walk stops inside the edge, which make_node splits there
+ *      (the new node takes e's place among its parent's children and in
+ *      their trimmable lists; its own children fit in it), and the page's
+ *      stub hangs there, the end's tokens as far as the page goes; carved
+ *      from the room, given the serial that was its turn, and bound to its
+ *      slot (enlist(): c->bind);
+ *   3. the cache's arena and count of puts as they were. */
+static void unfolded(rlxkv_cache *c, rlxkv_entry *e) {
+    if (!RLXKV_FOLDS || !e || !(e->flags & RLXKV_ENTRY_FOLDED)) return;
+    struct fold **link = &c->folds, *f;
+    while ((*link)->end != e) link = &(*link)->next;
+    f = *link;
+    *link = f->next;
+    e->flags &= ~(unsigned)RLXKV_ENTRY_FOLDED;
+    node *above = ((node *)e->node)->parent, *at;
+    struct arena was = c->arena;
+    uint32_t puts = c->puts;
+    c->arena = f->room;
+    for (size_t j = 0; j < f->n; j++) {
+        c->puts = f->serial + (uint32_t)j - 1;
+        c->bind = f->slot + (uint32_t)j;
+        put_stored_at(c, above, e->tokens, f->page[j].n_tokens, e->dtype, f->page[j].n_values,
+                      (e->flags & RLXKV_ENTRY_TRIMMABLE) != 0, e->shared, &at);
+    }
+    c->arena = was;
+    c->puts = puts;
+    c->bind = 0;
+}
+
+/* descend_from, as if no run were folded: a walk that stops inside the
+ * edge of a folded run's end (where its pages end) unfolds the run and
+ * goes on down from where it was (to the same depth). */
+static void walk(rlxkv_cache *c, node *x, const uint32_t *q, size_t n, struct pos *p) {
+    descend_from(c, x, q, n, p);
+    if (RLXKV_FOLDS && c->folds && p->edge && p->edge->entry && (p->edge->entry->flags & RLXKV_ENTRY_FOLDED)) {
+        unfolded(c, p->edge->entry);
+        descend_from(c, p->at, q, n, p);
+    }
+}
+
+static void descend(rlxkv_cache *c, const uint32_t *q, size_t n, struct pos *p) {
+    walk(c, c->root, q, n, p);
+}
+
+/* The node whose path is exactly t[0..n), or NULL. */
+static node *find_node(rlxkv_cache *c, const uint32_t *t, size_t n) {
+    struct pos p;
+    descend(c, t, n, &p);
+    return !p.edge && p.depth == n ? p.at : NULL;
+}
+
+/* The entry of exactly these tokens, or NULL (a hidden one is gone). */
+static rlxkv_entry *find_entry(rlxkv_cache *c, const uint32_t *t, size_t n) {
+    node *x = find_node(c, t, n);
+    return x && x->entry && !is_hidden(x->entry) ? x->entry : NULL;
+}
+
 /* ---- pages ------------------------------------------------------------ */
 
 /* Pages (rlxkv.h). An entry of start s > 0 holds the values of tokens s..n-1
@@ -846,8 +989,10 @@ static void users_changed(rlxkv_cache *c, rlxkv_entry *p) {
 static void drop(rlxkv_cache *c, rlxkv_entry *e) { users_changed(c, drop_one(c, e)); }
 
 /* drop's steps 1-5 but the parent's move: returns the parent it let go of
- * (NULL if none), for users_changed. */
+ * (NULL if none), for users_changed. (The end of a folded run takes its
+ * pages with it only once they are in the tree: it unfolds them first.) */
 static rlxkv_entry *drop_one(rlxkv_cache *c, rlxkv_entry *e) {
+    unfolded(c, e);
     node *n = e->node;
     rlxkv_entry *parent = users_del(e);
     if (is_hidden(e)) c->hidden--;
@@ -902,9 +1047,11 @@ static rlxkv_entry *stub_of(const rlxkv_entry *e) {
 
 /* n's entry gives way to e (same tokens), which takes the labels that
  * borrowed the old one's tokens, its counts, its place in the chains (see
- * Pages) and, if pinned, its pin. The old entry is freed. A slot is free
- * (unlisting the old one freed one). */
+ * Pages) and, if pinned, its pin. The old entry is freed (the end of a
+ * folded run once its pages are unfolded). A slot is free (unlisting the
+ * old one freed one). */
 static void swap_entry(rlxkv_cache *c, node *n, rlxkv_entry *e, int pinned) {
+    unfolded(c, n->entry);
     rlxkv_entry *old = n->entry;
     unlist(c, n);
     trim_count(n, old, -1);
@@ -991,13 +1138,13 @@ static rlxkv_entry *chain_from(const rlxkv_cache *c, rlxkv_entry *p, size_t cove
     return p && cover && fits_under(c, p, dtype, n_layers, rows) ? p : NULL;
 }
 
-static rlxkv_entry *parent_for(const rlxkv_cache *c, const uint32_t *q, size_t n, int dtype,
+static rlxkv_entry *parent_for(rlxkv_cache *c, const uint32_t *q, size_t n, int dtype,
                                size_t n_layers, const size_t *rows, size_t *cover) {
     struct pos p;
     rlxkv_entry *e;
     descend(c, q, n, &p);
     if (p.edge && p.edge->trim[RESIDENT].n &&
-        (e = chain_from(c, trim_pick(p.edge, RESIDENT)->entry, p.depth, dtype, n_layers, rows))) {
+        (e = chain_from(c, trim_pick(c, p.edge, RESIDENT)->entry, p.depth, dtype, n_layers, rows))) {
         *cover = p.depth;
         return e;
     }
@@ -1006,7 +1153,7 @@ static rlxkv_entry *parent_for(const rlxkv_cache *c, const uint32_t *q, size_t n
             *cover = x->depth;
             return e;
         }
-        if (x->trim[RESIDENT].n && (e = chain_from(c, trim_pick(x, RESIDENT)->entry, x->depth, dtype, n_layers, rows))) {
+        if (x->trim[RESIDENT].n && (e = chain_from(c, trim_pick(c, x, RESIDENT)->entry, x->depth, dtype, n_layers, rows))) {
             *cover = x->depth;
             return e;
         }
@@ -1080,6 +1227,7 @@ void rlxkv_cache_clear(rlxkv_cache *c) {
         return;
     }
     node *r = c->root;
+    c->folds = NULL; /* their records go with the arena blocks of their ends */
     for (size_t i = 0; i < r->nkids; i++) free_tree(r->kids[i]);
     rlxkv_entry_free(r->entry);
     r->entry = NULL;
@@ -1111,10 +1259,12 @@ size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, 
                         size_t n_layers, const size_t *row_lens) {
     size_t cover = 0;
     if (!c || !c->paging || !n || !tokens || !c->cap_bytes) return 0;
-    const node *at = find_node(c, tokens, n);
+    /* Its walks may unfold runs of pages (see Folds), which changes no answer: const to the caller. */
+    rlxkv_cache *w = (rlxkv_cache *)c;
+    const node *at = find_node(w, tokens, n);
     if (at && at->entry && !is_stub(at->entry)) return at->entry->start; /* as put: replaced, if hidden too */
     if (c->layout.order == RLXKV_ORDER_ANY && !row_lens) return 0;
-    parent_for(c, tokens, n, dtype, n_layers, row_lens, &cover);
+    parent_for(w, tokens, n, dtype, n_layers, row_lens, &cover);
     return cover < n ? cover : n;
 }
 
@@ -1226,7 +1376,7 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOSPACE;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, e)))) {
+    if (!slot_reserve(c, 1) || (!n && !(n = make_node(c, &p, e)))) {
         rlxkv_entry_free(e);
         return RLXKV_ERR_NOMEM;
     }
@@ -1270,9 +1420,9 @@ static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, siz
     size_t vsize = rlxkv_dtype_size(dtype);
     *at = NULL;
     if (!c || (!tokens && n_tokens) || !vsize || n_values > SIZE_MAX / vsize) return RLXKV_ERR_INVALID;
-    if (!c->cap_bytes) return RLXKV_OK;
+    if (!c->cap_bytes && !(RLXKV_FOLDS && c->bind)) return RLXKV_OK; /* (a folded page is placed whatever the cap now) */
     struct pos p;
-    descend_from(c, from, tokens, n_tokens, &p);
+    walk(c, from, tokens, n_tokens, &p);
     node *n = !p.edge && p.depth == n_tokens ? p.at : NULL;
     if (n && n->entry && !is_stub(n->entry)) {
         *at = n;
@@ -1309,7 +1459,7 @@ static int put_stored_at(rlxkv_cache *c, node *from, const uint32_t *tokens, siz
         *at = n;
         return RLXKV_OK;
     }
-    if (!slot_reserve(c) || (!n && !(n = make_node(c, &p, s)))) {
+    if (!((RLXKV_FOLDS && c->bind) || slot_reserve(c, 1)) || (!n && !(n = make_node(c, &p, s)))) {
         rlxkv_entry_free(s);
         return RLXKV_ERR_NOMEM;
     }
@@ -1328,29 +1478,20 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     return put_stored_at(c, c ? c->root : NULL, tokens, n_tokens, dtype, n_values, row_major, NULL, &at);
 }
 
-/* A block of tokens stubs share: a count of its holders, then the tokens. */
-static size_t *block_new(size_t n) {
-    if (n > (SIZE_MAX - sizeof(size_t)) / sizeof(uint32_t)) return NULL;
-    size_t *b = malloc(sizeof(size_t) + n * sizeof(uint32_t));
-    if (b) *b = 1; /* the call's own hold, let go at its end */
-    return b;
-}
-static void block_release(size_t *b) {
-    if (b && !--*b) free(b);
-}
-
-/* The paths of put_stored_many's pages (specs with a parent), after the
- * blobs' (their own tokens). A page's path is its parent's first `start`
- * tokens, then its own. The ends of chains first (specs no page extends
- * from their last token): each gets a block of its own, and every spec up
- * its chain whose path ends where the walk is gets a view of it, so that
- * a chain shares one copy, linear in its tokens. A spec whose path breaks
- * (a parent out of range, of another length than parent_n, or broken; a
- * loop) gets path NULL. path[i], block[i], len[i]: out; blocks: every
- * block made, *n_blocks of them. Returns 0 if out of memory. */
-static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, const rlxkv_stored *s, size_t count,
+/* The paths of put_stored_many's specs: a blob's (no parent), its own
+ * tokens, in one block (*shared: a copy of the span of the array they lie
+ * in, made here); a page's, its parent's first `start` tokens, then its
+ * own. The ends of chains first (specs no page extends from their last
+ * token): each gets a block of its own, and every spec up its chain whose
+ * path ends where the walk is gets a view of it, so that a chain shares
+ * one copy, linear in its tokens. A spec whose path breaks (a parent out
+ * of range, of another length than parent_n, or broken; a loop) gets path
+ * NULL. path[i], block[i], len[i]: out; blocks: every block made,
+ * *n_blocks of them. Returns 0 if out of memory. */
+static int stored_paths(const uint32_t *tokens, size_t n_tokens, size_t **shared, const rlxkv_stored *s, size_t count,
                         const uint32_t **path, size_t **block, size_t *len, size_t **blocks, size_t *n_blocks,
                         size_t *chain, unsigned char *extended) {
+    size_t lo = n_tokens, hi = 0;
     for (size_t i = 0; i < count; i++) {
         path[i] = NULL;
         block[i] = NULL;
@@ -1359,7 +1500,15 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
         if (s[i].tokens_at > n_tokens || s[i].n_tokens > n_tokens - s[i].tokens_at || len[i] < s[i].n_tokens ||
             (s[i].parent && !s[i].start))
             len[i] = SIZE_MAX; /* invalid */
+        else if (!s[i].parent) { /* the blobs' span (pages' own tokens are copied into their chains) */
+            if (s[i].tokens_at < lo) lo = s[i].tokens_at;
+            if (s[i].tokens_at + len[i] > hi) hi = s[i].tokens_at + len[i];
+        }
     }
+    if (hi < lo) lo = hi;
+    if (!(*shared = block_new(hi - lo))) return 0;
+    const uint32_t *copy = (uint32_t *)(*shared + 1);
+    if (hi > lo) memcpy(*shared + 1, tokens + lo, (hi - lo) * sizeof *tokens);
     for (size_t i = 0; i < count; i++) {
         size_t p = s[i].parent;
         if (p && p <= count && len[i] != SIZE_MAX && s[i].start == len[p - 1]) extended[p - 1] = 1;
@@ -1369,8 +1518,8 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
         for (size_t r = 0; r < count; r++) {
             if (path[r] || len[r] == SIZE_MAX || extended[r] == 2 || (ends && extended[r] == 1)) continue;
             if (!s[r].parent) {
-                path[r] = copy + s[r].tokens_at;
-                block[r] = shared;
+                path[r] = copy + (s[r].tokens_at - lo);
+                block[r] = *shared;
                 continue;
             }
             size_t *b = block_new(len[r]);
@@ -1385,7 +1534,7 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
                     break;
                 }
                 size_t start = s[cur].parent ? s[cur].start : 0;
-                if (end > start) memcpy(buf + start, copy + s[cur].tokens_at, (end - start) * sizeof *buf);
+                if (end > start) memcpy(buf + start, tokens + s[cur].tokens_at, (end - start) * sizeof *buf);
                 if (end == len[cur]) chain[n_chain++] = cur;
                 if (!s[cur].parent) break;
                 size_t p = s[cur].parent - 1;
@@ -1409,13 +1558,44 @@ static int stored_paths(const uint32_t *copy, size_t n_tokens, size_t *shared, c
     return 1;
 }
 
+/* How many pages put_stored_many may fold into a run's end (see Folds)
+ * from specs[i] on: m >= 1 pages, each but the first the next spec's
+ * parent, extended by it at its end (so each page's path is a prefix of
+ * the end's, specs[i + m]), all of one dtype and trimmability, and nothing
+ * in the tree yet at or below the first page's end on the path (walked
+ * from `from`): the end's node will be a new leaf, its edge holding every
+ * page. (A spec that names one of them as its parent, or whose path runs
+ * inside the edge, unfolds them when it is placed.) 0 if not, or if m + 1
+ * fresh slots and the arena's room for the run (its record, then its
+ * pages' stubs and nodes) cannot be had. */
+static size_t fold_run(rlxkv_cache *c, node *from, const rlxkv_stored *s, size_t count, size_t i, const uint32_t **path,
+                       const size_t *len) {
+    size_t e = i, vsize = rlxkv_dtype_size(s[i].dtype);
+    if (!RLXKV_FOLDS) return 0;
+    while (e + 1 < count && path[e + 1] && s[e + 1].parent == e + 1 && s[e + 1].start == len[e] && s[e + 1].n_tokens &&
+           s[e + 1].dtype == s[i].dtype && !s[e + 1].row_major == !s[i].row_major && s[e].n_values <= SIZE_MAX / (vsize | 1))
+        e++;
+    size_t m = e - i;
+    struct pos p;
+    if (!m || !s[i].parent || !vsize || m >= UINT32_MAX || s[e].n_values > SIZE_MAX / vsize) return 0;
+    walk(c, from, path[e], len[e], &p);
+    size_t need = ROUND16(sizeof(struct fold) + m * sizeof(struct folded)) + m * FOLDED_BYTES;
+    /* (Beside the end's own stub and up to two nodes, first.) */
+    if (p.depth >= len[i] || !c->arena.block || (size_t)(c->arena.end - c->arena.next) < need + FOLDED_BYTES + ROUND16(ARENA_NODE) ||
+        !slot_reserve(c, m + 1))
+        return 0;
+    return m;
+}
+
 /* Stubs of one call share copies of its tokens: the blobs' one copy of
- * the array, a chain of pages one block of its path. A spec with a parent
+ * the span of the array they lie in, a chain of pages one block of its
+ * path. A spec with a parent
  * is placed from its parent's node, and one whose tokens start where an
  * earlier one's do (`like`) from that one's, not from the root: a chain
  * of pages is then O(its own tokens) to place and to hold, not O(its
  * path) each: 10,000 pages in chains of 200 are 16 million path tokens,
- * 160 thousand of their own. */
+ * 160 thousand of their own. A run of pages is placed folded (see Folds):
+ * one stub and node for it all, at once. */
 int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
                                 size_t count) {
     if (!c || (!tokens && n_tokens) || (!specs && count)) return RLXKV_ERR_INVALID;
@@ -1427,24 +1607,23 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
     /* The stubs' entries and nodes carved from one block (an arena), not
      * allocated one by one: ten thousand of each at an open. The block
      * goes with the last of them; none of it: one by one, as elsewhere. */
-    size_t per = ((sizeof(rlxkv_entry) + sizeof(size_t) + 15) & ~(size_t)15) + 2 * ((sizeof(node) + 15) & ~(size_t)15);
+    size_t per = ROUND16(sizeof(rlxkv_entry) + sizeof(size_t)) + 2 * ROUND16(ARENA_NODE);
     size_t *arena = count && count < (SIZE_MAX - 16) / per / 2 ? malloc(16 + count * per) : NULL;
     if (arena) {
         *arena = 1; /* the call's own hold */
         c->arena = (struct arena){arena, (unsigned char *)arena + 16, (unsigned char *)arena + 16 + count * per};
     }
-    size_t *shared = block_new(n_tokens);
+    size_t *shared = NULL;
     size_t n = count ? count : 1, n_blocks = 0;
+    slot_reserve(c, count + 1); /* at once, not doubling as it goes (a failure: found again where it matters) */
     node **at = malloc(n * sizeof *at);
     const uint32_t **path = malloc(n * sizeof *path);
     size_t **block = malloc(n * sizeof *block), **blocks = malloc(n * sizeof *blocks);
     size_t *len = malloc(n * sizeof *len), *chain = malloc(n * sizeof *chain);
     unsigned char *extended = malloc(n);
     int st = RLXKV_ERR_NOMEM;
-    if (!shared || !at || !path || !block || !blocks || !len || !chain || !extended) goto out;
-    uint32_t *copy = (uint32_t *)(shared + 1);
-    if (n_tokens) memcpy(copy, tokens, n_tokens * sizeof *tokens);
-    if (!stored_paths(copy, n_tokens, shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
+    if (!at || !path || !block || !blocks || !len || !chain || !extended ||
+        !stored_paths(tokens, n_tokens, &shared, specs, count, path, block, len, blocks, &n_blocks, chain, extended))
         goto out;
     for (size_t i = 0; i < count; i++) {
         rlxkv_stored *r = &specs[i];
@@ -1461,7 +1640,39 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
             from = at[hint - 1];
             while (from->depth > (r->parent ? r->start : len[i])) from = from->parent;
         }
-        r->status = put_stored_at(c, from, path[i], len[i], r->dtype, r->n_values, r->row_major, block[i], &at[i]);
+        /* A run of pages from here: its end placed now, the pages folded into it. */
+        size_t m = fold_run(c, from, specs, count, i, path, len), e = i + m;
+        c->puts += (uint32_t)m; /* the pages' serials, before the end's */
+        specs[e].status = put_stored_at(c, from, path[e], len[e], specs[e].dtype, specs[e].n_values, specs[e].row_major,
+                                        block[e], &at[e]);
+        if (m && specs[e].status != RLXKV_OK) c->puts -= (uint32_t)m;
+        if (m && specs[e].status == RLXKV_OK) {
+            /* The run's record and room after the end's stub, in the block
+             * that holds it (fold_run had the room); the pages' slots behind
+             * the end's, on the STORED list, the first page's farthest. */
+            node *n = at[e];
+            struct arena *a = &c->arena;
+            struct fold *f = (struct fold *)a->next;
+            uint64_t bytes = 0;
+            a->next += ROUND16(sizeof *f + m * sizeof f->page[0]);
+            *f = (struct fold){c->folds, n->entry, m, c->nslots, n->entry->serial - (uint32_t)m, {NULL, a->next, a->next + m * FOLDED_BYTES}};
+            f->room.block = a->block;
+            a->next = f->room.end;
+            for (size_t j = 0; j < m; j++) {
+                f->page[j] = (struct folded){len[i + j], specs[i + j].n_values};
+                bytes += specs[i + j].n_values * rlxkv_dtype_size(specs[e].dtype);
+                c->slots[c->nslots].e = n->entry;
+                slot_link_after(c->slots, c->nslots++, STORED, n->slot);
+            }
+            c->stored_entries += m;
+            c->stored_bytes += bytes;
+            n->entry->flags |= RLXKV_ENTRY_FOLDED;
+            c->folds = f;
+        }
+        for (; i < e; i++) {
+            specs[i].status = specs[e].status;
+            at[i] = NULL;
+        }
     }
     st = RLXKV_OK;
 out:
@@ -1564,7 +1775,7 @@ static int partial_in(rlxkv_cache *c, const uint32_t *query, size_t n, size_t ma
     /* Every entry below the point where the walk stopped shares exactly
      * p.depth tokens with the query: the best any candidate can do. */
     if (p.edge && p.edge->trim[t].n)
-        return hit_out(c, trim_pick(p.edge, p.edge->trim[RESIDENT].n ? RESIDENT : t), p.depth, hit);
+        return hit_out(c, trim_pick(c, p.edge, p.edge->trim[RESIDENT].n ? RESIDENT : t), p.depth, hit);
     /* Then back up the path. A node's own entry is a full hit and wins the
      * tie against trimmable entries branching off there (unless it is
      * stored-only and one of those is resident). Nothing further down the
@@ -1573,8 +1784,8 @@ static int partial_in(rlxkv_cache *c, const uint32_t *query, size_t n, size_t ma
     for (node *x = p.at; x != c->root; x = x->parent) {
         rlxkv_entry *e = x->entry && !is_hidden(x->entry) ? x->entry : NULL;
         if (e && (!is_stub(e) || (t == ANY_TIER && !x->trim[RESIDENT].n))) return hit_out(c, x, x->depth, hit);
-        if (x->trim[RESIDENT].n) return hit_out(c, trim_pick(x, RESIDENT), x->depth, hit);
-        if (x->trim[t].n) return hit_out(c, trim_pick(x, t), x->depth, hit);
+        if (x->trim[RESIDENT].n) return hit_out(c, trim_pick(c, x, RESIDENT), x->depth, hit);
+        if (x->trim[t].n) return hit_out(c, trim_pick(c, x, t), x->depth, hit);
     }
     return miss_out(c, hit);
 }
@@ -1726,7 +1937,7 @@ void rlxkv_hit_copy(const rlxkv_hit *hit, void *dst, size_t *block_lens_out) {
 
 const rlxkv_entry *rlxkv_cache_get(const rlxkv_cache *c, const uint32_t *tokens, size_t n) {
     if (!c || (!tokens && n)) return NULL;
-    return find_entry(c, tokens, n);
+    return find_entry((rlxkv_cache *)c, tokens, n); /* as held(): const to the caller */
 }
 
 int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n) {
@@ -1792,6 +2003,7 @@ void rlxkv_cache_stats(const rlxkv_cache *c, rlxkv_stats *out) {
 
 const rlxkv_entry *rlxkv_cache_next_stored(const rlxkv_cache *c, const rlxkv_entry *prev) {
     if (!c) return NULL;
+    while (RLXKV_FOLDS && !prev && c->folds) unfolded((rlxkv_cache *)c, c->folds->end); /* each page an entry in its slot (as held()) */
     const slot *s = c->slots;
     return s[s[prev ? ((const node *)prev->node)->slot : STORED].next].e;
 }
@@ -1851,7 +2063,7 @@ static const node *preorder_next(const rlxkv_cache *c, const node *x) {
 
 /* What a walk of the tree adds up, to compare with the cache's totals. */
 struct tally {
-    size_t entries, bytes, pinned, stubs, hidden;
+    size_t entries, bytes, pinned, stubs, hidden, folds;
     uint64_t stub_bytes;
 };
 
@@ -1874,6 +2086,31 @@ static int check_chain(const rlxkv_cache *c, const rlxkv_entry *e) {
     for (const rlxkv_entry *u = p->first_user; u; u = u->next_user)
         if (u == e) return 1;
     return 0;
+}
+
+/* The fold whose end is e, or NULL (the cache may be broken). */
+static const struct fold *fold_find(const rlxkv_cache *c, const rlxkv_entry *e) {
+    size_t k = 0;
+    for (const struct fold *f = c->folds; f && k <= c->stored_entries; f = f->next, k++)
+        if (f->end == e) return f;
+    return NULL;
+}
+
+/* A run folded into the stub at x (see Folds): its pages end inside x's
+ * edge, shallowest first; their slots, on the STORED list, hold the end;
+ * their stubs' room is there. Counted into t as stubs. */
+static int check_fold(const rlxkv_cache *c, const node *x, const struct fold *f, struct tally *t) {
+    if (!f) return 0;
+    size_t above = x->depth - x->nlabel, vsize = rlxkv_entry_value_size(f->end);
+    if (!f->n || f->slot < FIRST_ENTRY_SLOT || f->slot + f->n > c->nslots || f->end->n_layers) return 0;
+    if ((size_t)(f->room.end - f->room.next) < f->n * FOLDED_BYTES || !f->room.block || f->end->slab != f->room.block) return 0;
+    for (size_t j = 0; j < f->n; j++) {
+        if (f->page[j].n_tokens <= (j ? f->page[j - 1].n_tokens : above) || f->page[j].n_tokens >= x->depth) return 0;
+        if (c->slots[f->slot + j].e != f->end || c->slots[f->slot + j].list != STORED) return 0;
+        t->stubs++;
+        t->stub_bytes += f->page[j].n_values * vsize;
+    }
+    return 1;
 }
 
 static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
@@ -1927,6 +2164,7 @@ static int check_node(const rlxkv_cache *c, const node *x, struct tally *t) {
         if (is_stub(e)) {
             if (e->n_layers || !(e->flags & RLXKV_ENTRY_STORED) || (e->flags & RLXKV_ENTRY_DIRTY)) return 0;
             if (c->slots[x->slot].list != STORED) return 0;
+            if ((e->flags & RLXKV_ENTRY_FOLDED) && (t->folds++, !check_fold(c, x, fold_find(c, e), t))) return 0;
         } else {
             if (!(e->flags & RLXKV_ENTRY_TRIMMABLE) != !trimmable(c, e)) return 0;
             if (rlxkv_layout_check(&c->layout, e, NULL) || (e->flags & RLXKV_ENTRY_PIN_ON_LOAD)) return 0;
@@ -1961,9 +2199,15 @@ static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, uint64_t *
         if (i < FIRST_ENTRY_SLOT || i >= c->nslots || *n > c->entries + c->stored_entries) return 0;
         const rlxkv_entry *e = s[i].e;
         if (s[i].prev != prev || s[i].list != list || !e || !e->node) return 0;
-        if (((const node *)e->node)->slot != i) return 0;
         (*n)++;
-        *bytes += rlxkv_entry_kv_bytes(e);
+        if (((const node *)e->node)->slot == i) {
+            *bytes += rlxkv_entry_kv_bytes(e);
+            continue;
+        }
+        /* A folded page's slot (see Folds): its end's entry, in the run's range. */
+        const struct fold *f = (e->flags & RLXKV_ENTRY_FOLDED) ? fold_find(c, e) : NULL;
+        if (!f || i < f->slot || i - f->slot >= f->n) return 0;
+        *bytes += f->page[i - f->slot].n_values * rlxkv_entry_value_size(e);
     }
     return s[list].prev == prev;
 }
@@ -1971,8 +2215,10 @@ static int check_list(const rlxkv_cache *c, uint32_t list, size_t *n, uint64_t *
 int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens) {
     size_t n_nodes = 0, n_label = 0, lru_n = 0, pin_n = 0, stored_n = 0, in_n = 0;
     uint64_t lru_bytes = 0, pin_bytes = 0, stored_bytes = 0, in_bytes = 0;
-    struct tally t = {0, 0, 0, 0, 0, 0};
+    struct tally t = {0, 0, 0, 0, 0, 0, 0};
+    size_t folds = 0;
     int ok = 1;
+    for (const struct fold *f = c->folds; f && folds <= c->stored_entries; f = f->next) folds++;
     for (const node *x = c->root; x; x = preorder_next(c, x)) {
         n_nodes++;
         n_label += x->nlabel;
@@ -1988,6 +2234,7 @@ int rlxkv_cache_check(const rlxkv_cache *c, size_t *nodes, size_t *label_tokens)
     if (t.pinned != c->pinned_entries || pin_n != t.pinned || pin_bytes != c->pinned_bytes) ok = 0;
     if (t.stubs != c->stored_entries || stored_n != t.stubs) ok = 0;
     if (t.stub_bytes != c->stored_bytes || stored_bytes != c->stored_bytes) ok = 0;
+    if (t.folds != folds) ok = 0; /* each on the list the fold of a stub in the tree */
     if (nodes) *nodes = n_nodes;
     if (label_tokens) *label_tokens = n_label;
     return ok;

@@ -11,6 +11,7 @@
 #define RLXKV_ENTRY_STUB 8u        /* stored-only: tokens, no values (n_values is the stored size) */
 #define RLXKV_ENTRY_PIN_ON_LOAD 16u /* a stub pinned: pinned once it is resident */
 #define RLXKV_ENTRY_HIDDEN 32u     /* removed, but its values still serve its users (cache.c, Pages) */
+#define RLXKV_ENTRY_FOLDED 64u     /* a stub standing for a run of pages too, not yet in the tree (cache.c, Folds) */
 
 /* One allocation: this header, then offs[2L+1] (block start offsets, in
  * values, into kv), then the values, then the tokens. Keeping everything in

@@ -343,7 +343,11 @@ typedef struct rlxkv_stored {
  * the array's length), a page placed from its parent (O(its own tokens)).
  * A spec whose tokens run past the array gets RLXKV_ERR_INVALID. Returns
  * RLXKV_OK with each status set, or RLXKV_ERR_NOMEM / RLXKV_ERR_INVALID
- * (every status INVALID) with nothing changed. */
+ * (every status INVALID) with nothing changed. A run of pages (each
+ * extended at its end by the next spec) may be placed as its last page's
+ * stub alone, the others made when a call first needs them (cache.c,
+ * Folds): no call can tell, but the first lookup inside the run pays for
+ * placing them. */
 int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
                                 size_t count);
 

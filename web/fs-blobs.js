@@ -49,6 +49,15 @@ let fsp = null;
 let fsSync = null;
 let pathMod = null;
 async function nodeFs() {
+  // process.getBuiltinModule (Node 20.16+, 22.3+) hands over the modules as
+  // they are; import('node:fs') first builds an ES namespace of every export,
+  // whose getters load fs's streams: 2-3 ms of a process's first open.
+  const get = globalThis.process?.getBuiltinModule;
+  if (!fsp && get) {
+    fsSync = get('node:fs');
+    fsp = fsSync.promises;
+    pathMod = get('node:path');
+  }
   if (!fsp) {
     fsp = await import('node:fs/promises');
     fsSync = await import('node:fs');

@@ -125,19 +125,29 @@ function opfsAvailable() {
 let seq = 0;
 
 export class OpfsBlobs {
-  /** Opens (creating if missing) the directory `path` ('/a/b': segments under the OPFS root). */
-  static async open(path) {
+  /**
+   * Opens (creating if missing) the directory `path` ('/a/b': segments
+   * under the OPFS root). early: what was asked for while this module
+   * loaded (js/tiers.js opfsEarly): promises of the directory and of the
+   * index file's bytes, or none.
+   */
+  static async open(path, early) {
     if (!opfsAvailable()) throw new RlxkvError('IO', "storage 'opfs' needs the Origin Private File System with move() and Web Locks, which this environment lacks");
     let dir;
     try {
-      dir = await navigator.storage.getDirectory();
-      for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      dir = await (early?.dir.catch(() => null)); // failed: asked again, for its error
+      if (!dir) {
+        dir = await navigator.storage.getDirectory();
+        for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg, { create: true });
+      }
     } catch (err) {
       throw opfsError(err, `cannot use OPFS directory ${path}`);
     }
     const blobs = new OpfsBlobs(path, dir);
+    blobs.#earlyIndex = early?.index;
     // A window's reads and writes go through a helper worker once it is up (it
-    // starts beside the open, which waits for it: see ready()).
+    // starts beside the open, which does not wait for it: reads and writes
+    // do, see ready()).
     if (!blobs.sync) {
       blobs.#helperStarting = OpfsHelper.start(path, { channel: blobs.#channelName, maxOpen: MAX_OPEN, keepMs: KEEP_MS })
         .then((r) => { blobs.#helper = r; });
@@ -146,6 +156,7 @@ export class OpfsBlobs {
   }
 
   #dir;
+  #earlyIndex = null; // promise of the index file's bytes, read as the open began (open()), until readIndex() takes it
   // name -> FileSystemFileHandle. A handle names a path, not a file: it
   // finds a blob replaced since (by a move onto its name) and fails as
   // gone once it is removed. Kept from ready(), listings and reads, so
@@ -283,7 +294,9 @@ export class OpfsBlobs {
    * the likeliest first hit; none: no blob) first: its file handle kept,
    * and a read-only sync handle on it opened and kept open (#keepOpen; a
    * worker's first one also takes 1-4 ms longer than the next ones): here
-   * in a worker, by the helper in a window, once it is up.
+   * in a worker, by the helper in a window, once it is up. Never rejects
+   * (each step only a head start), so the open need not wait for it: a
+   * read that comes first opens its own handle, or waits for the helper.
    */
   async ready(name) {
     if (name && this.sync && readOnlyHandles() && !this.#kept.has(name)) {
@@ -368,7 +381,11 @@ export class OpfsBlobs {
 
   /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
   async readIndex() {
-    return this.read(INDEX_NAME).catch(() => null);
+    const early = this.#earlyIndex;
+    this.#earlyIndex = null;
+    // Read without the lock: one that met a replace failed, and so did one of no file (read again: null).
+    const bytes = early && await early.then((b) => new Uint8Array(b), () => null);
+    return bytes ?? this.read(INDEX_NAME, true).catch(() => null);
   }
 
   /**
@@ -426,8 +443,13 @@ export class OpfsBlobs {
     });
   }
 
-  /** The whole blob in a new buffer; null if it is gone. */
-  async read(name) {
+  /**
+   * The whole blob in a new buffer; null if it is gone. A window's read
+   * waits for its helper worker if it is still starting (the open does
+   * not: see ready()), unless `now` (the open's read of the index: a
+   * File read).
+   */
+  async read(name, now = false) {
     if (this.sync) {
       return this.readWith(name, (f) => {
         const buf = new Uint8Array(f.size);
@@ -435,6 +457,7 @@ export class OpfsBlobs {
         return buf;
       });
     }
+    if (!now) await this.#helperStarting;
     if (this.#helper?.alive) {
       try {
         return await this.#helper.read(name, keptOpen(name));

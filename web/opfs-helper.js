@@ -25,7 +25,7 @@
 // evicts a page in the back/forward cache whose handle another page
 // needs). A first read in a new worker pays for the worker's first sync
 // handle and the blob's file handle (2-10 ms more): the open has the
-// helper pay them. The worker is made from a Blob URL (its source below,
+// helper pay them, behind it (OpfsBlobs.ready()). The worker is made from a Blob URL (its source below,
 // which must stay self-contained), so a page whose CSP forbids blob:
 // workers gets no helper: start() answers null, and the window reads Files
 // and writes createWritable() streams.

@@ -8,6 +8,10 @@
 #include "check.h"
 #include "rlxkv.h"
 
+#ifndef RLXKV_FOLDS
+#define RLXKV_FOLDS 1 /* as src/cache.c is built (test_cache_nofold: 0) */
+#endif
+
 /* TOKS(1, 2, 3) passes a token array and its length. */
 #define TOKS(...) \
     (const uint32_t[]){__VA_ARGS__}, sizeof((const uint32_t[]){__VA_ARGS__}) / sizeof(uint32_t)
@@ -1195,6 +1199,189 @@ static void put_stored_many_builds_paths_from_parents(void) {
     rlxkv_cache_free(c);
 }
 
+/* ---- folds: put_stored_many against placing each stub alone ------------- */
+
+/* A random index of pages (runs of them, branches, pages that leave their
+ * parent early, duplicates: tokens from a small alphabet) placed two ways,
+ * by put_stored_many (which folds runs: see cache.c, Folds) and by
+ * put_stored of each whole path in the same order; then the same random
+ * calls on both must answer alike, and both stay consistent. */
+enum { FOLD_SPECS = 40, FOLD_PATH = 64, FOLD_OWN = FOLD_SPECS * 8 };
+
+struct fold_case {
+    rlxkv_stored s[FOLD_SPECS];
+    uint32_t own[FOLD_OWN], path[FOLD_SPECS][FOLD_PATH];
+    size_t len[FOLD_SPECS], count;
+};
+
+static uint32_t fold_rand(uint64_t *x) {
+    *x ^= *x << 13;
+    *x ^= *x >> 7;
+    *x ^= *x << 17;
+    return (uint32_t)(*x >> 11);
+}
+
+/* Specs made run by run (a blob, or a page of an earlier spec, then pages
+ * each from the last), then a few swapped out of order. */
+static void fold_case_make(struct fold_case *fc, uint64_t *x) {
+    size_t made = 0, own = 0, order[FOLD_SPECS];
+    struct fold_case m;
+    memset(&m, 0, sizeof m);
+    int f16 = fold_rand(x) % 2;
+    while (made < FOLD_SPECS) {
+        size_t run = 1 + fold_rand(x) % 7, from = made && fold_rand(x) % 3 ? 1 + fold_rand(x) % made : 0;
+        for (size_t r = 0; r < run && made < FOLD_SPECS; r++) {
+            size_t parent = r ? made : from, start = 0, n = 1 + fold_rand(x) % 4;
+            if (parent) start = fold_rand(x) % 5 ? m.len[parent - 1] : 1 + fold_rand(x) % m.len[parent - 1];
+            if (start + n > FOLD_PATH) break;
+            rlxkv_stored *s = &m.s[made];
+            *s = (rlxkv_stored){.tokens_at = own, .n_tokens = n, .n_values = 1 + fold_rand(x) % 50, .parent = parent,
+                                .start = start, .parent_n = parent ? m.len[parent - 1] : 0,
+                                .dtype = fold_rand(x) % 16 ? (f16 ? RLXKV_F16 : RLXKV_F32) : RLXKV_F32,
+                                .row_major = fold_rand(x) % 8 != 0};
+            if (parent) memcpy(m.path[made], m.path[parent - 1], start * sizeof(uint32_t));
+            for (size_t k = 0; k < n; k++) m.own[own + k] = m.path[made][start + k] = 1 + fold_rand(x) % 3;
+            m.len[made] = start + n;
+            own += n;
+            made++;
+        }
+    }
+    /* A spec's parent is named by its place: swapping places renames them. */
+    for (size_t i = 0; i < FOLD_SPECS; i++) order[i] = i;
+    for (size_t k = fold_rand(x) % 4; k; k--) {
+        size_t a = fold_rand(x) % FOLD_SPECS, b = fold_rand(x) % FOLD_SPECS, t = order[a];
+        order[a] = order[b];
+        order[b] = t;
+    }
+    size_t place[FOLD_SPECS];
+    for (size_t i = 0; i < FOLD_SPECS; i++) place[order[i]] = i;
+    memcpy(fc->own, m.own, sizeof m.own);
+    for (size_t i = 0; i < FOLD_SPECS; i++) {
+        fc->s[i] = m.s[order[i]];
+        if (fc->s[i].parent) fc->s[i].parent = place[fc->s[i].parent - 1] + 1;
+        memcpy(fc->path[i], m.path[order[i]], sizeof fc->path[i]);
+        fc->len[i] = m.len[order[i]];
+    }
+    fc->count = FOLD_SPECS;
+}
+
+/* Whether two entries (either may be NULL) are alike to a caller. */
+static int fold_same_entry(const rlxkv_entry *a, const rlxkv_entry *b) {
+    if (!a || !b) return !a && !b;
+    size_t n = rlxkv_entry_n_tokens(a);
+    return n == rlxkv_entry_n_tokens(b) && rlxkv_entry_is_resident(a) == rlxkv_entry_is_resident(b) &&
+           rlxkv_entry_serial(a) == rlxkv_entry_serial(b) && rlxkv_entry_kv_bytes(a) == rlxkv_entry_kv_bytes(b) &&
+           rlxkv_entry_dtype(a) == rlxkv_entry_dtype(b) && !memcmp(rlxkv_entry_tokens(a), rlxkv_entry_tokens(b), n * 4);
+}
+
+static int fold_same_stats(const rlxkv_cache *a, const rlxkv_cache *b) {
+    rlxkv_stats x = stats(a), y = stats(b);
+    return !memcmp(&x, &y, sizeof x);
+}
+
+/* Both caches' stored-only entries, in order, alike (a's runs all unfold). */
+static int fold_same_listing(const rlxkv_cache *a, const rlxkv_cache *b) {
+    const rlxkv_entry *x = rlxkv_cache_next_stored(a, NULL), *y = rlxkv_cache_next_stored(b, NULL);
+    for (; x || y; x = rlxkv_cache_next_stored(a, x), y = rlxkv_cache_next_stored(b, y))
+        if (!fold_same_entry(x, y)) return 0;
+    x = rlxkv_cache_next(a, NULL);
+    y = rlxkv_cache_next(b, NULL);
+    for (; x || y; x = rlxkv_cache_next(a, x), y = rlxkv_cache_next(b, y))
+        if (!fold_same_entry(x, y)) return 0;
+    return 1;
+}
+
+static void put_stored_many_folds_runs_as_placing_each_would(void) {
+    uint64_t x = 0x9e3779b97f4a7c15u;
+    struct fold_case fc;
+    int folded_rounds = 0;
+    for (int round = 0; round < 300; round++) {
+        fold_case_make(&fc, &x);
+        int paging = round % 2, small = round % 5 == 0;
+        size_t cap = small ? 600 : 1 << 20, nodes_a, nodes_b, labels_a, labels_b;
+        rlxkv_cache *a = rlxkv_cache_new(cap, 0), *b = rlxkv_cache_new(cap, 0);
+        rlxkv_cache_set_paging(a, paging);
+        rlxkv_cache_set_paging(b, paging);
+        rlxkv_cache_set_stored_index(a, 1);
+        rlxkv_cache_set_stored_index(b, 1);
+        CHECK_EQ(rlxkv_cache_put_stored_many(a, fc.own, FOLD_OWN, fc.s, fc.count), RLXKV_OK);
+        int same = 1;
+        for (size_t i = 0; i < fc.count; i++) {
+            int st = rlxkv_cache_put_stored(b, fc.path[i], fc.len[i], fc.s[i].dtype, fc.s[i].n_values, fc.s[i].row_major);
+            same &= st == fc.s[i].status;
+        }
+        CHECK(same);
+        CHECK(rlxkv_cache_check(a, &nodes_a, &labels_a) && rlxkv_cache_check(b, &nodes_b, &labels_b));
+        folded_rounds += nodes_a < nodes_b;
+        CHECK(fold_same_stats(a, b));
+        if (round % 7 == 0) { /* listed first: every run unfolded, the trees the same */
+            CHECK(fold_same_listing(a, b));
+            CHECK(rlxkv_cache_check(a, &nodes_a, &labels_a) && nodes_a == nodes_b && labels_a == labels_b);
+        }
+        for (int op = 0; op < 80 && same; op++) {
+            size_t i = fold_rand(&x) % fc.count, n = fc.len[i], cut = 1 + fold_rand(&x) % n, extra = fold_rand(&x) % 3;
+            uint32_t q[FOLD_PATH + 3];
+            memcpy(q, fc.path[i], cut * sizeof *q);
+            for (size_t k = 0; k < extra; k++) q[cut + k] = 1 + fold_rand(&x) % 3;
+            size_t qn = cut + extra, max = fold_rand(&x) % 4 ? SIZE_MAX : fold_rand(&x) % (qn + 1);
+            rlxkv_hit ha, hb;
+            int sa, sb;
+            switch (fold_rand(&x) % 11) {
+            case 0: case 1: case 2: {
+                unsigned flags = fold_rand(&x) % 2 ? RLXKV_MATCH_PARTIAL : 0;
+                sa = rlxkv_cache_match(a, q, qn, max, flags, &ha);
+                sb = rlxkv_cache_match(b, q, qn, max, flags, &hb);
+                same = sa == sb && ha.matched == hb.matched && fold_same_entry(ha.entry, hb.entry);
+                break;
+            }
+            case 3:
+                sa = rlxkv_cache_lookup_partial(a, q, qn, max, &ha);
+                sb = rlxkv_cache_lookup_partial(b, q, qn, max, &hb);
+                same = sa == sb && ha.matched == hb.matched && fold_same_entry(ha.entry, hb.entry);
+                break;
+            case 4:
+                same = fold_same_entry(rlxkv_cache_get(a, q, cut), rlxkv_cache_get(b, q, cut));
+                break;
+            case 5:
+                same = rlxkv_cache_remove(a, q, cut) == rlxkv_cache_remove(b, q, cut);
+                break;
+            case 6:
+                same = fold_rand(&x) % 2 ? rlxkv_cache_pin(a, q, cut) == rlxkv_cache_pin(b, q, cut)
+                                         : rlxkv_cache_unpin(a, q, cut) == rlxkv_cache_unpin(b, q, cut);
+                break;
+            case 7: {
+                size_t lens[2] = {2 * qn, 2 * qn};
+                if (fold_rand(&x) % 2) {
+                    same = rlxkv_cache_put(a, make(q, qn, 1, lens, 1)) == rlxkv_cache_put(b, make(q, qn, 1, lens, 1));
+                } else {
+                    same = rlxkv_cache_put_loaded(a, make(q, qn, 1, lens, 2)) == rlxkv_cache_put_loaded(b, make(q, qn, 1, lens, 2));
+                }
+                break;
+            }
+            case 8: {
+                size_t nv = 1 + fold_rand(&x) % 50;
+                same = rlxkv_cache_put_stored(a, q, qn, RLXKV_F32, nv, 1) == rlxkv_cache_put_stored(b, q, qn, RLXKV_F32, nv, 1);
+                break;
+            }
+            case 9: {
+                size_t rows[2] = {2, 2};
+                same = rlxkv_cache_held(a, q, qn, RLXKV_F32, 1, rows) == rlxkv_cache_held(b, q, qn, RLXKV_F32, 1, rows);
+                break;
+            }
+            default:
+                same = fold_rand(&x) % 4 ? fold_same_stats(a, b) : fold_same_listing(a, b);
+                break;
+            }
+            same &= fold_same_stats(a, b) && consistent(a) && consistent(b);
+        }
+        CHECK(same);
+        CHECK(fold_same_listing(a, b));
+        rlxkv_cache_free(a);
+        rlxkv_cache_free(b);
+    }
+    CHECK(!RLXKV_FOLDS || folded_rounds > 200); /* most indexes had a run to fold */
+}
+
 int main(void) {
     RUN(longest_prefix_picks_deepest_match);
     RUN(no_match_returns_none);
@@ -1224,6 +1411,7 @@ int main(void) {
     RUN(a_put_replaces_a_stored_only_entry_and_keeps_its_pin);
     RUN(put_stored_many_places_a_chain_from_one_copy);
     RUN(put_stored_many_builds_paths_from_parents);
+    RUN(put_stored_many_folds_runs_as_placing_each_would);
     RUN(evicting_a_stored_entry_leaves_it_stored_only);
     RUN(match_prefers_a_resident_hit_of_equal_length);
     RUN(clear_with_the_stored_index_keeps_what_is_stored);
