@@ -104,7 +104,7 @@ try {
   const pubLayout = { ...first.layout, order: 'head-major' };
   for (const { tree, dtype, pageTokens } of REMOTE_TREES) {
     const narrow = (blocks) => (dtype === 'f16' ? blocks.map((b) => narrowF32(b)) : blocks);
-    await publishPages(rlx, [{ ...seed, k: narrow(seed.k), v: narrow(seed.v) }], join(cdnDir, tree), { layout: pubLayout, pageTokens });
+    await publishPages(rlx, [{ ...seed, dtype, k: narrow(seed.k), v: narrow(seed.v) }], join(cdnDir, tree), { layout: pubLayout, pageTokens });
   }
   const remoteRuns = { cold: [], ...Object.fromEntries(REMOTE_TREES.map((t) => [t.tree, []])) };
   const variants = [{ tree: 'cold' }, ...REMOTE_TREES];

@@ -44,7 +44,8 @@ export function cdnServer(dir, { delayMs = 20, bitsPerSecond = 100e6 } = {}) {
     const path = new URL(req.url, 'http://x').pathname;
     const name = path.split('/').pop();
     if (req.method === 'OPTIONS') return res.writeHead(204, cors).end();
-    if (!/^[0-9a-f]{16,32}\.rlxkv$|^seed[\w-]*\.rlxkv$/.test(name)) return res.writeHead(404, cors).end();
+    // Pages, the hint files of where entries end (.ends), the seed blob.
+    if (!/^[0-9a-f]{16,32}\.(rlxkv|ends)$|^seed[\w-]*\.rlxkv$/.test(name)) return res.writeHead(404, cors).end();
     if (req.method === 'PUT' && path.startsWith('/upload/')) {
       const chunks = [];
       req.on('data', (c) => chunks.push(c));

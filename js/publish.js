@@ -67,9 +67,13 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
       tails.get(grid[at]).add(end);
     }
   };
-  const publishDecoded = (e) => (fingerprint === null || e.fingerprint === fingerprint
-    ? publish({ fingerprint: e.fingerprint, tokens: e.tokens, dtype: e.dtype ?? (e.k[0]?.BYTES_PER_ELEMENT === 2 ? 'f16' : 'f32'), blocks: () => [...e.k, ...e.v] })
-    : undefined);
+  const publishDecoded = (e) => {
+    if (fingerprint !== null && e.fingerprint !== fingerprint) return undefined;
+    // The names follow the values' dtype: the blocks', whatever else the entry says.
+    const dtype = e.k[0]?.BYTES_PER_ELEMENT === 2 ? 'f16' : 'f32';
+    if (e.dtype !== undefined && e.dtype !== dtype) throw new TypeError(`an entry says dtype ${e.dtype}, but its blocks are ${dtype}`);
+    return publish({ fingerprint: e.fingerprint, tokens: e.tokens, dtype, blocks: () => [...e.k, ...e.v] });
+  };
   for (const source of sources) {
     if (typeof source === 'string') {
       const e = decodeBlob(await readFile(source));

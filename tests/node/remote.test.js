@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
 import { publishPages } from '../../js/publish.js';
 import { modelKv, tempDir } from './helpers.js';
+import { narrowF32 } from '../../js/f16.js';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -248,6 +249,16 @@ test('requests go only to the configured URL, and only from match()', async () =
     globalThis.fetch = old;
   }
   await plain.close();
+});
+
+test('an entry in memory is published under its values\' dtype, and one that says another is refused', async () => {
+  const out = tempDir();
+  const { k, v } = kvOf(system);
+  const f16 = { fingerprint: FP, tokens: system, k: k.map((b) => narrowF32(b)), v: v.map((b) => narrowF32(b)) };
+  const report = await publishPages(rlx, [f16], out, { layout, pageTokens: P });
+  assert.equal(report.pages[0].name, rlx.pageName(system.subarray(0, P), FP, 'f16'));
+  // A decoded f32 blob's fields spread over narrowed blocks: its names would be the f32 ones.
+  await assert.rejects(publishPages(rlx, [{ ...f16, dtype: 'f32' }], tempDir(), { layout, pageTokens: P }), /says dtype f32, but its blocks are f16/);
 });
 
 test('rlxkv publish writes the pages of a store and verify checks the published tree', async () => {
