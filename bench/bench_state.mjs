@@ -2,9 +2,9 @@
 // (transformers.js 4.x on onnxruntime-node), on the demo's ~1,100-token
 // prompt: what taking state checkpoints costs a cold prefill, and what a
 // warm start's restore costs next to a bare lookup plus copy of the same
-// bytes. Models: an LFM2-350M-layered decoder (make_onnx_model.py --kind
-// lfm2-bench, made here if missing) and the tiny LFM2-, Qwen3.5- and
-// Gemma3-like test models.
+// bytes. Models: an LFM2-350M-layered decoder and one of Qwen3.5-0.8B's
+// widths (make_onnx_model.py --kind lfm2-bench, qwen3_5-bench, made here if
+// missing) and the tiny LFM2-, Qwen3.5- and Gemma3-like test models.
 //
 //   node --expose-gc bench/bench_state.mjs OUT.json [--quick]
 //
@@ -32,8 +32,10 @@ if (!out) {
   process.exit(2);
 }
 const models = fileURLToPath(new URL('../build/models/', import.meta.url));
-if (!existsSync(`${models}rlxkv-lfm2-bench/onnx/model.onnx`)) {
-  execFileSync('/usr/bin/python3', [fileURLToPath(new URL('../scripts/make_onnx_model.py', import.meta.url)), '--kind', 'lfm2-bench', '--out', models], { stdio: 'inherit' });
+for (const kind of ['lfm2-bench', 'qwen3_5-bench']) {
+  if (!existsSync(`${models}rlxkv-${kind}/config.json`)) {
+    execFileSync('/usr/bin/python3', [fileURLToPath(new URL('../scripts/make_onnx_model.py', import.meta.url)), '--kind', kind, '--out', models], { stdio: 'inherit' });
+  }
 }
 tf.env.allowRemoteModels = false;
 tf.env.localModelPath = models;
@@ -45,6 +47,7 @@ const EVERY = 256;
 
 const MODELS = [
   { id: 'rlxkv-lfm2-bench', label: 'LFM2-350M layers (16: 10 conv, 6 attention; MLP 2,048)', cold: quick ? 1 : 3 },
+  { id: 'rlxkv-qwen3_5-bench', label: 'Qwen3.5-0.8B widths (12 layers: 9 linear, 3 full attention; MLP 2,048)', cold: quick ? 1 : 3 },
   { id: 'rlxkv-lfm2', label: 'tiny LFM2-like (4 layers, hidden 64)', cold: quick ? 2 : 5 },
   { id: 'rlxkv-qwen3_5', label: 'tiny Qwen3.5-like (4 layers, hidden 64)', cold: quick ? 2 : 5 },
   { id: 'rlxkv-gemma3', label: 'tiny Gemma3-like (4 layers, hidden 64; KV only)', cold: quick ? 2 : 5 },

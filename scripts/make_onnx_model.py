@@ -457,6 +457,17 @@ HYBRID_KINDS['lfm2-bench'] = {
     'hidden': 1024, 'heads': 16, 'kv_heads': 8, 'head_dim': 64, 'ff': 2048,
     'conv_L_cache': 3, 'sliding_window': None, 'rope_theta': 1000000.0,
 }
+# And Qwen3.5-0.8B's widths (hidden 1024; linear attention of 16 key and 16
+# value heads of 128, a conv of 4; full attention of 8 query and 2 KV heads
+# of 256, every 4th layer) over 12 layers, with an MLP of 2,048.
+HYBRID_KINDS['qwen3_5-bench'] = {
+    'base': 'qwen3_5', 'folder': 'rlxkv-qwen3_5-bench', 'seed': 3508,
+    'layer_types': ['linear_attention', 'linear_attention', 'linear_attention', 'full_attention'] * 3,
+    'hidden': 1024, 'heads': 8, 'kv_heads': 2, 'head_dim': 256, 'ff': 2048,
+    'linear_conv_kernel_dim': 4, 'linear_num_key_heads': 16, 'linear_num_value_heads': 16,
+    'linear_out_gain': 1.0, 'linear_decay_bias': 2.0, 'attention_out_gain': 1.0,
+    'linear_key_head_dim': 128, 'linear_value_head_dim': 128, 'rope_theta': 10000000.0,
+}
 HYBRID_VOCAB, HYBRID_BOS = 257, 256  # the byte-level tokenizer's 256 bytes and '<s>'
 
 
