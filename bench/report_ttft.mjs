@@ -61,7 +61,7 @@ function remoteSection(d, title) {
     md.push(`| Remote, ${t.dtype} pages of ${n0(t.page_tokens)} tokens (${tree}) | ${ms(t.ttft_ms)} | ${n0(t.reused)} | ${n0(t.pages)}, ${mib(t.bytes)} | ${ms(t.fetch_ms)} | ${times(t.over_cold)} | ${t.target_met ? 'met' : 'missed'} |`);
   }
   md.push('');
-  md.push(`A client asks for pages at grid points only (the names of tokens 0..g-1), so the tokens past the last grid point before the system prompt's end are computed: with the default 256-token grid a 1,000-token system prompt reuses 768. At ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s the fetch takes about the bytes over the link's speed: f32 KV of this shape is ${n0(d.kv_bytes_per_token)} B a token.`);
+  md.push(`A client finds pages by the names of its tokens at grid points, and past the last grid point a published entry's end through its hint file (a tail page). The entry published here is the first visit's whole prompt (the system prompt and a user turn): another user's prompt parts from it inside its user turn, before that end, so the tokens past the last grid point before the parting are computed: with the default 256-token grid, 768 of the 1,000-token system prompt. A publisher that keeps the system prompt as an entry of its own (as the demo's does) has it reused whole. At ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s the fetch takes about the bytes over the link's speed: f32 KV of this shape is ${n0(d.kv_bytes_per_token)} B a token.`);
   md.push('');
   return md;
 }
