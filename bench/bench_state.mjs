@@ -13,8 +13,8 @@
 // multiple of 256 before the prompt's end only (one checkpoint inside the
 // prompt), and in one piece (no checkpoint inside the prompt: only the
 // reply's end is kept). Warm: the same prompt with its checkpoints held.
-// Restore: cache.match as cachedGenerate asks it (views of the KV, the
-// state copied) and the tensors (tensorsFromHit, DynamicCache), against a
+// Restore: cache.match as cachedGenerate asks it for CPU tensors (copies)
+// and the tensors (tensorsFromHit, DynamicCache), against a
 // bare lookup and copy of the same KV from a KV-only cache plus a copy of
 // the state's bytes, made into the same tensors.
 import { execFileSync } from 'node:child_process';
@@ -108,7 +108,7 @@ async function measure({ id, label, cold: coldReps }) {
   const restoreOnce = async () => {
     settle();
     const t0 = now();
-    const h = await cache.match(query, { ...how, view: true }); // as cachedGenerate asks
+    const h = await cache.match(query, how); // as cachedGenerate asks for CPU tensors
     new tf.DynamicCache(adapter.tensorsFromHit(h, layout, tf.Tensor, dtypes));
     restore.push(now() - t0);
   };

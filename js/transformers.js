@@ -438,11 +438,11 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   // Asked before the match: nothing is awaited between it and the tensors.
   const gpuDevice = opts.gpuDevice === false ? null
     : opts.gpuDevice ?? (sessionOf(model)?.config?.device === 'webgpu' ? await opts.transformers?.env?.backends?.onnx?.webgpu?.device : null);
-  // Memory and storage alike: a stored-only hit reads its one blob. As
-  // views of the cache's memory (no copy where the model takes the cache's
-  // dtype): they are read by the first run below, before the cache frees
-  // anything (the inserts come after it).
-  const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1, view: true }) : null;
+  // Memory and storage alike: a stored-only hit reads its one blob. Views
+  // of the cache's memory only for the GPU, which takes them at once: CPU
+  // tensors are read when the model runs, after awaits in which another
+  // call on this cache may free and reuse that memory.
+  const hit = n > 1 ? await cache.match(prompt, { partial: true, maxMatched: n - 1, view: !!gpuDevice }) : null;
   const reused = hit ? hit.matched : 0;
   let past = null, restored = null;
   if (hit) {
