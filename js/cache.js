@@ -8,7 +8,7 @@ import { serialQueue } from '../web/queue.js';
 import { TieredStore } from './tiers.js';
 import { remoteStats } from './remote-options.js';
 import { nameOfKey } from './store-index.js';
-import { copyRows, entryOfRows } from './chain.js';
+import { copyPages, entryOfRows } from './chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
 
@@ -284,8 +284,7 @@ export class Cache {
     const made = entryOfRows(native, t.subarray(0, end), start, l, dtype, pages[0].page.k.length);
     if (typeof made === 'number') return false;
     try {
-      const values = native.valuesOf(made);
-      for (const { from, to, page } of pages) copyRows(values, l, dtype, rows, from - start, to - from, [...page.k, ...page.v]);
+      copyPages(native.valuesOf(made), l, rows, start, pages.map(({ from, to, page }) => ({ from, to, dtype, blocks: [...page.k, ...page.v] })));
     } catch (err) {
       native.entryFree(made);
       throw err;
@@ -554,7 +553,7 @@ async function readBody(res, signal, onProgress) {
 }
 
 /** lookup()'s and match()'s options, checked: { partial, maxMatched, view } for tokens t. */
-function lookupOptions(opts, t) {
+export function lookupOptions(opts, t) {
   toOptions(opts);
   const maxMatched = opts.maxMatched === undefined ? t.length : Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
   return { partial: !!opts.partial, maxMatched, view: !!opts.view };

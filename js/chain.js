@@ -51,6 +51,15 @@ export function copyRows(values, layout, dtype, rows, at, own, blocks) {
   });
 }
 
+/**
+ * Copies pages { from, to, dtype, blocks } (a chain's tokens from..to-1
+ * each) into the values of an entry of `rows` rows that holds the chain
+ * from token `start` on (see entryOfRows).
+ */
+export function copyPages(values, layout, rows, start, pages) {
+  for (const { from, to, dtype, blocks } of pages) copyRows(values, layout, dtype, rows, from - start, to - from, blocks);
+}
+
 /** Rows from..to-1 of blocks of `rows` rows each: new arrays of the same type. */
 export function cutRows(blocks, layout, rows, from, to) {
   return blocks.map((src) => {

@@ -5,7 +5,7 @@
 //   const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint, storage: 'auto' });
 import { loadCore, autoStorage } from '../web/core.js';
 import { RlxkvError } from '../web/errors.js';
-import { Cache } from './cache.js';
+import { Cache, lookupOptions } from './cache.js';
 import { remoteOptions } from './remote-options.js';
 import { copyBlobs, deleteBlobs, ownName, TieredStore } from './tiers.js';
 import { Store } from './store.js';
@@ -266,7 +266,7 @@ class Rlxkv {
   /** The cache of a model with state (js/state-cache.js, loaded on first use). */
   async #stateCache(base, opts) {
     const { stateCacheClass, toStateLayout, stateFingerprintText } = await import('./state-cache.js');
-    const StateCache = stateCacheClass(Cache, { toKv, toOptions, toByteCount, toTokens });
+    const StateCache = stateCacheClass(Cache, { toKv, toByteCount, toTokens, lookupOptions });
     const layout = { ...opts.layout, ...base.layout };
     const { stateCapBytes: cap } = opts;
     return new StateCache(this.#core, { ...base, layout }, {

@@ -121,25 +121,36 @@ export class RemoteTier {
 
   /** The ends grid page `name`'s hint file lists, longest first; [] when there is none or it cannot be read. */
   async #fetchEnds(name, signal) {
-    const s = this.stats, hint = name.replace(/\.rlxkv$/, '.ends');
+    const text = await this.#get(name.replace(/\.rlxkv$/, '.ends'), signal, signal, (res) => res.text());
+    return text === null ? [] : text.split('\n').filter((l) => /^\d{1,15}$/.test(l)).map(Number).sort((a, b) => b - a);
+  }
+
+  /**
+   * The body of file `name` under the URL, read by `body` (a Response's
+   * text or arrayBuffer), or null when it is missing (404, 410) or the
+   * request failed, each counted in stats; a failure after `cut` was
+   * aborted (what followed a failed page) is not counted.
+   */
+  async #get(name, signal, cut, body) {
+    const s = this.stats;
     try {
       s.requests++;
-      const fetchHint = this.#o.fetch; // called unbound, as a page's fetch
-      const res = await fetchHint(this.#o.url + hint, { signal, credentials: 'same-origin' });
+      const fetchFile = this.#o.fetch; // called unbound: a browser's fetch refuses another `this`
+      const res = await fetchFile(this.#o.url + name, { signal, credentials: 'same-origin' });
       if (res.status === 404 || res.status === 410) {
         s.notFound++;
-        return [];
+        return null;
       }
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const text = await res.text();
-      s.bytes += text.length;
-      return text.split('\n').filter((l) => /^\d{1,15}$/.test(l)).map(Number).sort((a, b) => b - a);
+      const read = await body(res);
+      s.bytes += read.length ?? read.byteLength;
+      return read;
     } catch (err) {
       const timedOut = err?.name === 'TimeoutError' || signal.reason?.name === 'TimeoutError';
-      if (signal.aborted && !timedOut) return [];
+      if (cut.aborted && !timedOut) return null;
       s.failed++;
-      s.lastError = `${hint}: ${timedOut ? `no answer within ${this.#o.timeoutMs} ms` : (err?.message ?? String(err))}`;
-      return [];
+      s.lastError = `${name}: ${timedOut ? `no answer within ${this.#o.timeoutMs} ms` : (err?.message ?? String(err))}`;
+      return null;
     }
   }
 
@@ -150,25 +161,9 @@ export class RemoteTier {
    */
   async #fetchPage(name, tokens, from, to, parentName, signal, cut) {
     const s = this.stats;
-    let bytes;
-    try {
-      s.requests++;
-      const fetchPage = this.#o.fetch; // called unbound: a browser's fetch refuses another `this`
-      const res = await fetchPage(this.#o.url + name, { signal, credentials: 'same-origin' });
-      if (res.status === 404 || res.status === 410) {
-        s.notFound++;
-        return null;
-      }
-      if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      bytes = new Uint8Array(await res.arrayBuffer());
-    } catch (err) {
-      if (cut.aborted) return null; // a page before it failed: not asked for any more
-      s.failed++;
-      const timedOut = err?.name === 'TimeoutError' || signal.reason?.name === 'TimeoutError';
-      s.lastError = `${name}: ${timedOut ? `no answer within ${this.#o.timeoutMs} ms` : (err?.message ?? String(err))}`;
-      return null;
-    }
-    s.bytes += bytes.length;
+    const buffer = await this.#get(name, signal, cut, (res) => res.arrayBuffer());
+    if (buffer === null) return null;
+    const bytes = new Uint8Array(buffer);
     try {
       // Its fingerprint (else null), dtype, tokens, place after its parent and shape: the page its name says.
       const { decodeBlob, checkShape, nameOfKey } = this.#checks;

@@ -64,8 +64,8 @@ export function stateFingerprintText(fingerprint, { state }) {
   return `rlxkv state ${fingerprint.toString(16)} ${state.map((s) => `${s.name}[${s.shape.join(',')}]`).join(' ')}`;
 }
 
-/** The StateCache class, over index.js's Cache and argument checks (js/args.js). */
-export function stateCacheClass(Cache, { toKv, toOptions, toByteCount, toTokens }) {
+/** The StateCache class, over index.js's Cache and argument checks (js/args.js, js/cache.js's lookupOptions). */
+export function stateCacheClass(Cache, { toKv, toByteCount, toTokens, lookupOptions }) {
 return class StateCache extends Cache {
   /** The checkpoints: tokens → the state after them (k: one block per state tensor; v: empty). */
   #states;
@@ -158,10 +158,9 @@ return class StateCache extends Cache {
    * where the finders gave promises.
    */
   #find(tokens, opts, findState, findKv) {
-    toOptions(opts);
     const t = toTokens(tokens);
-    const { view, partial } = opts;
-    let max = opts.maxMatched === undefined ? t.length : Math.min(toByteCount(opts.maxMatched, 'opts.maxMatched'), t.length);
+    const { view, partial, maxMatched } = lookupOptions(opts, t);
+    let max = maxMatched;
     // A checkpoint is a whole entry: one within the first `max` tokens.
     const round = () => step(findState(t.subarray(0, max)), (checkpoint) => {
       if (!checkpoint) return null;
@@ -223,12 +222,9 @@ return class StateCache extends Cache {
   }
 
   /**
-   * RLXKV001 (or RLXKVF16) of the attention layers' KV, for tools that read
-   * KV. It has no state: no interchange format holds it, so importBlob()
-   * into a cache with state refuses blobs.
+   * A blob holds KV only (exportBlob, inherited, gives the attention
+   * layers' KV: no interchange format holds state), so none restores here.
    */
-  exportBlob(tokens, opts) { return super.exportBlob(tokens, opts); }
-
   async importBlob() {
     throw new RlxkvError('SHAPE', 'importBlob: a blob holds KV only, and this cache restores a prefix only with the state taken after it (layout.state)');
   }

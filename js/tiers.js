@@ -48,7 +48,7 @@ import {
 import { LITTLE_ENDIAN } from './f16.js';
 import { checkShape } from './args.js';
 import { serialQueue } from '../web/queue.js';
-import { copyRows, entryOfRows, rowRuns } from './chain.js';
+import { copyPages, entryOfRows, rowRuns } from './chain.js';
 import {
   FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
 } from './store-index.js';
@@ -582,11 +582,8 @@ export class TieredStore {
         !samePage(p.page, shape.page) || ![...p.k, ...p.v].every((b) => b.length === shape.block)) return false;
       pages.push(p);
     }
-    const values = this.#native.valuesOf(made);
-    pages.forEach((p, i) => {
-      const at = (chain[i].record.start ?? 0) - start;
-      copyRows(values, this.#layout, p.dtype, rows, at, chain[i].tokens.length - start - at, [...p.k, ...p.v]);
-    });
+    copyPages(this.#native.valuesOf(made), this.#layout, rows, start,
+      pages.map((p, i) => ({ from: chain[i].record.start ?? 0, to: chain[i].tokens.length, dtype: p.dtype, blocks: [...p.k, ...p.v] })));
     return true;
   }
 

@@ -467,12 +467,6 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
 
 /** cachedGenerate past its restore: the prompt's runs, generate, the inserts. */
 async function generateOver(model, cache, generateOptions, { n, reused, past, layout, store, every, stateful, ids, DynamicCache }) {
-  const Tensor = ids.constructor;
-  /** The whole sequence of the first `end` ids, with a full-length mask: generate slices off what the past covers. */
-  const firstIds = (end) => ({
-    input_ids: end === n ? ids : new Tensor(ids.type, ids.data.slice(0, end), [1, end]),
-    attention_mask: new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]),
-  });
   // A model with state restores only where its state was taken: so the
   // prompt is prefilled in runs ending at each multiple of checkpointEvery
   // past the hit, and the state there kept, so that a prompt edited after
@@ -481,11 +475,11 @@ async function generateOver(model, cache, generateOptions, { n, reused, past, la
   const ropeIndexed = typeof model.get_rope_index === 'function';
   for (const end of runEnds(reused, n, stateful ? every : Infinity, ropeIndexed)) {
     const step = ropeIndexed ? await promptRun(model, ids, end, past, DynamicCache)
-      : await model.generate({ ...firstIds(end), past_key_values: past, max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });
+      : await model.generate({ ...firstIds(ids, end), past_key_values: past, max_new_tokens: 1, do_sample: false, return_dict_in_generate: true });
     past = await keep(cache, step, layout, store) ?? past;
   }
   const run = { ...generateOptions, return_dict_in_generate: true };
-  if (past) Object.assign(run, firstIds(n), { past_key_values: past });
+  if (past) Object.assign(run, firstIds(ids, n), { past_key_values: past });
   const out = await model.generate(run);
   // transformers.js 4.3 gives a rope-indexed model's generated tokens
   // positions 2 × the prompt's length too far on, so the reply's KV and
@@ -495,6 +489,15 @@ async function generateOver(model, cache, generateOptions, { n, reused, past, la
 }
 
 /** Where the prompt's runs end: each multiple of `every` in (reused, n), and n - 1 for a rope-indexed model. */
+/** The whole sequence of the first `end` ids, with a full-length mask: generate slices off what a past covers. */
+function firstIds(ids, end) {
+  const Tensor = ids.constructor;
+  return {
+    input_ids: end === ids.dims[1] ? ids : new Tensor(ids.type, ids.data.slice(0, end), [1, end]),
+    attention_mask: new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]),
+  };
+}
+
 function runEnds(reused, n, every, ropeIndexed) {
   const ends = [];
   for (let end = (Math.floor(reused / every) + 1) * every; end < n; end += every) ends.push(end);
@@ -512,8 +515,8 @@ function runEnds(reused, n, every, ropeIndexed) {
 async function promptRun(model, ids, end, past, DynamicCache) {
   const Tensor = ids.constructor;
   const from = past ? pastLength(past) : 0;
-  const mask = new Tensor('int64', new BigInt64Array(end).fill(1n), [1, end]);
-  const [positions] = model.get_rope_index(new Tensor(ids.type, ids.data.slice(0, end), [1, end]), null, null, mask);
+  const { input_ids: prefix, attention_mask: mask } = firstIds(ids, end);
+  const [positions] = model.get_rope_index(prefix, null, null, mask);
   const outputs = await model.forward({
     input_ids: new Tensor(ids.type, ids.data.slice(from, end), [1, end - from]), attention_mask: mask,
     position_ids: positions.slice(null, null, [from, end]), ...(past ? { past_key_values: past } : {}),
