@@ -21,8 +21,8 @@ import { keyOfName } from './store-index.js';
  * path } stores, paths of blob files, or entries { fingerprint, tokens, k,
  * v } already in memory. layout: the KV's (pages are cut by token);
  * fingerprint: only entries of this one (default: every one). Resolves to
- * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped }
- * (skipped: entries shorter than one page).
+ * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped, hints }
+ * (skipped: entries shorter than one page; hints: hint files written).
  */
 export async function publishPages(rlx, sources, outDir, { layout, fingerprint = null, pageTokens = PAGE_TOKENS }) {
   if (!layout || (layout.order !== 'head-major' && layout.order !== 'token-major')) {
@@ -34,9 +34,12 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   /** Grid page name → the ends of tail pages after it. */
   const tails = new Map();
   let skipped = 0;
-  // blocks(): the entry's K then V blocks, all its tokens' (asked again for
-  // each page: a view hit's arrays are re-derived if the heap moved).
-  /** Page start..end of the entry `tokens` after page `parent` (a name, null for the first), written once. */
+  /**
+   * Page start..end of the entry `tokens` after page `parent` (a name, null
+   * for the first), written once. blocks(): the entry's K then V blocks,
+   * all its tokens' (asked again for each page: a view hit's arrays are
+   * re-derived if the heap moved).
+   */
   const writePage = async (fp, tokens, dtype, blocks, start, end, parent) => {
     const path = tokens.subarray(0, end);
     const name = rlx.pageName(path, fp, dtype);
