@@ -118,7 +118,8 @@ export interface CachedGenerateOptions<T = TensorLike> {
 /**
  * model.generate with the prompt's longest cached prefix restored (never the whole prompt; partial
  * reuse included) and the run's KV inserted back. generateOptions.input_ids must be [1, n] of ids in [0, 2^32); the
- * cache must have layout layoutOf(model.config). Resolves to generate's result with
+ * cache must have layout layoutOf(model.config) (a cache of another model's layout is a RangeError; a model with state
+ * restores only where a checkpoint was taken: see checkpointEvery). Resolves to generate's result with
  * return_dict_in_generate ({ sequences, past_key_values, ... }) plus `reused` and `prefilled`;
  * `sequences` typed as input_ids is (generate makes it with the same transformers.js).
  */

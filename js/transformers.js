@@ -385,9 +385,11 @@ function asDtype(block, have, want) {
  * of the whole prompt's ids, each in [0, 2^32) (else a RangeError naming the
  * first that is not); a past_key_values of your own is refused. The lookup
  * may reuse part of a longer entry (an edited prompt reuses exactly its
- * unchanged prefix) and never covers the whole prompt. The restore is a new
- * DynamicCache (4.x; pass opts.transformers, your module, for its class) or
- * a plain object (3.x) of CPU tensors of the model's KV dtype. generate runs
+ * unchanged prefix; a model with state, up to its last checkpoint) and
+ * never covers the whole prompt. The restore is a new DynamicCache (4.x;
+ * pass opts.transformers, your module, for its class) or a plain object
+ * (3.x) of tensors of the model's KV dtype: CPU tensors, or on WebGPU GPU
+ * buffers of the model's device (opts.gpuDevice). generate runs
  * with return_dict_in_generate; the KV it returns (sequences minus the last
  * token) is inserted: the cache copies only the run's new tokens' KV and
  * keeps the entry it extended, sharing its KV (pages; opts.keepExtended,
@@ -398,6 +400,8 @@ function asDtype(block, have, want) {
  *
  * opts.store: 'auto' (default: the model's own dtype), 'f32' (float16 KV
  * widened, e.g. for tools that read only RLXKV001) or 'f16'.
+ * opts.checkpointEvery (a model with state; default 256) and
+ * opts.gpuDevice: see js/transformers.d.ts.
  */
 export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   if (!model || typeof model.generate !== 'function') throw new TypeError('cachedGenerate: model must be a transformers.js model (with generate)');
