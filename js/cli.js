@@ -16,7 +16,8 @@ const HELP = {
 
 commands:
   inspect [--json] FILE...         what each blob holds
-  verify [--fingerprint HEX] FILE...  exit 1 unless every file is a valid blob
+  verify [--fingerprint HEX] FILE_OR_DIR...
+                                   exit 1 unless every file is a valid blob (a DIR: a published tree)
   ls [--json] [--fingerprint HEX] DIR  the blobs of a store directory
   prune DIR [--fingerprint HEX] [--max-bytes N] [--dry-run]
                                    drop corrupt and stale blobs, then the oldest
@@ -47,7 +48,9 @@ cache with remote: { url } fetches by name. Where entries end past a grid
 point (each store's last entries, the prefixes its entries part after,
 and pinned ones), it also writes a tail page to that end, and lists the
 end in the grid page's hint file, <name>.ends. ORDER is head-major or
-token-major (the KV's layout: pages are cut by token). Only entries of
+token-major, the KV's own layout: pages are cut by token, and nothing in a
+store says its order, so another order gives wrong KV (a head count or
+head size that does not fit is refused: exit 1). Only entries of
 --fingerprint, if given. Prints each page's name and the total bytes.
 Serve the .rlxkv files as they are, with Cache-Control: public,
 max-age=31536000, immutable and Content-Type: application/octet-stream
@@ -345,6 +348,10 @@ const commands = {
     out.log(`${counted(report.pages.length, 'page')}, ${counted(report.bytes, 'byte')}` +
       (report.hints ? `; ${counted(report.hints, 'hint file')} of where entries end (.ends)` : '') +
       (report.skipped ? `; ${counted(report.skipped, 'entry', 'entries')} shorter than a page left out` : ''));
+    if (report.unread) {
+      out.error(`${counted(report.unread, 'entry', 'entries')} of the stores could not be read with --layout ${flags.layout} (another head count or head size, or damaged): not published`);
+      return 1;
+    }
     return 0;
   },
 

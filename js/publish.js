@@ -21,8 +21,11 @@ import { keyOfName } from './store-index.js';
  * path } stores, paths of blob files, or entries { fingerprint, tokens, k,
  * v } already in memory. layout: the KV's (pages are cut by token);
  * fingerprint: only entries of this one (default: every one). Resolves to
- * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped, hints }
- * (skipped: entries shorter than one page; hints: hint files written).
+ * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped, hints,
+ * unread } (skipped: entries shorter than one page; hints: hint files
+ * written; unread: a store's entries that could not be read whole with
+ * this layout, or at all). Nothing in a store says its layout's order:
+ * pages cut with the wrong one are wrong KV, so give the KV's own.
  */
 export async function publishPages(rlx, sources, outDir, { layout, fingerprint = null, pageTokens = PAGE_TOKENS }) {
   if (!layout || (layout.order !== 'head-major' && layout.order !== 'token-major')) {
@@ -33,7 +36,7 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   const written = new Map();
   /** Grid page name → the ends of tail pages after it. */
   const tails = new Map();
-  let skipped = 0;
+  let skipped = 0, unread = 0;
   /**
    * Page start..end of the entry `tokens` after page `parent` (a name, null
    * for the first), written once. blocks(): the entry's K then V blocks,
@@ -100,6 +103,7 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
         for (const { tokens, ends } of leaves(entries.map((e) => e.tokens), entries.filter((e) => e.pinned).map((e) => e.tokens))) {
           const hit = await cache.match(tokens, { view: true }); // one entry read back (or a copy): no second copy here
           if (hit && hit.matched === tokens.length) await publish({ fingerprint: fp, tokens, dtype: hit.dtype, blocks: () => [...hit.k, ...hit.v], ends });
+          else unread++; // not of the layout given (its heads or head size), or unreadable
         }
       } finally {
         await cache.close({ flush: false });
@@ -108,7 +112,7 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   }
   for (const [grid, ends] of tails) await writeEnds(join(outDir, grid.replace(/\.rlxkv$/, '.ends')), ends);
   const pages = [...written.values()];
-  return { pages, bytes: pages.reduce((n, p) => n + p.bytes, 0), skipped, hints: tails.size };
+  return { pages, bytes: pages.reduce((n, p) => n + p.bytes, 0), skipped, hints: tails.size, unread };
 }
 
 const extends_ = (b, a) => b.length > a.length && a.every((x, j) => x === b[j]);

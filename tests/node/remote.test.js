@@ -279,6 +279,10 @@ test('rlxkv publish writes the pages of a store and verify checks the published 
   const total = files.filter((f) => f !== hint).reduce((n, f) => n + statSync(join(out, f)).size, 0);
   assert.match(pub.stdout, new RegExp(`${total} bytes`));
   assert.equal(run('verify', out).status, 0);
+  // A --layout whose heads do not fit the store's KV publishes nothing, and says so.
+  const wrong = run('publish', store, tempDir(), '--layout', 'head-major,3,4', '--page-tokens', String(P));
+  assert.equal(wrong.status, 1);
+  assert.match(wrong.stderr, /1 entry of the stores could not be read with --layout head-major,3,4/);
   // A hint listing an end no page has.
   const listed = readFileSync(join(out, hint), 'utf8');
   writeFileSync(join(out, hint), `${listed}601\n`);
