@@ -518,7 +518,7 @@ export class TieredStore {
     const { dtype, layers } = chain[0].shape;
     const made = entryOfRows(this.#native, tokens, start, this.#layout, dtype, layers);
     if (typeof made === 'number') return RETRY;
-    let filled = false;
+    let filled = false, settled = false;
     try {
       if (this.#blobs.sync) {
         const reads = await Promise.allSettled(chain.map((c) => this.#blobs.readWith(c.name, (f) => this.#readPageInto(f, c, made, start, rows))));
@@ -527,8 +527,9 @@ export class TieredStore {
         filled = this.#copyPagesInto(await Promise.allSettled(chain.map((c) => this.#blobs.read(c.name))), chain, made, start, rows);
       }
       if (filled && this.#isResident(tokens)) filled = 'resident'; // inserted while the pages were read
+      settled = true;
     } finally {
-      if (filled !== true) this.#native.entryFree(made);
+      if (!settled || filled !== true) this.#native.entryFree(made); // closed meanwhile (#isResident threw): still ours
     }
     if (filled === 'resident') return true;
     if (!filled) return RETRY;

@@ -866,6 +866,7 @@ static void unfolded(rlxkv_cache *c, rlxkv_entry *e) {
         c->bind = f->slot + (uint32_t)j;
         put_stored_at(c, above, e->tokens, f->page[j].n_tokens, e->dtype, f->page[j].n_values,
                       (e->flags & RLXKV_ENTRY_TRIMMABLE) != 0, e->shared, &at);
+        above = at; /* the next page's walk starts at this one's node, not above the whole edge */
     }
     c->arena = was;
     c->puts = puts;
@@ -1671,7 +1672,7 @@ int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n
         }
         for (; i < e; i++) {
             specs[i].status = specs[e].status;
-            at[i] = NULL;
+            at[i] = at[e]; /* a branch off a folded page starts from the run's end (climbing to its depth) */
         }
     }
     st = RLXKV_OK;

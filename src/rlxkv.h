@@ -366,7 +366,10 @@ int rlxkv_entry_is_resident(const rlxkv_entry *e);
 const rlxkv_entry *rlxkv_cache_next_stored(const rlxkv_cache *c, const rlxkv_entry *prev);
 
 /* The entry with exactly these tokens (resident or stored-only), or NULL.
- * Borrowed; does not touch LRU. */
+ * Borrowed; does not touch LRU. Like rlxkv_cache_held and
+ * rlxkv_cache_next_stored, it may place the pages of a run an index put
+ * folded (rlxkv_cache_put_stored_many): not a pure read, so not to be
+ * called beside another call on the same cache. */
 const rlxkv_entry *rlxkv_cache_get(const rlxkv_cache *c, const uint32_t *tokens, size_t n);
 int rlxkv_cache_remove(rlxkv_cache *c, const uint32_t *tokens, size_t n); /* OK / NOTFOUND */
 /* A pinned entry is never evicted. OK / NOTFOUND. */
