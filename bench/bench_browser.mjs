@@ -31,8 +31,8 @@ const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'
 
 // What browsers load: the minified bundle when the build made one, else the
 // unbundled ESM entry.
-const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
-  ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url))
+  ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
 const { server, url } = await serve({ port: 0 });
 const browser = await chromium.launch({ executablePath: EXECUTABLE, args: ARGS, headless: true, timeout: 60000 });
 const results = { config: { quick, chromium: browser.version(), entry } };

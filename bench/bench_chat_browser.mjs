@@ -25,7 +25,7 @@ const out = args.find((a) => !a.startsWith('--')) || join(here, '../build/bench/
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
-const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url)) ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url)) ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
 
 const RUNS = {
   chats: { chats: quick ? 4 : 8, turns: quick ? 4 : 8, perTurn: 100 },

@@ -158,7 +158,7 @@ rmSync(profDir, { recursive: true, force: true });
 const places = [
   ['argument checks (js/args.js)', (f) => f.url.endsWith('js/args.js')],
   ['Cache.insert (js/cache.js)', (f) => f.url.endsWith('js/cache.js')],
-  ['NativeCache.put and the token/KV copies into the heap (web/native-cache.js)', (f) => f.url.endsWith('web/native-cache.js')],
+  ['NativeCache.put and the token/KV copies into the heap (wasm/native-cache.js)', (f) => f.url.endsWith('wasm/native-cache.js')],
   ['wasm: entry allocation, token copy, tree walk and insert (rlxkv_web_entry_new, rlxkv_web_put)', (f) => f.url.startsWith('wasm') || /^wasm-function|^js-to-wasm|^\$?rlxkv|^dl/.test(f.functionName)],
   ['garbage collector', (f) => f.functionName === '(garbage collector)'],
 ];

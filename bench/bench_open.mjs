@@ -10,7 +10,7 @@
 //   node bench/bench_open.mjs [OUT.json] [--quick] [--only fs|idb|opfs] [--before DIR]
 //   (default build/bench/open.json; --quick: 5 opens each, else 9;
 //   --before DIR: also time the open of each store by the rlxkv checkout
-//   at DIR (built: its web/dist), e.g. the main branch's worktree, its
+//   at DIR (built: its wasm/dist), e.g. the main branch's worktree, its
 //   opens taking turns with this checkout's (each first every other time):
 //   in Node a fresh process each,
 //   in Chromium a fresh page load each, DIR served on the same origin so
@@ -36,7 +36,7 @@ const only = args.includes('--only') ? args[args.indexOf('--only') + 1] : null;
 const before = args.includes('--before') ? resolve(args[args.indexOf('--before') + 1]) : null;
 const REPS = quick ? 5 : 9;
 const note = (s) => console.error(`  ${s}`);
-const INDEX_FILE = '.rlxkv-index'; // web/fs-blobs.js
+const INDEX_FILE = '.rlxkv-index'; // store/fs-blobs.js
 
 // ---- a child: one open, in a fresh process -------------------------------------
 if (args[0] === '--child') {
@@ -79,7 +79,7 @@ async function nodeOpen() {
     const out = { pages: blobs.length, store_bytes: blobs.reduce((n, b) => n + b.bytes, 0), build_s: Number(secs(t0)) };
     note(`fs: ${out.pages} pages, ${(out.store_bytes / 1e9).toFixed(2)} GB written in ${out.build_s} s`);
     // Opened later, as a store is: the first open lists the directory, finds
-    // the index right and stamps it (web/fs-blobs.js: the directory must be
+    // the index right and stamps it (store/fs-blobs.js: the directory must be
     // 2 s old as the listing begins); the opens after take it unlisted.
     await new Promise((res) => setTimeout(res, 2500));
     out.first_open = child('open', path);
@@ -122,10 +122,10 @@ async function nodeOpen() {
 async function browserOpen(kinds) {
   const { chromium } = await import('playwright-core');
   const { serve, MODEL_DIR_PATH } = await import('../scripts/serve.mjs');
-  const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url)) ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+  const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url)) ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
   // --before's checkout is served beside this one (at serve()'s MODEL_DIR_PATH), on the same origin: the same stores.
   const { server, url } = await serve({ port: 0, modelDir: before });
-  const beforeEntry = before && `${MODEL_DIR_PATH}web/dist/rlxkv.browser.js`;
+  const beforeEntry = before && `${MODEL_DIR_PATH}wasm/dist/rlxkv.browser.js`;
   const profile = mkdtempSync(join(tmpdir(), 'rlxkv-bench-open-'));
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.RLXKV_CHROMIUM || '/usr/bin/chromium', headless: true, timeout: 60000,

@@ -39,8 +39,8 @@ const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
 
-const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
-  ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url))
+  ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
 
 /**
  * Each row's medians (field_ms), then ratios computed per repetition.

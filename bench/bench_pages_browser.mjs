@@ -34,8 +34,8 @@ const shapes = quick ? ['qwen2.5-0.5b'] : ['qwen2.5-0.5b', 'qwen2.5-7b'];
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run'];
-const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url))
-  ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url))
+  ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
 const FIELDS = ['open_ms', 'match_ms', 'total_ms', 'get_ms', 'relookup_ms', 'get_pages_ms', 'match_grow_ms', 'match_grew_bytes'];
 
 const { server, url } = await serve({ port: 0 });

@@ -23,7 +23,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import init from '../js/index.js';
-import { widenF16 } from '../js/f16.js';
+import { widenF16 } from '../format/f16.js';
 import { median, pairRatio } from './stats.js';
 
 const here = dirname(fileURLToPath(import.meta.url));

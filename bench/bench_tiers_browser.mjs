@@ -28,7 +28,7 @@ const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking'
 const LARGE_BYTES = 24576000;
 const TOTAL = 1000;
 const LARGE = quick ? 4 : 21; // 21 x 24.6 MB = 516 MB
-const entry = existsSync(new URL('../web/dist/rlxkv.browser.js', import.meta.url)) ? '/web/dist/rlxkv.browser.js' : '/js/index.js';
+const entry = existsSync(new URL('../wasm/dist/rlxkv.browser.js', import.meta.url)) ? '/wasm/dist/rlxkv.browser.js' : '/js/index.js';
 
 const profile = mkdtempSync(join(tmpdir(), 'rlxkv-bench-tiers-chromium-'));
 const { server, url } = await serve({ port: 0 });

@@ -26,9 +26,9 @@ import { serve } from '../scripts/serve.mjs';
 import { median } from './stats.js';
 import { cdnServer } from './cdn_server.js';
 import init from '../js/index.js';
-import { decodeBlob } from '../js/blob.js';
-import { narrowF32 } from '../js/f16.js';
-import { publishPages } from '../js/publish.js';
+import { decodeBlob } from '../format/blob.js';
+import { narrowF32 } from '../format/f16.js';
+import { publishPages } from '../store/publish.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--model');

@@ -274,12 +274,12 @@ const SIZE = 'Download size (what a browser loads)';
 if (sz) {
   const b = sz.bundle;
   if (b) {
-    rows.push({ section: SIZE, workload: 'Browser bundle: web/dist/rlxkv_core_web.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
-    rows.push({ section: SIZE, workload: `Browser bundle: web/dist/rlxkv.browser.js (minified) and the ${b.files.length - 2 === 1 ? 'chunk it imports' : `${b.files.length - 2} chunks it imports`}`, rlxkv: `${kb(b.js_gz)} gz`, reference: `${kb(b.files.slice(1).reduce((n, f) => n + f.raw, 0))} raw`, speed: '—' });
+    rows.push({ section: SIZE, workload: 'Browser bundle: wasm/dist/rlxkv_core_web.wasm', rlxkv: `${kb(b.wasm_gz)} gz`, reference: `${kb(b.files[0].raw)} raw`, speed: '—' });
+    rows.push({ section: SIZE, workload: `Browser bundle: wasm/dist/rlxkv.browser.js (minified) and the ${b.files.length - 2 === 1 ? 'chunk it imports' : `${b.files.length - 2} chunks it imports`}`, rlxkv: `${kb(b.js_gz)} gz`, reference: `${kb(b.files.slice(1).reduce((n, f) => n + f.raw, 0))} raw`, speed: '—' });
     for (const c of b.lazy_chunks ?? []) rows.push({ section: SIZE, workload: `Browser bundle, loaded only when first used: ${c.path}`, rlxkv: `${kb(c.gz)} gz`, reference: `${kb(c.raw)} raw`, speed: '—' });
     rows.push({ section: SIZE, workload: 'Browser bundle: .wasm + JS', rlxkv: `${kb(b.total_gz)} gz`, reference: 'budget 40 KB gz', speed: x(40000 / b.total_gz) });
   }
-  rows.push({ section: SIZE, workload: 'Unbundled ESM: web/dist/rlxkv_core.wasm', rlxkv: `${kb(sz.wasm_gz)} gz`, reference: `${kb(sz.wasm_raw)} raw`, speed: '—' });
+  rows.push({ section: SIZE, workload: 'Unbundled ESM: wasm/dist/rlxkv_core.wasm', rlxkv: `${kb(sz.wasm_gz)} gz`, reference: `${kb(sz.wasm_raw)} raw`, speed: '—' });
   rows.push({ section: SIZE, workload: `Unbundled ESM: JS (${sz.files.length - 1} files, js/index.js and its imports)`, rlxkv: `${kb(sz.js_gz)} gz`, reference: `${kb(sz.js_raw)} raw`, speed: '—' });
   rows.push({ section: SIZE, workload: 'Unbundled ESM: .wasm + JS', rlxkv: `${kb(sz.total_gz)} gz`, reference: 'budget 40 KB gz', speed: x(40000 / sz.total_gz) });
 }
@@ -324,7 +324,7 @@ if (nod) {
   const e = pr(c, 'encode_vs_set', c.typed_set_s / c.encode_into_s), d = pr(c, 'decode_vs_slice', c.typed_slice_s / c.decode_s);
   target('encodeEntry ≥ half of a TypedArray copy (wasm, Node; both into ready memory)', e >= 0.5,
     `${x(e)} TypedArray.set (${mbs(c.blob_bytes, c.encode_into_s)} vs ${mbs(c.blob_bytes, c.typed_set_s)}); to a fresh Uint8Array ${x(pr(c, 'encode_vs_slice', c.typed_slice_s / c.encode_s))} slice()`,
-    `encodeEntry is JS (js/blob.js): the header and tokens through a DataView, then one Uint8Array.set per K/V block straight into the output; a miss here would be noise or an engine whose set() of a 1 MiB block costs more than one of ${mib(c.blob_bytes)}.`,
+    `encodeEntry is JS (format/blob.js): the header and tokens through a DataView, then one Uint8Array.set per K/V block straight into the output; a miss here would be noise or an engine whose set() of a 1 MiB block costs more than one of ${mib(c.blob_bytes)}.`,
     'Profile encodeBlob on this engine; the copy itself cannot be avoided.');
   target('decodeEntry ≥ half of a TypedArray copy (wasm, Node; both into fresh memory)', d >= 0.5,
     `${x(d)} slice() (${mbs(c.blob_bytes, c.decode_s)} vs ${mbs(c.blob_bytes, c.typed_slice_s)}); with { view: true } ${time(c.decode_view_s)}, no copy`,
@@ -336,7 +336,7 @@ if (br) {
     const r = br[`idb_${m}`];
     target(`IndexedDB restore of ${m} MiB within 1.5× of the raw IndexedDB get`, r.restore_over_get <= 1.5,
       `${x(r.restore_over_get)} the raw get (${ms(r.restore_ms)} vs ${ms(r.raw_get_ms)})`,
-      `Of the ${ms(r.restore_ms)} restore (openCache with preload: the index record and a census of the store (a count, the newest timestamp), then every record in one readonly transaction, all gets in flight, as the raw get does), the raw get alone takes ${ms(r.raw_get_ms)} (getAll ${ms(r.raw_getall_ms)}). The remaining ~${ms(Math.max(0, r.restore_ms - r.raw_get_ms))} is the index read and the wasm side: each record checked (js/blob.js) and copied once into its entry, the first touch of fresh wasm heap pages included.`,
+      `Of the ${ms(r.restore_ms)} restore (openCache with preload: the index record and a census of the store (a count, the newest timestamp), then every record in one readonly transaction, all gets in flight, as the raw get does), the raw get alone takes ${ms(r.raw_get_ms)} (getAll ${ms(r.raw_getall_ms)}). The remaining ~${ms(Math.max(0, r.restore_ms - r.raw_get_ms))} is the index read and the wasm side: each record checked (format/blob.js) and copied once into its entry, the first touch of fresh wasm heap pages included.`,
       `Put each entry as its record arrives is already done; what is left is the copy into wasm memory and the index read, which a page that opens index-only (the default) does not pay up front: a hit reads its one record (see the storage-tier rows).`);
   }
 } else {
@@ -366,14 +366,14 @@ if (sz) {
   if (b) {
     target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core_web.wasm, package export "browser")',
       b.total_gz <= 40000, `${kb(b.total_gz)} (wasm ${kb(b.wasm_gz)} + JS ${kb(b.js_gz)}; margin ${n0(40000 - b.total_gz)} B)`,
-      `The bundle's glue (web/dist/rlxkv_core_web.mjs, minified into the bundle${b.glue_gz ? `; ${kb(b.glue_gz)} gz alone` : ''}) is not Emscripten's but web/web-glue.mjs's small loader (instantiate, constructors, exports by name, heap views), the wasm is linked without Emscripten's file system, the C store or the C codec, and the bundle replaces the Node-only modules.${wasmNote}`,
+      `The bundle's glue (wasm/dist/rlxkv_core_web.mjs, minified into the bundle${b.glue_gz ? `; ${kb(b.glue_gz)} gz alone` : ''}) is not Emscripten's but wasm/web-glue.mjs's small loader (instantiate, constructors, exports by name, heap views), the wasm is linked without Emscripten's file system, the C store or the C codec, and the bundle replaces the Node-only modules.${wasmNote}`,
       fixFs);
   }
   // Not a target: browsers are pointed at the bundle (the package's
   // "browser" export, which bundlers and import maps resolve); the
   // unbundled files are the Node entry, which a browser loads only when a
   // page imports js/index.js by path.
-  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (web/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with ${sz.glue_breakdown && sz.glue_breakdown.some((g) => g.group.startsWith('NODEFS')) ? 'NODEFS and ' : ''}the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
+  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (wasm/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with ${sz.glue_breakdown && sz.glue_breakdown.some((g) => g.group.startsWith('NODEFS')) ? 'NODEFS and ' : ''}the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
 }
 
 // ---- chart (SVG) -------------------------------------------------------------------
@@ -508,7 +508,7 @@ if (sz && sz.glue_breakdown) {
   const b = sz.bundle;
   md.push('#### Inside the Emscripten glue');
   md.push('');
-  md.push(`Top-level statements of the module factory, grouped; "gzip" is marginal: the glue\'s gzip size minus its size without the group. Universal glue: web/dist/rlxkv_core.mjs (unbundled ESM). Web glue: web/dist/rlxkv_core_web.mjs, the one minified into the browser bundle${b && !b.glue_breakdown && b.glue_gz ? ` (web/web-glue.mjs's loader, not Emscripten's glue: ${n0(b.glue_raw)} B, ${n0(b.glue_gz)} B gz, no breakdown)` : ''}.`);
+  md.push(`Top-level statements of the module factory, grouped; "gzip" is marginal: the glue\'s gzip size minus its size without the group. Universal glue: wasm/dist/rlxkv_core.mjs (unbundled ESM). Web glue: wasm/dist/rlxkv_core_web.mjs, the one minified into the browser bundle${b && !b.glue_breakdown && b.glue_gz ? ` (wasm/web-glue.mjs's loader, not Emscripten's glue: ${n0(b.glue_raw)} B, ${n0(b.glue_gz)} B gz, no breakdown)` : ''}.`);
   md.push('');
   md.push('| Part | Universal glue, raw | gzip (marginal) | Web glue, raw | gzip (marginal) |');
   md.push('|---|---:|---:|---:|---:|');
@@ -562,7 +562,7 @@ if (tjs.length) {
   const w0 = tjs[0][1].rows[0];
   md.push(`- **transformers.js** (bench/bench_transformers.mjs in Node, bench/bench_transformers_browser.mjs with bench/transformers_page.js in headless Chromium; both run bench/transformers_workload.js; ${cfg}): the demo transformer exported to ONNX (build/models/rlxkv-demo, f32 KV; rlxkv-demo-f16kv, f16 KV), the demo's default system prompt and one user turn (${n0(w0.prompt_tokens)} byte-level tokens), greedy, one new token. Cold: cachedGenerate into an emptied cache (${w0.cold_reps} times); warm: the same prompt with all but its last token cached (${w0.warm_reps} times), each next to a bare cache.lookup of the same tokens (partial, maxMatched = n − 1: the adapter's own lookup, which copies the KV out of wasm memory), the order alternating. TTFT: from the call to the streamer's first generated token. Inside cachedGenerate the cache's lookup and the model's generate are wrapped (Proxies) to split the time before generate into the lookup and the conversion (tensorsFromHit + DynamicCache). The restore rows repeat lookup + conversion outside generate ${w0.loop_reps} times, each beside a bare lookup + copy, the order alternating; ratios are medians of each pair's ratio. "Stored as f32": the f16 model's KV kept as f32 entries (opts.store 'f32'), so each restore narrows to float16. Restore after a restart: the entry flushed, then a new cache opened on that store and the match that reads its blob, timed together. Chromium's performance.now() is coarsened to 0.1 ms (the page is not cross-origin isolated) and onnxruntime-web runs one thread there; Node runs with --expose-gc, collecting before each timed generate and bare lookup.`);
 }
-md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: web/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and web/dist/rlxkv_core_web.wasm (its own wasm: no C store or codec). Unbundled ESM: web/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
+md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: wasm/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and wasm/dist/rlxkv_core_web.wasm (its own wasm: no C store or codec). Unbundled ESM: wasm/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
 md.push('');
 md.push('Raw figures: build/bench/*.json after a run.');
 md.push('');

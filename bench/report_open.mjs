@@ -39,8 +39,8 @@ export function openTargets(open) {
   });
 }
 
-// Where a missed open's time goes, from profiles of the open (js/tiers.js
-// #readDirIndex, #readIndex, #readIndexFile, #adoptIndex; web/boundary.c
+// Where a missed open's time goes, from profiles of the open (store/tiers.js
+// #readDirIndex, #readIndex, #readIndexFile, #adoptIndex; wasm/boundary.c
 // rlxkv_web_put_index; src/cache.c rlxkv_cache_put_stored_many), run at
 // the branch open20 (bench_open --before: the figures against main).
 const WHY = {

@@ -52,7 +52,7 @@ export function ttftMarkdown(dir) {
 function remoteSection(d, title) {
   const r = d.remote, cdn = r.cdn;
   const md = [title, ''];
-  md.push(`The same model and prompts, on a first visit: a fresh worker and an empty IndexedDB store. The KV of the system prompt's cached entry was published as pages (js/publish.js, as \`rlxkv publish\` cuts entries) on a loopback server standing for a CDN: ${n0(cdn.delayMs)} ms before each answer, every body through one ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s link shared by all of them; the cache opened with \`remote: { url, dtype, pageTokens }\`, and its match fetched the pages past what it held (none), at most 6 at once. "Computed" is the same first visit with no remote tier. Medians of ${d.config.reps}.`);
+  md.push(`The same model and prompts, on a first visit: a fresh worker and an empty IndexedDB store. The KV of the system prompt's cached entry was published as pages (store/publish.js, as \`rlxkv publish\` cuts entries) on a loopback server standing for a CDN: ${n0(cdn.delayMs)} ms before each answer, every body through one ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s link shared by all of them; the cache opened with \`remote: { url, dtype, pageTokens }\`, and its match fetched the pages past what it held (none), at most 6 at once. "Computed" is the same first visit with no remote tier. Medians of ${d.config.reps}.`);
   md.push('');
   md.push('| First visit | TTFT | Tokens reused | Fetched (pages, bytes) | Fetch, in the TTFT | vs computed | Target (≤ 0.2×) |');
   md.push('|---|---:|---:|---:|---:|---:|---|');

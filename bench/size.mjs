@@ -1,8 +1,8 @@
-// What a browser downloads, two ways: (1) unbundled ESM: web/dist/
+// What a browser downloads, two ways: (1) unbundled ESM: wasm/dist/
 // rlxkv_core.wasm and every JS file that js/index.js imports, transitively
 // (static imports; the node:* modules that Node-only paths import
 // dynamically are not fetched by browsers); (2) the minified browser bundle
-// (web/dist/rlxkv.browser.js + rlxkv_core_web.wasm), when the build makes it.
+// (wasm/dist/rlxkv.browser.js + rlxkv_core_web.wasm), when the build makes it.
 // Raw bytes and gzip (zlib level 9), each file compressed on its own as a
 // server would. Also: what weighs what inside the Emscripten glue and the
 // wasm.
@@ -38,7 +38,7 @@ function graph(entry) {
 }
 
 const jsFiles = graph('js/index.js');
-const wasmFile = join(root, 'web/dist/rlxkv_core.wasm');
+const wasmFile = join(root, 'wasm/dist/rlxkv_core.wasm');
 const files = [wasmFile, ...jsFiles].map((f) => {
   const buf = readFileSync(f);
   return { path: relative(root, f), raw: buf.length, gz: gz(buf) };
@@ -48,23 +48,23 @@ const wasm = files[0];
 const js = files.slice(1);
 const glueFile = js.find((f) => f.path.endsWith('rlxkv_core.mjs'));
 
-// The minified browser bundle, when the build makes one (web/bundle.mjs):
+// The minified browser bundle, when the build makes one (wasm/bundle.mjs):
 // one ES module with the browser-only glue, and its own .wasm.
-const bundleJs = join(root, 'web/dist/rlxkv.browser.js');
-const bundleWasm = join(root, 'web/dist/rlxkv_core_web.wasm'); // the bundle's own: no C store or codec
-const webGlue = join(root, 'web/dist/rlxkv_core_web.mjs');
-// Its chunks (web/bundle.mjs): those the main file imports count in what an
+const bundleJs = join(root, 'wasm/dist/rlxkv.browser.js');
+const bundleWasm = join(root, 'wasm/dist/rlxkv_core_web.wasm'); // the bundle's own: no C store or codec
+const webGlue = join(root, 'wasm/dist/rlxkv_core_web.mjs');
+// Its chunks (wasm/bundle.mjs): those the main file imports count in what an
 // app loads; the others load when first used (OPFS), reported apart.
-const chunkFiles = existsSync(bundleJs) ? readdirSync(join(root, 'web/dist')).filter((f) => /^rlxkv-[\w-]+\.js$/.test(f)) : [];
+const chunkFiles = existsSync(bundleJs) ? readdirSync(join(root, 'wasm/dist')).filter((f) => /^rlxkv-[\w-]+\.js$/.test(f)) : [];
 const staticChunks = existsSync(bundleJs) ? [...readFileSync(bundleJs, 'utf8').matchAll(/\bfrom\s*"\.\/(rlxkv-[\w-]+\.js)"/g)].map((m) => m[1]) : [];
 const sizeOf = (f) => {
   const buf = readFileSync(f);
   return { path: relative(root, f), raw: buf.length, gz: gz(buf) };
 };
 const bundle = existsSync(bundleJs) && existsSync(bundleWasm)
-  ? [bundleWasm, bundleJs, ...staticChunks.map((f) => join(root, 'web/dist', f))].map(sizeOf)
+  ? [bundleWasm, bundleJs, ...staticChunks.map((f) => join(root, 'wasm/dist', f))].map(sizeOf)
   : null;
-const lazyChunks = chunkFiles.filter((f) => !staticChunks.includes(f)).map((f) => sizeOf(join(root, 'web/dist', f)));
+const lazyChunks = chunkFiles.filter((f) => !staticChunks.includes(f)).map((f) => sizeOf(join(root, 'wasm/dist', f)));
 
 // ---- inside the glue: top-level statements of the module factory ----------
 async function glueBreakdown(gluePath) {
@@ -81,7 +81,7 @@ async function glueBreakdown(gluePath) {
   walk.full(ast, (n) => {
     if (n.type === 'FunctionExpression' && (!factory || n.end - n.start > factory.end - factory.start)) factory = n;
   });
-  if (!factory) return null; // not Emscripten's glue: the browser one is web/web-glue.mjs's loader
+  if (!factory) return null; // not Emscripten's glue: the browser one is wasm/web-glue.mjs's loader
   const groupOf = (s) => {
     const text = src.slice(s.start, s.end);
     const names = s.type === 'VariableDeclaration' ? s.declarations.map((d) => d.id.name)
@@ -138,7 +138,7 @@ function wasmSections(buf) {
   return rows;
 }
 
-/** CODE bytes of rlxkv's own objects in build/wasm (src/*.c, web/boundary.c), via llvm-objdump. */
+/** CODE bytes of rlxkv's own objects in build/wasm (src/*.c, wasm/boundary.c), via llvm-objdump. */
 function ownCode() {
   const dirs = [join(root, 'build/wasm/CMakeFiles/rlxkv.dir/src'), join(root, 'build/wasm/CMakeFiles/rlxkv_core.dir/web')];
   const objs = dirs.filter(existsSync).flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.o')).map((f) => join(d, f)));

@@ -129,7 +129,7 @@ export async function check({ entry, large }) {
  */
 export async function f16({ entry, reps }) {
   const rlx = await init(entry);
-  const { widenF16 } = await import('/js/f16.js');
+  const { widenF16 } = await import('/format/f16.js');
   const id = 0x20000, tokens = tokensOf(id, LARGE), q = queryOf(id, LARGE);
   // Pseudo-random finite binary16 values (exponent below all ones).
   const bits = (seed) => Uint16Array.from({ length: LARGE.block }, (_, j) => mix32(seed * 65537 + j) & 0xfbff);

@@ -2,7 +2,7 @@
 // 4.x (served from node_modules, onnxruntime-web's wasm backend) and rlxkv's
 // browser bundle run bench/transformers_workload.js; a restart is a new
 // cache opened on the IndexedDB path the entry was flushed to.
-import init from '/web/dist/rlxkv.browser.js';
+import init from '/wasm/dist/rlxkv.browser.js';
 import * as adapter from '/js/transformers.js';
 import { measure } from './transformers_workload.js';
 import { summarize } from './transformers_summary.js';

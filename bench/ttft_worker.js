@@ -18,7 +18,7 @@
 //           openCache({ preload: true }) called before the model's load,
 //           awaited after it (any wait for it counted in the TTFT), and
 //           the warm run served from memory.
-import init from '/web/dist/rlxkv.browser.js';
+import init from '/wasm/dist/rlxkv.browser.js';
 import * as adapter from '/js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, userTurn } from '/demo/system-prompt.js';
 import { localTransformers } from './transformers_local.js';

@@ -19,7 +19,7 @@
 //    straight into GPU buffers as cachedGenerate does on WebGPU), for what the
 //    difference comes to beside the forward's own spread.
 // Figures are medians over the repetitions; variants alternate order.
-import init from '/web/dist/rlxkv.browser.js';
+import init from '/wasm/dist/rlxkv.browser.js';
 import * as adapter from '/js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, userTurn } from '../demo/system-prompt.js';
 import { localTransformers } from './transformers_local.js';

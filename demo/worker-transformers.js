@@ -10,7 +10,7 @@
 // While init runs it posts { type: 'progress', phase, ... } (see loadProgress).
 // Everything is loaded from this origin: transformers.js and onnxruntime-web
 // from node_modules/, the model with allowRemoteModels off.
-import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
+import init from '../wasm/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { layoutOf, kvDtypeOf, cachedGenerate } from '../js/transformers.js';
 import { DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 import { Origins, cacheInfo, entryOf, openedInfo, clearCache, hex, now, openCache, prefixOf, round, serveRequests, watchCache } from './worker-common.js';

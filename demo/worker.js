@@ -14,7 +14,7 @@
 //                                 compare it with the published pages' KV
 // Out: { type: 'ready' | 'token' | 'done' | 'info' | 'cleared' | 'verified' |
 //        'error', id?, ... }. Requests are handled one at a time, in order.
-import init from '../web/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
+import init from '../wasm/dist/rlxkv.browser.js'; // the minified browser bundle (npm run build)
 import { createModel, kvHash, kvLayoutOf } from './model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT, REPLY_TOKENS, userTurn } from './system-prompt.js';
 import { Origins, cacheInfo, entryOf, openedInfo, clearCache, keyOf, now, openCache, prefixOf, round, serveRequests, watchCache } from './worker-common.js';

@@ -1,16 +1,16 @@
 // The Cache class: a prompt KV-cache living in wasm memory, optionally
 // backed by a store (a directory in Node, IndexedDB or OPFS in browsers).
-import { RlxkvError, STATUS } from '../web/errors.js';
-import { isNode } from '../web/core.js';
-import { readPath } from '../web/node-wasm.js';
-import { NativeCache, DTYPE } from '../web/native-cache.js';
-import { serialQueue } from '../web/queue.js';
-import { TieredStore } from './tiers.js';
-import { remoteStats } from './remote-options.js';
-import { nameOfKey } from './store-index.js';
-import { copyPages, entryOfRows } from './chain.js';
+import { RlxkvError, STATUS } from '../wasm/errors.js';
+import { isNode } from '../wasm/core.js';
+import { readPath } from '../wasm/node-wasm.js';
+import { NativeCache, DTYPE } from '../wasm/native-cache.js';
+import { serialQueue } from '../store/queue.js';
+import { TieredStore } from '../store/tiers.js';
+import { remoteStats } from '../store/remote-options.js';
+import { nameOfKey } from '../format/store-index.js';
+import { copyPages, entryOfRows } from '../store/chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
-import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from './blob.js';
+import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from '../format/blob.js';
 
 // Frees what a cache left open if it is garbage-collected unclosed.
 const leaks = new FinalizationRegistry(({ native, storage }) => {
@@ -30,9 +30,9 @@ export class Cache {
   #token = {};
   /** The app's onEvent, or null (then no event is made). */
   #onEvent;
-  /** The remote option (js/remote-options.js), or null: nothing touches the network. */
+  /** The remote option (store/remote-options.js), or null: nothing touches the network. */
   #remote = null;
-  /** The remote tier (js/remote.js), loaded at the first match that asks it; and its counts. */
+  /** The remote tier (store/remote.js), loaded at the first match that asks it; and its counts. */
   #remoteTier = null;
   #remoteStats = null;
 
@@ -267,7 +267,7 @@ export class Cache {
    * server (stats.remote counts those); the match's signal does.
    */
   async #fromRemote(t, maxMatched, held, signal) {
-    this.#remoteTier ??= import('./remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey }));
+    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey }));
     let tier;
     try {
       tier = await this.#remoteTier;

@@ -7,9 +7,9 @@ import {
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import init from './index.js';
-import { decodeBlob, encodeBlob, blobSpans } from './blob.js';
-import { RlxkvError } from '../web/errors.js';
-import { nameOfKey } from './store-index.js';
+import { decodeBlob, encodeBlob, blobSpans } from '../format/blob.js';
+import { RlxkvError } from '../wasm/errors.js';
+import { nameOfKey } from '../format/store-index.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -342,7 +342,7 @@ const commands = {
     const pageTokens = flags['page-tokens'] === undefined ? undefined : Number(flags['page-tokens']);
     if (pageTokens !== undefined && !(Number.isSafeInteger(pageTokens) && pageTokens > 0)) throw new UsageError(`--page-tokens: a positive integer, got ${flags['page-tokens']}`);
     const sources = rest.slice(0, -1).map((p) => (isDirectory(p) ? { storage: 'fs', path: p } : p));
-    const { publishPages } = await import('./publish.js');
+    const { publishPages } = await import('../store/publish.js');
     const report = await publishPages(rlx, sources, rest.at(-1), { layout, fingerprint: parseFingerprint(flags.fingerprint) ?? null, pageTokens });
     for (const p of report.pages) out.log(`${p.name} ${String(p.tokens).padStart(8)} tokens ${String(p.bytes).padStart(12)} bytes`);
     out.log(`${counted(report.pages.length, 'page')}, ${counted(report.bytes, 'byte')}` +

@@ -3,16 +3,16 @@
 //   import init from 'rlxkv';
 //   const rlx = await init();
 //   const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint, storage: 'auto' });
-import { loadCore, autoStorage } from '../web/core.js';
-import { RlxkvError } from '../web/errors.js';
+import { loadCore, autoStorage } from '../wasm/core.js';
+import { RlxkvError } from '../wasm/errors.js';
 import { Cache, lookupOptions } from './cache.js';
-import { remoteOptions } from './remote-options.js';
-import { copyBlobs, deleteBlobs, ownName, TieredStore } from './tiers.js';
+import { remoteOptions } from '../store/remote-options.js';
+import { copyBlobs, deleteBlobs, ownName, TieredStore } from '../store/tiers.js';
 import { Store } from './store.js';
-import { BlobStore } from '../web/storage.js';
-import { NativeCache } from '../web/native-cache.js';
+import { BlobStore } from '../wasm/storage.js';
+import { NativeCache } from '../wasm/native-cache.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
-import { blobSize, encodeBlob, decodeBlob, bitsOf } from './blob.js';
+import { blobSize, encodeBlob, decodeBlob, bitsOf } from '../format/blob.js';
 
 export { RlxkvError };
 

@@ -22,7 +22,7 @@
 //
 // It imports nothing of the main bundle (index.js passes Cache and the
 // argument checks in), so a browser build loads it as one small chunk.
-import { RlxkvError } from '../web/errors.js';
+import { RlxkvError } from '../wasm/errors.js';
 
 /** Share of capBytes (and storageCapBytes) the checkpoints get when stateCapBytes is not given. */
 const STATE_SHARE = 0.25;

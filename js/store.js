@@ -1,6 +1,6 @@
 // Store: the blobs of a store without a cache, for tools: a Node directory
-// through the C store (web/storage.js), IndexedDB or OPFS through the
-// tiered store's backends (js/tiers.js), judged the same way.
+// through the C store (wasm/storage.js), IndexedDB or OPFS through the
+// tiered store's backends (store/tiers.js), judged the same way.
 import { toFingerprint, toByteCount } from './args.js';
 
 export class Store {

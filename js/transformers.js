@@ -17,8 +17,8 @@
 // silently), and a cache covering the whole prompt fails inside the model.
 // So the matching is rlxkv's longest-prefix lookup, and a restore always
 // leaves at least one prompt token to compute.
-import { widenF16, narrowF32 } from './f16.js';
-import { MAX_LAYERS } from './blob.js';
+import { widenF16, narrowF32 } from '../format/f16.js';
+import { MAX_LAYERS } from '../format/blob.js';
 import { toTokens } from './args.js';
 
 const PAST = 'past_key_values';

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the WebAssembly module into web/dist/ (rlxkv_core.mjs + .wasm), the
+# Builds the WebAssembly module into wasm/dist/ (rlxkv_core.mjs + .wasm), the
 # demo's published KV pages and the demo model as ONNX (build/models/): each step only
 # if what it makes is missing or older than what it is made from (cmake
 # judges the wasm itself), so a second `npm start` starts at once.
@@ -20,15 +20,15 @@ jobs=$(nproc 2>/dev/null || echo 2)
 # tree walk, which -Os keeps fast.
 emcmake cmake -S . -B build/wasm -DCMAKE_BUILD_TYPE=MinSizeRel >/dev/null
 cmake --build build/wasm -j"$jobs"
-if stale web/dist/rlxkv.browser.js js web web/dist/rlxkv_core_web.mjs web/dist/rlxkv_core.wasm; then
-  node web/bundle.mjs
+if stale wasm/dist/rlxkv.browser.js js store format wasm/*.js wasm/dist/rlxkv_core_web.mjs wasm/dist/rlxkv_core.wasm; then
+  node wasm/bundle.mjs
 fi
-echo "build: web/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
+echo "build: wasm/dist/ (rlxkv_core.mjs + .wasm for Node and unbundled ESM; rlxkv.browser.js + rlxkv_core_web.wasm for browsers)"
 
 # The demo's published pages (demo/assets/kv/, its remote tier): the default
 # system prompt's KV, computed in Node by the same model the page runs (needs
 # the wasm just built), judged by the index.json the script writes.
-if stale demo/assets/kv/index.json demo/model.js demo/system-prompt.js scripts/precompute.mjs js/blob.js js/publish.js js/chain.js web/dist/rlxkv_core.wasm; then
+if stale demo/assets/kv/index.json demo/model.js demo/system-prompt.js scripts/precompute.mjs format/blob.js store/publish.js store/chain.js wasm/dist/rlxkv_core.wasm; then
   node scripts/precompute.mjs
 fi
 

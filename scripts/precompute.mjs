@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Precomputes the KV of the demo's default system prompt with the demo model
-// and publishes it as pages (js/publish.js, as `rlxkv publish` does) into
+// and publishes it as pages (store/publish.js, as `rlxkv publish` does) into
 // demo/assets/kv/: what the demo page fetches through its cache's remote
 // tier on a first visit instead of prefilling. demo/assets/kv/index.json
 // lists the pages (the build's stamp).
@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from '../js/index.js';
-import { publishPages } from '../js/publish.js';
+import { publishPages } from '../store/publish.js';
 import { createModel, kvLayoutOf } from '../demo/model.js';
 import { MODEL_OPTIONS, DEFAULT_SYSTEM_PROMPT } from '../demo/system-prompt.js';
 

@@ -65,7 +65,7 @@
  * node or entry lies inside the edge. So an open of ten thousand pages in
  * fifty runs makes fifty stubs and nodes, and a conversation's first
  * lookup unfolds its own run. Built with RLXKV_FOLDS 0 (the browser build,
- * for its size budget: web/wasm.cmake), nothing is folded: every page is
+ * for its size budget: wasm/wasm.cmake), nothing is folded: every page is
  * placed at once, and the code for folds compiles away.
  */
 #include <stdlib.h>

@@ -457,7 +457,7 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
  * 32 hex digits) is as much its own. Saves stream the blob
  * into a temporary file and rename it over the name: atomic. Plain POSIX,
  * so it runs natively and on Emscripten's NODEFS alike (the CLI and Node's
- * rlx.openStore; caches use js/tiers.js).
+ * rlx.openStore; caches use store/tiers.js).
  *
  * One judge, one rule. Only regular files (symlinks are followed to one;
  * removing a symlinked blob removes the link) named "*.rlxkv" (shorter

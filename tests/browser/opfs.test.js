@@ -1,4 +1,4 @@
-// Browser tests of storage: 'opfs' (web/opfs-blobs.js), in a module worker
+// Browser tests of storage: 'opfs' (store/opfs-blobs.js), in a module worker
 // (sync access handles: reads straight into the wasm heap) and in a window
 // (a helper worker's reads, File reads under a CSP that forbids it,
 // createWritable streams): a browser restart between the two,
@@ -616,7 +616,7 @@ browserTest('opfs: a quota error rejects flush() with QUOTA in a worker and in a
 });
 
 // Chromium fails some over-quota write()s of more than its data pipe holds
-// (2 MiB) as an AbortError (web/opfs-blobs.js STREAM_CHUNK): so rounds of
+// (2 MiB) as an AbortError (store/opfs-blobs.js STREAM_CHUNK): so rounds of
 // 8 MiB blobs, each of which must say QUOTA. Writing each blob in one
 // write(), this failed by round 0, 1, 1 and 5 in four runs.
 browserTest('opfs: a window flush over quota rejects with QUOTA every time, through its helper and through streams; after a reload every earlier entry is there', async (t, session) => {

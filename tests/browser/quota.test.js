@@ -2,7 +2,7 @@
 // then the quota is made small (CDP Storage.overrideQuotaForOrigin) and a
 // large entry is flushed: flush() must reject with an RlxkvError whose code
 // is 'QUOTA' (within a timeout: Emscripten 3.1.6's IDBFS would never call
-// back; web/idb-blobs.js must), the in-memory cache must still answer, and
+// back; store/idb-blobs.js must), the in-memory cache must still answer, and
 // another tab must restore every blob flushed before, byte-exact. With the
 // quota back, flushing again saves the large entry too.
 //

@@ -9,7 +9,7 @@ import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
-import { publishPages } from '../../js/publish.js';
+import { publishPages } from '../../store/publish.js';
 import { modelKv, tempDir } from '../node/helpers.js';
 import { HARNESS, browserTest, localOnly } from './helpers.js';
 

@@ -12,7 +12,7 @@ const SHAPE = { tokens: 64, layers: 4, width: 32 }; // 64 KiB of KV each
 
 const LIBS = [
   ['js/index.js', HARNESS, '/js/index.js'],
-  ['browser bundle', `${HARNESS}?lib=bundle`, '/web/dist/rlxkv.browser.js'],
+  ['browser bundle', `${HARNESS}?lib=bundle`, '/wasm/dist/rlxkv.browser.js'],
 ];
 
 for (const [lib, page0, module] of LIBS) {

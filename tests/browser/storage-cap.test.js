@@ -6,7 +6,7 @@
 // fingerprint, stored earlier, are untouched by the budget, and
 // cache.prune({ stale: true }) removes them when asked, durably.
 //
-// Emscripten 3.1.6's stat() gives mtimes in whole seconds; web/patch-glue.mjs
+// Emscripten 3.1.6's stat() gives mtimes in whole seconds; wasm/patch-glue.mjs
 // fills in the milliseconds, so turns a second apart and turns within one
 // second must both keep the newest blobs.
 import assert from 'node:assert/strict';

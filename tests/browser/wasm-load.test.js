@@ -18,7 +18,7 @@ browserTest('a wasm URL that serves an HTML page rejects init() with WASM_LOAD n
     assert.equal(err.name, 'RlxkvError');
     assert.equal(err.code, 'WASM_LOAD');
     const wasm = query ? 'rlxkv_core_web.wasm' : 'rlxkv_core.wasm'; // the bundle's own, or the universal glue's
-    assert.ok(err.message.includes(`got an HTML page instead of wasm from ${session.url}/web/dist/${wasm}`), err.message);
+    assert.ok(err.message.includes(`got an HTML page instead of wasm from ${session.url}/wasm/dist/${wasm}`), err.message);
     assert.match(err.message, /optimizeDeps: \{ exclude: \['rlxkv'\] \}/);
   }
 });

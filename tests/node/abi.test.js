@@ -1,15 +1,15 @@
 // The numbers JS and C must agree on, read from the C sources themselves:
 // statuses and enums from src/rlxkv.h, the result record from
-// web/boundary.c. A change on one side without the other fails here.
+// wasm/boundary.c. A change on one side without the other fails here.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { STATUS } from '../../web/errors.js';
-import { REC, DTYPE, ORDER, STATS, STORED_HEAD } from '../../web/native-cache.js';
-import { PRUNE } from '../../web/storage.js';
+import { STATUS } from '../../wasm/errors.js';
+import { REC, DTYPE, ORDER, STATS, STORED_HEAD } from '../../wasm/native-cache.js';
+import { PRUNE } from '../../wasm/storage.js';
 
 const header = readFileSync(new URL('../../src/rlxkv.h', import.meta.url), 'utf8');
-const boundary = readFileSync(new URL('../../web/boundary.c', import.meta.url), 'utf8');
+const boundary = readFileSync(new URL('../../wasm/boundary.c', import.meta.url), 'utf8');
 
 /** NAME = value pairs of the C enum whose typedef name is given. */
 function cEnum(src, name) {
@@ -20,7 +20,7 @@ function cEnum(src, name) {
   return out;
 }
 
-test('every rlxkv_status has the same value in web/errors.js', () => {
+test('every rlxkv_status has the same value in wasm/errors.js', () => {
   const c = cEnum(header, 'rlxkv_status');
   const js = Object.fromEntries(Object.entries(STATUS).map(([k, v]) => [v < 0 ? `RLXKV_ERR_${k}` : `RLXKV_${k}`, v]));
   assert.deepEqual(js, c);
@@ -36,16 +36,16 @@ test('dtypes, orders and prune flags match the header', () => {
   assert.deepEqual(PRUNE, flags);
 });
 
-test('the lookup record is read at the offsets web/boundary.c writes', () => {
+test('the lookup record is read at the offsets wasm/boundary.c writes', () => {
   const c = cEnum(boundary, 'rec');
   const js = Object.fromEntries(Object.entries(REC).map(([k, v]) => [`REC_${k}`, v]));
   assert.deepEqual(js, c);
 });
 
-test('stats are read as many doubles as web/boundary.c writes', () => {
+test('stats are read as many doubles as wasm/boundary.c writes', () => {
   assert.equal(STATS.length, Number(boundary.match(/STATS_FIELDS = (\d+)/)[1]));
 });
 
-test('stored entries are described in heads of the words web/boundary.c reads', () => {
+test('stored entries are described in heads of the words wasm/boundary.c reads', () => {
   assert.equal(STORED_HEAD, Number(boundary.match(/STORED_HEAD = (\d+)/)[1]));
 });

@@ -156,7 +156,7 @@ function sparseBlob(dir, fp, token, bytes) {
 }
 
 const GiB = 2 ** 30;
-/** A restore report with every count (some are not enumerable yet: see web/storage.js). */
+/** A restore report with every count (some are not enumerable yet: see wasm/storage.js). */
 const full = (r) => JSON.stringify(Object.fromEntries(
   ['loaded', 'stale', 'corrupt', 'skipped', 'bytes', 'foreign', 'tooLarge', 'unreadable', 'shape'].map((k) => [k, r[k]])));
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));

@@ -1,7 +1,7 @@
 // The JS codec (encodeEntry, decodeEntry, exportBlob, importBlob) against
 // the C one: the same bytes both ways, the same verdict on damaged blobs.
 // The C codec is reached through a cache of the tests' own wasm
-// (build/wasm/test/: the universal build plus web/exports-test.txt, which
+// (build/wasm/test/: the universal build plus wasm/exports-test.txt, which
 // no shipped wasm exports) and the C store's judge (rlx.openStore(dir).list);
 // the JS one is also what a cache's storage reads and writes.
 import { test } from 'node:test';
@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import init, { RlxkvError } from 'rlxkv';
-import { encodeBlob, decodeBlob } from '../../js/blob.js';
+import { encodeBlob, decodeBlob } from '../../format/blob.js';
 import { blobName } from '../../js/cli.js';
 import { storeFiles, tempDir, vectorsDir } from './helpers.js';
-import { Core } from '../../web/core.js';
-import { NativeCache, DTYPE } from '../../web/native-cache.js';
+import { Core } from '../../wasm/core.js';
+import { NativeCache, DTYPE } from '../../wasm/native-cache.js';
 import createTestCore, { wasmUrls as testWasmUrls } from '../../build/wasm/test/rlxkv_core_test.mjs';
 
 const core = new Core(await createTestCore({ wasmBinary: readFileSync(testWasmUrls()[0]) }));

@@ -8,7 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
-const MADE = ['web/dist/rlxkv_core.wasm', 'web/dist/rlxkv.browser.js', 'demo/assets/kv/index.json', 'build/models/rlxkv-demo-f16kv/config.json',
+const MADE = ['wasm/dist/rlxkv_core.wasm', 'wasm/dist/rlxkv.browser.js', 'demo/assets/kv/index.json', 'build/models/rlxkv-demo-f16kv/config.json',
   'build/models/rlxkv-granite4h-f16kv/config.json'];
 
 test('a second build rebuilds nothing that is up to date', () => {

@@ -6,9 +6,9 @@ import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { gzipSync } from 'node:zlib';
 
-const dist = new URL('../../web/dist/', import.meta.url);
+const dist = new URL('../../wasm/dist/', import.meta.url);
 const bundle = readFileSync(new URL('rlxkv.browser.js', dist), 'utf8');
-/** The bundle's chunks (web/bundle.mjs): those its main file imports statically, and the others (loaded when first used). */
+/** The bundle's chunks (wasm/bundle.mjs): those its main file imports statically, and the others (loaded when first used). */
 const chunks = readdirSync(dist).filter((f) => /^rlxkv-[\w-]+\.js$/.test(f));
 const staticChunks = [...bundle.matchAll(/\bfrom\s*"\.\/(rlxkv-[\w-]+\.js)"/g)].map((m) => m[1]);
 
@@ -41,8 +41,8 @@ test('the bundle names its wasm beside itself and as the package export, nothing
   const urls = [...bundle.matchAll(/new URL\(\s*("[^"]*"|'[^']*'|`[^`]*`)\s*,\s*import\.meta\.url\s*\)/g)].map((m) => m[1].slice(1, -1));
   assert.deepEqual(urls.sort(), ['rlxkv/rlxkv_core_web.wasm', 'rlxkv_core_web.wasm']);
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-  assert.equal(pkg.exports['./rlxkv_core.wasm'], './web/dist/rlxkv_core.wasm');
-  assert.equal(pkg.exports['./rlxkv_core_web.wasm'], './web/dist/rlxkv_core_web.wasm');
+  assert.equal(pkg.exports['./rlxkv_core.wasm'], './wasm/dist/rlxkv_core.wasm');
+  assert.equal(pkg.exports['./rlxkv_core_web.wasm'], './wasm/dist/rlxkv_core_web.wasm');
 });
 
 test('the browser bundle, wasm and JS an app loads (the main file and the chunks it imports), is at most 40 KB gzipped (bench/size.mjs measures it the same way)', () => {
@@ -51,10 +51,10 @@ test('the browser bundle, wasm and JS an app loads (the main file and the chunks
   assert.ok(total <= 40000, `${total} B gzipped`);
 });
 
-test("the browser loader (web/web-glue.mjs) names every C function of web/exports.txt, and the memory it grows stays readable", async () => {
+test("the browser loader (wasm/web-glue.mjs) names every C function of wasm/exports.txt, and the memory it grows stays readable", async () => {
   const { default: create } = await import(new URL('rlxkv_core_web.mjs', dist));
   const M = await create({ wasmBinary: readFileSync(new URL('rlxkv_core_web.wasm', dist)) });
-  const names = readFileSync(new URL('../../web/exports.txt', import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('_'));
+  const names = readFileSync(new URL('../../wasm/exports.txt', import.meta.url), 'utf8').split('\n').filter((l) => l.startsWith('_'));
   for (const name of names) assert.equal(typeof M[name], 'function', name);
   const before = M.HEAPU8.length;
   const p = M._malloc(before) >>> 0; // more than is free: memory grows

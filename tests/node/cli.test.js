@@ -9,9 +9,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range, storeFiles } from './helpers.js';
-import { encodeBlob, widenF16, u64Bytes } from '../../js/blob.js';
+import { encodeBlob, widenF16, u64Bytes } from '../../format/blob.js';
 import { main } from '../../js/cli.js';
-import { loadCore } from '../../web/core.js';
+import { loadCore } from '../../wasm/core.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const small = join(vectorsDir, 'seed_small.rlxkv');

@@ -1,12 +1,12 @@
 // Blobs: the RLXKV001 reference vectors both ways, malformed input, and
-// the f16 variant RLXKVF16 with its exact widening (js/blob.js).
+// the f16 variant RLXKVF16 with its exact widening (format/blob.js).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import init, { RlxkvError } from 'rlxkv';
 import { vectorsDir } from './helpers.js';
-import { encodeBlob, decodeBlob, blobSize, widenF16, MAX_LAYERS } from '../../js/blob.js';
+import { encodeBlob, decodeBlob, blobSize, widenF16, MAX_LAYERS } from '../../format/blob.js';
 
 const rlx = await init();
 

@@ -151,7 +151,7 @@ test('rejects bad input', () => {
 });
 
 const pagesUrl = new URL('../../demo/assets/kv/', import.meta.url);
-const haveWasm = existsSync(new URL('../../web/dist/rlxkv_core.wasm', import.meta.url));
+const haveWasm = existsSync(new URL('../../wasm/dist/rlxkv_core.wasm', import.meta.url));
 
 test('demo/assets/kv/ holds the pages of exactly the KV the model computes, named by their tokens', {
   skip: !existsSync(new URL('index.json', pagesUrl)) ? 'no published pages (run node scripts/precompute.mjs)' : !haveWasm ? 'wasm not built' : false,

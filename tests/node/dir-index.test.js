@@ -1,4 +1,4 @@
-// A Node directory's index file (web/fs-blobs.js, RLXKVIX4 in js/tiers.js):
+// A Node directory's index file (store/fs-blobs.js, RLXKVIX4 in store/tiers.js):
 // an open reads it and the listing of names, never a blob; what changed
 // behind it is found against the listing; stores without one, or with an
 // index of an older layout, open with nothing lost; a conversation of
@@ -9,8 +9,8 @@ import { copyFileSync, existsSync, readFileSync, renameSync, statSync, unlinkSyn
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import init from 'rlxkv';
-import { FsBlobs } from '../../web/fs-blobs.js';
-import { parseIndex } from '../../js/store-index.js';
+import { FsBlobs } from '../../store/fs-blobs.js';
+import { parseIndex } from '../../format/store-index.js';
 import { INDEX_FILE, dropIndex, kvFor, modelKv, range, storeFiles, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });

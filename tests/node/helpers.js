@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** A Node store directory's index file (web/fs-blobs.js): only a cache of its listing and blobs. */
+/** A Node store directory's index file (store/fs-blobs.js): only a cache of its listing and blobs. */
 export const INDEX_FILE = '.rlxkv-index';
 /** A store directory's files but its index: what a test that counts files means. */
 export const storeFiles = (dir) => readdirSync(dir).filter((n) => n !== INDEX_FILE);

@@ -12,9 +12,9 @@ import { readdirSync, statSync, renameSync, unlinkSync, writeFileSync } from 'no
 import { execFileSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import init from 'rlxkv';
-import { FsBlobs } from '../../web/fs-blobs.js';
-import { IdbBlobs } from '../../web/idb-blobs.js';
-import { RlxkvError } from '../../web/errors.js';
+import { FsBlobs } from '../../store/fs-blobs.js';
+import { IdbBlobs } from '../../store/idb-blobs.js';
+import { RlxkvError } from '../../wasm/errors.js';
 import { dropIndex, kvFor, range, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });

@@ -182,7 +182,7 @@ test('f16 bits survive a flush and a reopen bit for bit, through a directory and
     // Widened for tools that read only RLXKV001: every value exact.
     const wide = rlx.decodeEntry(again.exportBlob([4, 5], { as: 'RLXKV001' }));
     assert.equal(wide.format, 'RLXKV001');
-    const { widenF16 } = await import('../../js/f16.js');
+    const { widenF16 } = await import('../../format/f16.js');
     const bits32 = (f) => [...new Uint32Array(f.buffer, f.byteOffset, f.length)];
     assert.deepEqual(bits32(wide.k[0]), bits32(widenF16(k)), `${storage}: widened exactly`);
     await again.close();

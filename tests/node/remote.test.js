@@ -15,9 +15,9 @@ import { spawnSync } from 'node:child_process';
 import { gzipSync } from 'node:zlib';
 import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
-import { publishPages } from '../../js/publish.js';
+import { publishPages } from '../../store/publish.js';
 import { modelKv, tempDir } from './helpers.js';
-import { narrowF32 } from '../../js/f16.js';
+import { narrowF32 } from '../../format/f16.js';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));

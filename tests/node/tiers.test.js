@@ -503,7 +503,7 @@ test('copyStore moves a store from a directory to IndexedDB (one index write) an
 });
 
 test('blobSpans (the read-into-the-heap path) judges blobs as decodeBlob does', async () => {
-  const { encodeBlob, decodeBlob, blobSpans } = await import('../../js/blob.js');
+  const { encodeBlob, decodeBlob, blobSpans } = await import('../../format/blob.js');
   const blocks = [new Float32Array(6), new Float32Array(3), new Float32Array(6), new Float32Array(0)];
   const base = encodeBlob(Uint32Array.of(1, 2, 3), blocks, 9n);
   const good = blobSpans((at, n) => base.subarray(at, at + n), base.length, 9n);
@@ -531,7 +531,7 @@ test('fs: a hit reads a blob whose block lengths differ, or lie, exactly as deco
   // The hit's read takes the block headers past its first bytes (header and
   // tokens) to repeat the first one's when the file's size allows it: blobs
   // whose headers say otherwise, at that size.
-  const { encodeBlob, decodeBlob } = await import('../../js/blob.js');
+  const { encodeBlob, decodeBlob } = await import('../../format/blob.js');
   const tokens = Uint32Array.of(7, 8, 9);
   const N = 8192; // values per block: 32 KiB
   const blocks = Array.from({ length: 4 }, (_, b) => Float32Array.from({ length: N }, (_, i) => 10 * b + i));
@@ -574,7 +574,7 @@ test('fs: with a layout, a hit on a blob changed behind the index judges it as d
   // in one go, checking what it read against that shape. Here each blob is
   // replaced after the open by one of the same size mutated anywhere: the
   // header, the tokens, a block header, a value; and by longer and shorter ones.
-  const { encodeBlob, decodeBlob } = await import('../../js/blob.js');
+  const { encodeBlob, decodeBlob } = await import('../../format/blob.js');
   const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
   const tokens = Uint32Array.of(7, 8, 9);
   const N = 2 * 4 * tokens.length; // values per block
@@ -643,7 +643,7 @@ test('fs: with a layout, a hit reads its blob in one scatter read, without fstat
 });
 
 test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry replaced mid-save is saved whole by the next', async () => {
-  const { encodeBlob, encodePieces } = await import('../../js/blob.js');
+  const { encodeBlob, encodePieces } = await import('../../format/blob.js');
   for (const blocks of [[new Float32Array([1, 2, NaN, -0]), new Float32Array(0)], [Uint16Array.of(0x7e01, 0x8000), Uint16Array.of(1)]]) {
     const tokens = Uint32Array.of(5, 6);
     const parts = [];

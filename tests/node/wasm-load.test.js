@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
 
-const dist = fileURLToPath(new URL('../../web/dist/', import.meta.url));
+const dist = fileURLToPath(new URL('../../wasm/dist/', import.meta.url));
 
 test('bytes that are not wasm reject WASM_LOAD, naming wasmBinary', async () => {
   const html = new TextEncoder().encode('<!doctype html><title>app</title>');

@@ -2,11 +2,11 @@
 // page's own rlxkv module instance, plus module Web Workers that run the
 // same API (worker.js). window.T.ready resolves once init() is done;
 // window.T.error holds an init failure. The package is /js/index.js, or
-// with ?lib=bundle the minified browser bundle web/dist/rlxkv.browser.js
+// with ?lib=bundle the minified browser bundle wasm/dist/rlxkv.browser.js
 // (what the package's 'browser' export gives bundlers).
 import { makeApi, within } from './api.js';
 
-const LIBS = { index: '/js/index.js', bundle: '/web/dist/rlxkv.browser.js' };
+const LIBS = { index: '/js/index.js', bundle: '/wasm/dist/rlxkv.browser.js' };
 const lib = new URLSearchParams(location.search).get('lib') || 'index';
 
 const workers = [];

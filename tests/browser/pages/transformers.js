@@ -3,7 +3,7 @@
 // IndexedDB store, mirroring tests/node/transformers-child.mjs. window.T.ready
 // resolves once both libraries are loaded; T.cold(id) and T.warm(id) run one
 // model's phases and return plain data for the test to compare.
-import init from '/web/dist/rlxkv.browser.js';
+import init from '/wasm/dist/rlxkv.browser.js';
 import { layoutOf, cachedGenerate } from '/js/transformers.js';
 
 const VERSIONS = {

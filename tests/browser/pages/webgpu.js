@@ -6,7 +6,7 @@
 // model. Every GPU buffer created in the page is counted (GPUDevice's
 // createBuffer and GPUBuffer's destroy, wrapped before ONNX Runtime loads),
 // so the test can tell whether turns leave buffers behind.
-import init from '/web/dist/rlxkv.browser.js';
+import init from '/wasm/dist/rlxkv.browser.js';
 import { layoutOf, cachedGenerate, kvDtypeOf, kvFromTensors } from '/js/transformers.js';
 
 const LIB = '/node_modules/@huggingface/transformers/dist/transformers.min.js';

@@ -1,7 +1,7 @@
 // A window's reads and writes of OPFS files through a helper worker: a
 // window has no sync access handles, and its File reads
 // (getFile().arrayBuffer()) and createWritable() streams are slow, so
-// web/opfs-blobs.js asks a dedicated worker of its own to do them with
+// store/opfs-blobs.js asks a dedicated worker of its own to do them with
 // sync handles. A read's bytes are transferred back (no copy: the worker
 // and the window share a process), and the window copies them once into
 // the wasm heap, as it would a File's. Chromium 156, one file into a
@@ -29,7 +29,7 @@
 // which must stay self-contained), so a page whose CSP forbids blob:
 // workers gets no helper: start() answers null, and the window reads Files
 // and writes createWritable() streams.
-import { RlxkvError } from './errors.js';
+import { RlxkvError } from '../wasm/errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
 const WRITE_PIECE = 4 << 20; // bytes of a write per message (see the header)

@@ -1,8 +1,8 @@
 // The C store (src/store.c) on a directory of the Emscripten file system,
 // mounted on a real directory (NODEFS): what rlx.openStore and the CLI use
 // in Node. Node only: the browser glue has no file system (caches reach
-// their stores from JS: js/tiers.js).
-import { storeDirectory } from './fs-blobs.js';
+// their stores from JS: store/tiers.js).
+import { storeDirectory } from '../store/fs-blobs.js';
 import { STATUS, statusError } from './errors.js';
 
 /** rlxkv_store_prune's and rlxkv_store_list's flags (src/rlxkv.h). */
@@ -22,7 +22,7 @@ function u64s(core, p, n) {
 const toBudget = (n) => (typeof n === 'bigint' ? n : n === Infinity || n >= 2 ** 64 ? NO_BUDGET : BigInt(Math.trunc(n)));
 
 /**
- * Reads a C rlxkv_blob_info array (web/boundary.c pins the layout): name
+ * Reads a C rlxkv_blob_info array (wasm/boundary.c pins the layout): name
  * (80 bytes), then u64 file_bytes, n_tokens, kv_bytes, i64 mtime, u64
  * fingerprint, i32 mtime_ns, status, error, dtype, page.
  */

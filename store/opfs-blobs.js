@@ -1,6 +1,6 @@
 // Blob files in the Origin Private File System (OPFS): the tiered store's
-// (js/tiers.js) third backend, beside web/fs-blobs.js (a Node directory) and
-// web/idb-blobs.js (IndexedDB). Bytes only, no format: one file per blob,
+// (store/tiers.js) third backend, beside store/fs-blobs.js (a Node directory) and
+// store/idb-blobs.js (IndexedDB). Bytes only, no format: one file per blob,
 // named by its caller, in the directory `path` under the OPFS root, and an
 // index file its caller keeps (see below; names() is a directory listing,
 // head() reads a file's first bytes, for the repairs of the index).
@@ -10,7 +10,7 @@
 //     straight into memory the caller gives (the wasm heap: readWith()),
 //     writes are synchronous calls. In a window there are none: reads and
 //     the writes of temporary files go through a helper worker's
-//     (web/opfs-helper.js), or where a page can have none, File reads
+//     (store/opfs-helper.js), or where a page can have none, File reads
 //     (getFile().arrayBuffer()) and createWritable() streams.
 //     A worker uses its sync handles for blobs of every size, though
 //     opening and closing one costs 2-3 ms (a hit waits for the opening
@@ -52,11 +52,11 @@
 //     is held under its own exclusive lock while being written, so that
 //     a listing (names()) removes only the strays of writers that are gone.
 //   - An index file (INDEX_NAME, RLXKVIX4 as IndexedDB's index record,
-//     js/store-index.js encodeIndex), so that an open reads one file instead of
+//     format/store-index.js encodeIndex), so that an open reads one file instead of
 //     a head of every blob: with 1,000 blobs, Chromium 156 took 2.5-4.4 s
 //     to open from the heads (getFile() of each 0.18 s, their Web Locks
 //     0.25-0.33 s, their slices 0.9-1.3 s), and 50-100 ms only to list
-//     the names. js/tiers.js keeps it (updateIndex(), after saves and
+//     the names. store/tiers.js keeps it (updateIndex(), after saves and
 //     removals). It also holds each blob's last use (mtime cannot be set
 //     here). So that an open need not list the directory to know the
 //     index describes it, a writer first puts a marker file in PENDING_DIR,
@@ -64,7 +64,7 @@
 //     index update: a marker whose lock is free (deadMarkers()) is a
 //     writer that died in between, and only then (or with no index) does
 //     an open list the directory and repair the index.
-import { RlxkvError, storageError } from './errors.js';
+import { RlxkvError, storageError } from '../wasm/errors.js';
 import { OpfsHelper } from './opfs-helper.js';
 
 export const INDEX_NAME = '.rlxkv-index';
@@ -92,7 +92,7 @@ const BUSY_MS = 10000; // how long a save or removal waits for readers to let go
 const RETRY_BUSY_MS = 200; // how long a removal that failed so before waits, when tried again
 // Read-only sync handles kept open after a read (see #keepOpen): at most
 // MAX_OPEN, each closed once unused for KEEP_MS. A window's helper
-// (web/opfs-helper.js) keeps its own, on the same terms (start() passes them).
+// (store/opfs-helper.js) keeps its own, on the same terms (start() passes them).
 const MAX_OPEN = 8;
 const KEEP_MS = 30000;
 const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
@@ -128,7 +128,7 @@ export class OpfsBlobs {
   /**
    * Opens (creating if missing) the directory `path` ('/a/b': segments
    * under the OPFS root). early: what was asked for while this module
-   * loaded (js/tiers.js opfsEarly): promises of the directory and of the
+   * loaded (store/tiers.js opfsEarly): promises of the directory and of the
    * index file's bytes, or none.
    */
   static async open(path, early) {
@@ -637,7 +637,7 @@ export class OpfsBlobs {
 
   /**
    * Asks every reader of this directory that keeps blob `name` open
-   * (#keepOpen, web/opfs-helper.js), in any tab, to let go of it: from a
+   * (#keepOpen, store/opfs-helper.js), in any tab, to let go of it: from a
    * channel of its own, which the message outlives (and which this one's
    * listener, if it has one, hears too).
    */

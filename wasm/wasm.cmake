@@ -1,26 +1,26 @@
-# The WebAssembly builds (emcmake cmake), copied to web/dist/:
+# The WebAssembly builds (emcmake cmake), copied to wasm/dist/:
 #   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
 #                             glue patched to load as ESM under Node; exports
-#                             web/exports.txt and web/exports-node.txt (the C
+#                             wasm/exports.txt and wasm/exports-node.txt (the C
 #                             store)
 #   rlxkv_core_web.mjs/.wasm  browsers and workers only (no file system), for
-#                             the minified browser bundle (web/bundle.mjs);
-#                             exports web/exports.txt alone, so the linker
+#                             the minified browser bundle (wasm/bundle.mjs);
+#                             exports wasm/exports.txt alone, so the linker
 #                             leaves out the C store and codec that browsers
 #                             never call (their stores are reached from JS);
-#                             its glue is web/web-glue.mjs's small loader,
+#                             its glue is wasm/web-glue.mjs's small loader,
 #                             written from the one Emscripten links
 #   build/wasm/test/rlxkv_core_test.mjs/.wasm
 #                             the tests' own: the universal build plus
-#                             web/exports-test.txt (the C codec that
-#                             tests/node/blob.test.js holds js/blob.js to);
+#                             wasm/exports-test.txt (the C codec that
+#                             tests/node/blob.test.js holds format/blob.js to);
 #                             never shipped
-# The universal and test glues get the patches of web/patch-glue.mjs. IndexedDB and OPFS are
-# reached from JS (web/idb-blobs.js, web/opfs-blobs.js), not by Emscripten's IDBFS.
+# The universal and test glues get the patches of wasm/patch-glue.mjs. IndexedDB and OPFS are
+# reached from JS (store/idb-blobs.js, store/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt RLXKV_EXPORTS REGEX "^_")
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt RLXKV_TEST_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports.txt RLXKV_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
+file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-test.txt RLXKV_TEST_EXPORTS REGEX "^_")
 string(REPLACE ";" "," RLXKV_TEST_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS};${RLXKV_TEST_EXPORTS}")
 string(REPLACE ";" "," RLXKV_NODE_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS}")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
@@ -39,9 +39,9 @@ set(RLXKV_LINK_OPTIONS
   # an app's own errors are reported from inside the glue.
   -sNODEJS_CATCH_EXIT=0 -sNODEJS_CATCH_REJECTION=0)
 
-add_executable(rlxkv_core web/boundary.c)
-add_executable(rlxkv_core_web web/boundary.c)
-add_executable(rlxkv_core_test web/boundary.c)
+add_executable(rlxkv_core wasm/boundary.c)
+add_executable(rlxkv_core_web wasm/boundary.c)
+add_executable(rlxkv_core_test wasm/boundary.c)
 # The browser build's library: the same sources without folds (src/cache.c,
 # Folds), whose code (~1.5 KB of wasm, 0.7 KB gzipped) the bundle's size
 # budget has no room for: its opens place every page of an index at once.
@@ -53,20 +53,20 @@ foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
   target_link_libraries(${t} $<IF:$<STREQUAL:${t},rlxkv_core_web>,rlxkv_web,rlxkv>)
   # Relinked (and so patched again) when the exports or the glue patch change.
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-node.txt
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/exports-test.txt
-    ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs)
+    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-node.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-test.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/patch-glue.mjs ${CMAKE_CURRENT_SOURCE_DIR}/wasm/web-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
 # The universal build carries Emscripten's file system for the C store
 # (rlx.openStore on a Node directory, the CLI); browsers reach their stores
-# from JS (js/tiers.js), so the browser glue has none.
+# from JS (store/tiers.js), so the browser glue has none.
 set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -lnodefs.js
   -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
 target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
 target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
-# The browser build's glue is written by web/web-glue.mjs from the one
+# The browser build's glue is written by wasm/web-glue.mjs from the one
 # linked here (its names of the exports and the import); the options below
 # that shape that glue (the Module options it reads, TextDecoder) change
 # nothing in the wasm.
@@ -77,22 +77,22 @@ target_link_options(rlxkv_core_web PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS}
   # target_features section (for tools; engines ignore it): 72 B less gzipped.
   -sBINARYEN_EXTRA_PASSES=--converge,--strip-target-features)
 
-# A Node-capable build's glue, patched (web/patch-glue.mjs), and its wasm, copied into `dest`.
+# A Node-capable build's glue, patched (wasm/patch-glue.mjs), and its wasm, copied into `dest`.
 function(rlxkv_node_glue target dest)
   add_custom_command(TARGET ${target} POST_BUILD
     COMMAND ${CMAKE_COMMAND} -E make_directory ${dest}
-    COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/patch-glue.mjs --node
+    COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/wasm/patch-glue.mjs --node
             $<TARGET_FILE_DIR:${target}>/${target}.mjs ${dest}/${target}.mjs
     COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:${target}>/${target}.wasm ${dest}/
     VERBATIM)
 endfunction()
 
-set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/web/dist)
+set(RLXKV_DIST ${CMAKE_CURRENT_SOURCE_DIR}/wasm/dist)
 rlxkv_node_glue(rlxkv_core ${RLXKV_DIST})
 add_dependencies(rlxkv_core_web rlxkv_core)
 add_custom_command(TARGET rlxkv_core_web POST_BUILD
   COMMAND ${CMAKE_COMMAND} -E make_directory ${RLXKV_DIST}
-  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/web/web-glue.mjs $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs
+  COMMAND node ${CMAKE_CURRENT_SOURCE_DIR}/wasm/web-glue.mjs $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.mjs
           $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/rlxkv_core_web.mjs
   COMMAND ${CMAKE_COMMAND} -E copy $<TARGET_FILE_DIR:rlxkv_core_web>/rlxkv_core_web.wasm ${RLXKV_DIST}/
   VERBATIM)

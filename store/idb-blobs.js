@@ -1,7 +1,7 @@
 // Blob records in IndexedDB, in IDBFS's layout (one database named by the
 // mount path, store FILE_DATA, key = path + '/' + name, records
 // { timestamp, mode, contents }), read and written one record at a time:
-// what the tiered store (js/tiers.js) uses in browsers, workers and
+// what the tiered store (store/tiers.js) uses in browsers, workers and
 // fake-indexeddb. Unlike an IDBFS mount, nothing is mirrored in memory.
 //
 // A record's value can only be read whole, so the store also keeps one
@@ -12,7 +12,7 @@
 // never lost. It is still only a hint, checked at every open against a
 // count of the records and their newest timestamp (list()), and against
 // every key (names()) if they disagree.
-import { RlxkvError } from './errors.js';
+import { RlxkvError } from '../wasm/errors.js';
 import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
 
 export const INDEX_NAME = '.rlxkv-index';

@@ -1,4 +1,4 @@
-// The `remote` option of openCache (the remote tier, js/remote.js): checked
+// The `remote` option of openCache (the remote tier, store/remote.js): checked
 // when a cache is made, apart from the tier itself, which a cache loads on
 // its first match.
 

@@ -6,7 +6,7 @@
 // error codes, the same RLXKV_MAX_LAYERS; a test compares the two on
 // thousands of mutated blobs of each format). importBlob decodes here too;
 // blobs restored from storage go through the C store's decoder.
-import { RlxkvError } from '../web/errors.js';
+import { RlxkvError } from '../wasm/errors.js';
 import { LITTLE_ENDIAN, widenF16 } from './f16.js';
 
 const MAGICS = {
@@ -71,7 +71,7 @@ export function blobSize(nTokens, blocks, { as, page } = {}) {
   return blocks.reduce((n, b) => n + 8 + size * b.length, HEAD + 8 + 8 * nTokens + (page ? PARENT : 0));
 }
 
-// f16 -> f32, exactly: js/f16.js (the one table of it), re-exported here
+// f16 -> f32, exactly: format/f16.js (the one table of it), re-exported here
 // for the codec's callers.
 export { widenF16 };
 

@@ -2,7 +2,7 @@
 // CDN), read-only, below memory and local storage. Pages are named by
 // their tokens (FORMATS.md, Names), so a client finds every page of its
 // prompt from the tokens alone: no listing, no index. A publisher
-// (js/publish.js, `rlxkv publish`) cuts each entry on a fixed grid of
+// (store/publish.js, `rlxkv publish`) cuts each entry on a fixed grid of
 // pageTokens tokens; the client asks, after what memory holds, for the
 // page ending at each grid point up to its prompt's end, and for the hint
 // file of the last grid point it reaches: where published entries end
@@ -19,7 +19,7 @@
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
 // browser bundle, importing nothing of the main one: the cache passes in
-// the page checks it uses); js/remote-options.js checks the option at
+// the page checks it uses); store/remote-options.js checks the option at
 // openCache.
 
 /** Tail pages asked for after one grid point at most: a prompt that parts from the listed entries costs a few 404s. */
@@ -32,7 +32,7 @@ export class RemoteTier {
   #layout;
   /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
   stats;
-  /** decodeBlob (js/blob.js), checkShape (js/args.js), nameOfKey (js/store-index.js). */
+  /** decodeBlob (format/blob.js), checkShape (js/args.js), nameOfKey (format/store-index.js). */
   #checks;
 
   constructor(options, native, fingerprint, layout, stats, checks) {

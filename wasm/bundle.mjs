@@ -1,8 +1,8 @@
-// Bundles the package for browsers into web/dist/rlxkv.browser.js: one
+// Bundles the package for browsers into wasm/dist/rlxkv.browser.js: one
 // minified ES module (the API, the boundary and the browser-only glue),
-// with rlxkv_core_web.wasm (the browser build's: web/wasm.cmake) found next
+// with rlxkv_core_web.wasm (the browser build's: wasm/wasm.cmake) found next
 // to it through import.meta.url (or as the package's
-// rlxkv/rlxkv_core_web.wasm: web/patch-glue.mjs). The
+// rlxkv/rlxkv_core_web.wasm: wasm/patch-glue.mjs). The
 // bundle carries no node: import (bundlers warn of those in browser
 // builds): the Node-only paths get a module that says so if ever reached.
 import { build } from 'esbuild';
@@ -24,7 +24,7 @@ const browserGlue = {
 
 // What only Node runs (the C store on a Node directory, node:fs blobs, the
 // wasm read from its file): in the bundle, a module that says so if reached.
-const NODE_ONLY = /\/web\/(storage|fs-blobs|node-wasm)\.js$/;
+const NODE_ONLY = /\/(wasm\/storage|store\/fs-blobs|wasm\/node-wasm)\.js$/;
 const nodeOnly = (file) => (file === 'node-wasm.js' ? file : `${file} (storage 'fs')`);
 const noNode = {
   name: 'no-node',
@@ -49,10 +49,10 @@ export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no, re
 // 17.8 ms instead of 22.4, the load the same (17.0 / 17.7 ms, served
 // cacheably; no-cache: 39.8 / 39.2); a window's IndexedDB open of 1,000
 // entries 14.9 ms instead of 18.9, its load 12.7 instead of 11.5 ms.
-const BANNER = '//# allFunctionsCalledOnLoad\n// rlxkv (GPL-3.0-only): browser bundle. Source: js/ and web/.';
+const BANNER = '//# allFunctionsCalledOnLoad\n// rlxkv (GPL-3.0-only): browser bundle. Source: js/, store/, format/ and wasm/.';
 
 // Split: what only some apps use is a chunk of its own, imported when
-// first used (OPFS: web/opfs-blobs.js and its helper), so that the main
+// first used (OPFS: store/opfs-blobs.js and its helper), so that the main
 // file holds what every app runs. Code the two share goes into a chunk the
 // main file imports.
 const dist = here('./dist/');

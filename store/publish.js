@@ -1,4 +1,4 @@
-// Publishing KV for a remote tier (js/remote.js): every entry of stores
+// Publishing KV for a remote tier (store/remote.js): every entry of stores
 // (Node directories) and whole blobs, cut on a fixed grid of pageTokens
 // tokens into pages named by their tokens (FORMATS.md, Pages and Names),
 // written into one directory that any static server can serve. A page
@@ -11,10 +11,10 @@
 // entries share are written once.
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { decodeBlob, encodeBlob } from './blob.js';
+import { decodeBlob, encodeBlob } from '../format/blob.js';
 import { cutRows } from './chain.js';
 import { PAGE_TOKENS } from './remote-options.js';
-import { keyOfName } from './store-index.js';
+import { keyOfName } from '../format/store-index.js';
 
 /**
  * Writes the pages of `sources` into directory `outDir`: { storage: 'fs',

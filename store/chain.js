@@ -3,10 +3,10 @@
 // 'token-major': one run of rows × heads × headDim): where a page's rows
 // go in an entry that holds a whole chain of pages, and the rows of a
 // range cut out of blocks. Used by a hit read from stored pages
-// (js/tiers.js), a hit fetched from a remote tier (js/remote.js) and the
-// publisher that cuts entries into pages (js/publish.js).
+// (store/tiers.js), a hit fetched from a remote tier (store/remote.js) and the
+// publisher that cuts entries into pages (store/publish.js).
 
-import { DTYPE } from '../web/native-cache.js';
+import { DTYPE } from '../wasm/native-cache.js';
 
 const SIZE = { f32: 4, f16: 2 };
 

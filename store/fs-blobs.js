@@ -1,11 +1,11 @@
 // Blob files in a Node directory, with node:fs/promises: what the tiered
-// store (js/tiers.js) reads and writes in Node. Bytes only, no format: one
+// store (store/tiers.js) reads and writes in Node. Bytes only, no format: one
 // file per blob, named by its caller; saves are atomic (a temporary file in
 // the same directory, synced, then renamed over the name), so a blob is old
 // or new, never torn, and the directory is the one src/store.c and the CLI
 // read. All I/O is async, in chunks, so a large flush never blocks the
 // event loop for long.
-import { RlxkvError } from './errors.js';
+import { RlxkvError } from '../wasm/errors.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
 const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
@@ -14,7 +14,7 @@ const SUFFIX = '.rlxkv';
 const TEMP = /^[0-9a-f]{16}(?:[0-9a-f]{16})?\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 const ABANDONED_MS = 3600e3;
 /**
- * The directory's index (js/store-index.js: RLXKVIX4, FORMATS.md), so that an
+ * The directory's index (format/store-index.js: RLXKVIX4, FORMATS.md), so that an
  * open reads one file and the listing of names, not every blob's first
  * bytes. Only a cache of what the directory holds: a name no blob has
  * (src/store.c and the CLI leave it alone), replaced whole by a temporary
@@ -76,7 +76,7 @@ export function fsError(err, what) {
 /**
  * The absolute path of store directory `dir`, made if missing: IO (naming
  * it) when it cannot be made or is not a directory. The one check of a
- * Node store directory, for this backend and for web/storage.js.
+ * Node store directory, for this backend and for wasm/storage.js.
  */
 export async function storeDirectory(dir) {
   const fs = await nodeFs();
@@ -249,7 +249,7 @@ export class FsBlobs {
    * `names` whose files exist now) (no change if it returns nothing; its
    * { bytes } if it says more), by a temporary file and a rename. Writers
    * of other processes are not waited for: the last one's index wins, and
-   * an open reads it against the listing (js/tiers.js), so whatever it
+   * an open reads it against the listing (store/tiers.js), so whatever it
    * misses or says of files gone costs a repair, not a blob. Not synced:
    * after a crash it may be old or empty, which the open repairs or
    * rebuilds alike. Nothing in a read-only directory.

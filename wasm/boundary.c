@@ -1,5 +1,5 @@
-/* The C side of the wasm boundary: what web/native-cache.js and
- * web/storage.js call instead of reading C structs themselves. A cache is
+/* The C side of the wasm boundary: what wasm/native-cache.js and
+ * wasm/storage.js call instead of reading C structs themselves. A cache is
  * wrapped with a token scratch area and a result record, so that a lookup
  * is one copy of the tokens in, one call, and reads of one flat record of
  * u32s out. Everything else is called straight from the library (see
@@ -225,13 +225,13 @@ enum { STORED_HEAD = 10 };
 _Static_assert(sizeof(rlxkv_stored) == 4 * STORED_HEAD && offsetof(rlxkv_stored, like) == 12 &&
                    offsetof(rlxkv_stored, parent) == 16 && offsetof(rlxkv_stored, parent_n) == 24 &&
                    offsetof(rlxkv_stored, dtype) == 28 && offsetof(rlxkv_stored, status) == 36,
-               "web/native-cache.js writes rlxkv_stored records as 10 words");
+               "wasm/native-cache.js writes rlxkv_stored records as 10 words");
 int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
     return rlxkv_cache_put_stored_many(w->cache, w->tokens + STORED_HEAD * count, n_tokens, (rlxkv_stored *)w->tokens,
                                        count);
 }
 
-/* Stored-only entries for the count records of a store index (js/store-index.js,
+/* Stored-only entries for the count records of a store index (format/store-index.js,
  * RLXKVIX4), as its columns lie in the scratch area (js: putIndex):
  *   f64 n_values, start, parent_n, bytes, last use (checked: sizes a blob
  *   can have, a finite time); u64 fingerprint; u32 n (own tokens),
@@ -286,7 +286,7 @@ int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high
     for (size_t i = 0; i < count; i++) ns[i] = (uint32_t)(st < 0 ? st : s[i].status);
     free(s);
     if (st < 0) return st;
-    /* What the open reports (js/tiers.js #index), counted here rather than
+    /* What the open reports (store/tiers.js #index), counted here rather than
      * in a JS pass over every record: indexed, KV bytes, stale, corrupt,
      * foreign, too large, skipped (f64 each), then the count and places of
      * the records JS must look at (bad ones, pages whose path broke). The
@@ -359,7 +359,7 @@ uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache
  * stored_entries, stored_bytes. (Counters stay exact in a double up to 2^53.) */
 enum { STATS_FIELDS = 11 };
 _Static_assert(sizeof(rlxkv_stats) == 72 && offsetof(rlxkv_stats, stored_bytes) == 64,
-               "rlxkv_stats changed (wasm32 layout): update STATS_FIELDS and web/native-cache.js");
+               "rlxkv_stats changed (wasm32 layout): update STATS_FIELDS and wasm/native-cache.js");
 void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     rlxkv_stats s;
     rlxkv_cache_stats(c, &s);
@@ -376,7 +376,7 @@ void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     out[10] = (double)s.stored_bytes;
 }
 
-/* web/storage.js reads rlxkv_blob_info records at these offsets (wasm32). */
+/* wasm/storage.js reads rlxkv_blob_info records at these offsets (wasm32). */
 _Static_assert(offsetof(rlxkv_blob_info, file_bytes) == 80, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, n_tokens) == 88, "blob_info layout");
 _Static_assert(offsetof(rlxkv_blob_info, kv_bytes) == 96, "blob_info layout");
@@ -411,7 +411,7 @@ _Static_assert(sizeof(rlxkv_load_report) == 9 * sizeof(uint64_t), "load_report l
 _Static_assert(sizeof(rlxkv_prune_report) == 8 * sizeof(uint64_t), "prune_report layout");
 
 /* The C codec over the cache's entries, for the tests that hold the JS
- * codec (js/blob.js) to it. Encodes the entry of the n scratch tokens into
+ * codec (format/blob.js) to it. Encodes the entry of the n scratch tokens into
  * a new buffer (*len bytes; free it) or returns NULL. */
 uint8_t *rlxkv_web_encode(web_cache *w, size_t n, uint64_t fingerprint, size_t *len) {
     const rlxkv_entry *e = rlxkv_cache_get(w->cache, w->tokens, n);

@@ -1,9 +1,9 @@
-// IndexedDB in IDBFS's layout, the pieces web/idb-blobs.js builds on: one
+// IndexedDB in IDBFS's layout, the pieces store/idb-blobs.js builds on: one
 // database named by the mount path (IDBFS.DB_VERSION 21), store FILE_DATA;
 // requests and transactions as promises, where 3.1.6's IDBFS lost errors
 // (it passes `undefined`, or never calls back when a quota error aborts a
 // transaction).
-import { storageError } from './errors.js';
+import { storageError } from '../wasm/errors.js';
 
 export const STORE = 'FILE_DATA';
 export const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6

@@ -1,6 +1,6 @@
 // Storage as a tier below memory: a cache's blobs in a Node directory
-// (web/fs-blobs.js), in IndexedDB (web/idb-blobs.js) or in the Origin
-// Private File System (web/opfs-blobs.js), known to the cache as
+// (store/fs-blobs.js), in IndexedDB (store/idb-blobs.js) or in the Origin
+// Private File System (store/opfs-blobs.js), known to the cache as
 // stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
 // hit.
 //
@@ -14,10 +14,10 @@
 //          against the listing: the blobs either does not describe read
 //          (their first bytes) to repair it. The index's records go into
 //          the C cache in one call and are made in JS only when asked for
-//          (js/store-index.js KnownRecords): an open costs a few passes
+//          (format/store-index.js KnownRecords): an open costs a few passes
 //          over its columns.
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
-//          validates it whole (js/blob.js) and puts it in memory, which may
+//          validates it whole (format/blob.js) and puts it in memory, which may
 //          evict others: those that are stored stay known, stored-only.
 //          A backend with readWith() (Node; OPFS in a worker) reads the
 //          values straight into the new entry's heap memory, no copy in JS
@@ -37,21 +37,21 @@
 //          that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
-import { RlxkvError, STATUS, statusError } from '../web/errors.js';
-import { DTYPE } from '../web/native-cache.js';
-import { FsBlobs } from '../web/fs-blobs.js';
-import { IdbBlobs } from '../web/idb-blobs.js';
+import { RlxkvError, STATUS, statusError } from '../wasm/errors.js';
+import { DTYPE } from '../wasm/native-cache.js';
+import { FsBlobs } from './fs-blobs.js';
+import { IdbBlobs } from './idb-blobs.js';
 import {
   blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, MAX_LAYERS, u64Bytes,
   isUniformHead, uniformBlobSize, uniformBlockLength,
-} from './blob.js';
-import { LITTLE_ENDIAN } from './f16.js';
-import { checkShape } from './args.js';
-import { serialQueue } from '../web/queue.js';
+} from '../format/blob.js';
+import { LITTLE_ENDIAN } from '../format/f16.js';
+import { checkShape } from '../js/args.js';
+import { serialQueue } from './queue.js';
 import { copyPages, entryOfRows, rowRuns } from './chain.js';
 import {
   FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
-} from './store-index.js';
+} from '../format/store-index.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
@@ -70,7 +70,7 @@ const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 
 export class TieredStore {
   /**
-   * @param native  web/native-cache.js NativeCache
+   * @param native  wasm/native-cache.js NativeCache
    * @param {'fs'|'idb'|'opfs'} kind
    * @param {string} path
    * @param {{fingerprint: bigint, layout: object|null, watch?: boolean}} opts
@@ -264,7 +264,7 @@ export class TieredStore {
   }
 
   /**
-   * A Node directory: its index file (web/fs-blobs.js), read against the
+   * A Node directory: its index file (store/fs-blobs.js), read against the
    * listing of names (one readdir, no stat of each file): the entries of
    * files gone leave; files it does not describe, or records corrupt or
    * too large (a writer may have replaced them since), are read (their
@@ -346,7 +346,7 @@ export class TieredStore {
   /**
    * OPFS: the index file, trusted as it is unless a writer died between
    * a save or removal and its index update (a dead marker: see
-   * web/opfs-blobs.js), or it is missing, damaged or empty. Then it is
+   * store/opfs-blobs.js), or it is missing, damaged or empty. Then it is
    * checked against the directory's names: the entries of blobs gone
    * leave, blobs it does not describe are read (their first bytes) and
    * added, and the file is rewritten if either happened. A blob replaced
@@ -382,7 +382,7 @@ export class TieredStore {
 
   /**
    * IndexedDB: the index record, checked against a census of the store
-   * (web/idb-blobs.js list()): if its records count or timestamp disagree,
+   * (store/idb-blobs.js list()): if its records count or timestamp disagree,
    * against every key, then repaired: the entries whose blob is gone leave
    * the tree, and blobs it does not describe are read once and added.
    */
@@ -1158,7 +1158,7 @@ export class TieredStore {
 
   listAll(fingerprint, any) { return this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)); }
 
-  /** The interface js/store.js drives (web/storage.js's for the C store). */
+  /** The interface js/store.js drives (wasm/storage.js's for the C store). */
   asToolStore() {
     // One at a time, as a cache's calls are: a prune's removals and its index update are one step.
     const serial = serialQueue();
@@ -1389,7 +1389,7 @@ export class TieredStore {
 // browser bundle's main file) does without its code. While it loads, the
 // store's directory and index file are asked for (opfsEarly; not by a
 // caller that passes null).
-const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => import('../web/opfs-blobs.js').then((m) => m.OpfsBlobs.open(path, early)) } };
+const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => import('./opfs-blobs.js').then((m) => m.OpfsBlobs.open(path, early)) } };
 
 /**
  * OpfsBlobs.open's head start: { dir, index }, promises of the OPFS

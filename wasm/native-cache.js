@@ -1,35 +1,35 @@
-// One C cache (rlxkv_cache, through web/boundary.c's wrapper) as JS sees it:
+// One C cache (rlxkv_cache, through wasm/boundary.c's wrapper) as JS sees it:
 // tokens and KV go into the heap and hits come out of it here, and nowhere
 // else. Arguments arrive checked by js/; this file only moves bytes and
-// reads the result record whose layout web/boundary.c fixes.
+// reads the result record whose layout wasm/boundary.c fixes.
 import { RlxkvError, STATUS } from './errors.js';
 import { toSize } from './core.js';
 
-// The result record (web/boundary.c, enum REC_*), in u32 words.
+// The result record (wasm/boundary.c, enum REC_*), in u32 words.
 export const REC = {
   MATCHED: 0, ENTRY: 1, LAYERS: 2, DTYPE: 3, TOKENS: 4, GENERATION: 5, DATA: 6, FLAGS: 7, SERIAL: 8, N_TOKENS: 9,
   PIECES: 10, START: 11, PARENT_N: 12, PARENT_TOKENS: 13, HEAD: 16,
 };
-/** REC.FLAGS bits (web/boundary.c) */
+/** REC.FLAGS bits (wasm/boundary.c) */
 export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
 /** rlxkv_dtype (src/rlxkv.h) */
 export const DTYPE = { f32: 0, f16: 1 };
 /** rlxkv_order (src/rlxkv.h) */
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
-/** Words of each entry's head in rlxkv_web_put_stored's scratch (web/boundary.c, STORED_HEAD). */
+/** Words of each entry's head in rlxkv_web_put_stored's scratch (wasm/boundary.c, STORED_HEAD). */
 export const STORED_HEAD = 10;
 /** Scratch words per rlxkv_web_put_stored call: 1 MiB. */
 const STORED_BATCH = 1 << 18;
 
-/** rlxkv_web_stats' doubles, in order (web/boundary.c, STATS_FIELDS). */
+/** rlxkv_web_stats' doubles, in order (wasm/boundary.c, STATS_FIELDS). */
 export const STATS = ['entries', 'bytes', 'capBytes', 'pinnedEntries', 'pinnedBytes', 'hits', 'misses', 'evictions',
   'tokensReused', 'storedEntries', 'storedBytes'];
 
 const HAS_F16 = typeof globalThis.Float16Array === 'function';
 
 /**
- * Every C function this file calls (web/exports.txt), bound once per
+ * Every C function this file calls (wasm/exports.txt), bound once per
  * module instance, as sql.js binds its own: names as in C. Everything
  * below calls these, never the module's exports directly.
  */
@@ -86,14 +86,14 @@ export class NativeCache {
   #C;       // the C functions, bound once (bindings)
   #w;       // web_cache *
   #c;       // its rlxkv_cache *
-  #stats;   // STATS_FIELDS (web/boundary.c) doubles
+  #stats;   // STATS_FIELDS (wasm/boundary.c) doubles
   #f16;     // the array type f16 hits come back as
   #fp;
   #layout;  // null, or the layout whose rows cut blocks
   #paging;
 
   /**
-   * @param core  web/core.js Core
+   * @param core  wasm/core.js Core
    * @param {{capBytes: number, fingerprint: bigint, layout: {order: string, heads: number, headDim: number, layers: number}|null, f16As: 'Float16Array'|'Uint16Array', paging?: boolean}} opts
    *   paging: entries that extend what the cache holds keep only their new
    *   tokens' values (src/rlxkv.h, Pages)
@@ -311,7 +311,7 @@ export class NativeCache {
    * thousands at open): each one's C status, in an Int32Array. Tokens are
    * copied in by the buffer they are views of, each buffer's span once;
    * records whose tokens begin at the same place of one buffer (a chain
-   * of pages sharing its path: js/store-index.js pathsOf) are placed each from
+   * of pages sharing its path: format/store-index.js pathsOf) are placed each from
    * the one before (rlxkv_cache_put_stored_many), not from the root.
    */
   putStored(records) {
@@ -366,7 +366,7 @@ export class NativeCache {
 
   /**
    * Stored-only entries for the records of a store index as its columns
-   * give them (js/store-index.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
+   * give them (format/store-index.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
    * { count, nValues, starts (start, then parentN: 2 × count), bytes,
    * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
    * (the index's, 128: skip), low, places, highs (the own tokens as the

@@ -2,7 +2,7 @@
 // file and a Node directory's file hold, so that an open reads it instead
 // of every blob. Its codec (encodeIndex, parseIndex, mergeIndex), its
 // columns read for an open (indexColumns) and the records an open takes
-// from them (KnownRecords); js/tiers.js reads and writes it.
+// from them (KnownRecords); store/tiers.js reads and writes it.
 
 const INDEX_MAGIC = 'RLXKVIX4';
 const INDEX_MAGIC_V3 = 'RLXKVIX3'; // read: every record's whole path of tokens

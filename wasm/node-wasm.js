@@ -1,6 +1,6 @@
 // Whole files read in Node: rlxkv's wasm (where 3.1.6's glue would fetch()
 // the file and fail) and importBlob's file. Node only: the browser bundle
-// gets a stub (web/bundle.mjs), and node: modules are imported when it
+// gets a stub (wasm/bundle.mjs), and node: modules are imported when it
 // runs, so browsers that load js/index.js never fetch them.
 import { RlxkvError } from './errors.js';
 

@@ -1,5 +1,5 @@
 // The wasm module: fetches and checks its bytes (in Node, reads them:
-// node-wasm.js), instantiates it and gives the rest of web/ its heap
+// node-wasm.js), instantiates it and gives the rest of wasm/ its heap
 // helpers (allocation, C strings, statuses). With native-cache.js and
 // storage.js, the only JS that knows the C ABI; js/ calls those, never the
 // module. Arguments arrive here already validated by js/.
@@ -49,7 +49,7 @@ async function instantiate(opts) {
     ({ bytes: args.wasmBinary, from } = await readWasm(wasmUrls()[0], opts.locateFile));
   } else {
     // wasmUrls(): beside the glue, then the package's export of the wasm
-    // (web/patch-glue.mjs says why). A locateFile gets what the glue would
+    // (wasm/patch-glue.mjs says why). A locateFile gets what the glue would
     // pass: the directory of its URL.
     const beside = wasmUrls()[0], name = beside.pathname.split('/').pop(); // the glue's own wasm
     const urls = opts.locateFile ? [opts.locateFile(name, String(new URL('.', beside)))] : wasmUrls();

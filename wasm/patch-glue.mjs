@@ -1,4 +1,4 @@
-// Copies Emscripten 3.1.6's ES-module glue to web/dist, patched for
+// Copies Emscripten 3.1.6's ES-module glue to wasm/dist, patched for
 // faults of that version:
 //   - stat() reports mtimes in whole seconds (st_mtim.tv_nsec is always 0),
 //     so the store could not tell the order of blobs saved within one
@@ -11,8 +11,8 @@
 //     directory or link (EINVAL), so one fifo or socket beside the blobs
 //     failed every readdir-and-stat of the store (rlxkv ls, openStore):
 //     such a node is made (the store then skips it as no regular file).
-// (The browser build's glue is not Emscripten's: web/web-glue.mjs.)
-// The glue also exports wasmUrls(), where its wasm is (web/core.js reads
+// (The browser build's glue is not Emscripten's: wasm/web-glue.mjs.)
+// The glue also exports wasmUrls(), where its wasm is (wasm/core.js reads
 // and checks it, then hands the glue its bytes): beside the glue, and the
 // package's export of it, `rlxkv/rlxkv_core.wasm`. The second is for Vite 6
 // and 7's dev server, which pre-bundles a dependency into its cache without
@@ -25,7 +25,7 @@ const args = process.argv.slice(2);
 const node = args.includes('--node');
 const [from, to] = args.filter((a) => a !== '--node');
 if (!from || !to) {
-  console.error('usage: node web/patch-glue.mjs [--node] GLUE_IN GLUE_OUT');
+  console.error('usage: node wasm/patch-glue.mjs [--node] GLUE_IN GLUE_OUT');
   process.exit(2);
 }
 
@@ -45,7 +45,7 @@ if (node) {
   for (const needle of ['require("fs")', '__dirname', 'import.meta.url']) {
     if (!glue.includes(needle)) fail(`"${needle}"`);
   }
-  glue = `// Patched by web/patch-glue.mjs: Node's require/__dirname for ESM.
+  glue = `// Patched by wasm/patch-glue.mjs: Node's require/__dirname for ESM.
 const require = (typeof process === 'object' && process.versions && process.versions.node && typeof window === 'undefined')
   ? (await import('node:module')).createRequire(import.meta.url) : undefined;
 const __dirname = require ? require('node:path').dirname(require('node:url').fileURLToPath(import.meta.url)) : '';
@@ -61,7 +61,7 @@ if (node) {
   const own = `wasmBinaryFile=new URL(${JSON.stringify(name)},import.meta.url).toString()`;
   if (glue.split(own).length !== 2) fail(`exactly one "${own}"`);
   glue = glue.replace(own, 'wasmBinaryFile=wasmUrls()[0].href');
-  glue = `// Patched by web/patch-glue.mjs: where the wasm is (see there).
+  glue = `// Patched by wasm/patch-glue.mjs: where the wasm is (see there).
 export const wasmUrls = () => [new URL(${JSON.stringify(name)}, import.meta.url), new URL(${JSON.stringify(`rlxkv/${name}`)}, import.meta.url)];
 ` + glue;
 }

@@ -1,9 +1,9 @@
-// Writes the browser build's glue (web/dist/rlxkv_core_web.mjs, what the
-// browser bundle carries: web/bundle.mjs): a small loader in place of the
+// Writes the browser build's glue (wasm/dist/rlxkv_core_web.mjs, what the
+// browser bundle carries: wasm/bundle.mjs): a small loader in place of the
 // glue Emscripten 3.1.6 links, which is mostly machinery this wasm never
 // uses (run dependencies, pre/post-run queues, its own wasm fetching, a
 // wrapper per export that looks the export up again on every call: 2.1 KB
-// of the bundle gzipped). Only web/core.js calls it, always with the
+// of the bundle gzipped). Only wasm/core.js calls it, always with the
 // wasm's bytes (it fetches and checks them), so the loader instantiates
 // them, runs the C constructors and hands back what core.js and
 // native-cache.js read: the exports by their C names (`_malloc`,
@@ -14,17 +14,17 @@
 // glue and checked against the wasm: anything this loader cannot stand
 // in for (another import, an export it does not know) fails the build.
 //
-//   node web/web-glue.mjs EMSCRIPTEN_GLUE WASM OUT
+//   node wasm/web-glue.mjs EMSCRIPTEN_GLUE WASM OUT
 import { readFileSync, writeFileSync } from 'node:fs';
 import { basename } from 'node:path';
 
 const [from, wasmFile, to] = process.argv.slice(2);
 if (!from || !wasmFile || !to) {
-  console.error('usage: node web/web-glue.mjs EMSCRIPTEN_GLUE WASM OUT');
+  console.error('usage: node wasm/web-glue.mjs EMSCRIPTEN_GLUE WASM OUT');
   process.exit(2);
 }
 function fail(what) {
-  console.error(`web-glue: ${what}: is this Emscripten 3.1.6 glue, linked as web/wasm.cmake links rlxkv_core_web?`);
+  console.error(`web-glue: ${what}: is this Emscripten 3.1.6 glue, linked as wasm/wasm.cmake links rlxkv_core_web?`);
   process.exit(1);
 }
 /** The one match of re in the glue (its groups), or the build fails. */
@@ -61,8 +61,8 @@ for (const key of Object.keys(exportsByKey)) {
   if (!wasmExports.some((e) => e.name === key)) fail(`the glue's export "${exportsByKey[key]}" ("${key}"), which the wasm lacks`);
 }
 
-writeFileSync(to, `// Written by web/web-glue.mjs (see there) from Emscripten's glue for ${wasmName}.
-// Where the wasm is: beside this file, and the package's export of it (web/patch-glue.mjs says why).
+writeFileSync(to, `// Written by wasm/web-glue.mjs (see there) from Emscripten's glue for ${wasmName}.
+// Where the wasm is: beside this file, and the package's export of it (wasm/patch-glue.mjs says why).
 export const wasmUrls = () => [new URL(${JSON.stringify(wasmName)}, import.meta.url), new URL(${JSON.stringify(`rlxkv/${wasmName}`)}, import.meta.url)];
 
 /** The wasm's exports (minified names) by the names Emscripten's glue gives them. */
