@@ -6,6 +6,7 @@
 // read. All I/O is async, in chunks, so a large flush never blocks the
 // event loop for long.
 import { RlxkvError } from '../wasm/errors.js';
+import { commitFiles } from './backend.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
 const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
@@ -109,8 +110,10 @@ export class FsBlobs {
     this.#prefix = root.endsWith(pathMod.sep) ? root : root + pathMod.sep; // resolved: no join needed
     /** The directory cannot be written: blobs can be read, never saved or removed. */
     this.readOnly = readOnly;
-    /** readWith() reads straight into memory the caller gives (the wasm heap). */
-    this.sync = true;
+    // The capabilities of store/backend.js's contract.
+    this.direct = true;
+    this.pieces = true;
+    this.indexComplete = false;
   }
 
   /**
@@ -216,8 +219,9 @@ export class FsBlobs {
   /**
    * The listing's names alone, one readdir and no stat (an open's, against
    * the index): { blobs: names of *.rlxkv (a name that is no regular file
-   * is found so when it is read), temporaries: the temporary files, as
-   * list() gives them (they are few: each is stat'ed) }.
+   * is found so when it is read), temporaries: the temporary files of live
+   * writers (stat'ed: they are few), swept: how many of dead writers were
+   * deleted (sweep()) }.
    */
   async names() {
     let names;
@@ -231,7 +235,28 @@ export class FsBlobs {
       if (name.endsWith(SUFFIX)) blobs.push(name);
       else if (name.endsWith('.tmp') && (TEMP.test(name) || INDEX_TEMP.test(name))) temps.push(name);
     }
-    return { blobs, temporaries: temps.length ? (await this.list(temps)).temporaries : [] };
+    const temporaries = temps.length ? (await this.list(temps)).temporaries : [];
+    const swept = await this.sweep(temporaries);
+    const left = temporaries.filter((t) => !swept.includes(t.name));
+    this.#temporariesLeft = left.length;
+    return { blobs, temporaries: left, swept: swept.length };
+  }
+
+  /** Backend.openIndex: the index file, vouched for by its stamp (indexState()). */
+  async openIndex() {
+    const [bytes, state] = await Promise.all([this.readIndex(), this.indexState()]);
+    this.#openState = state;
+    return { bytes, describes: () => state.stamped };
+  }
+
+  #openState = null;
+  #temporariesLeft = 0;
+
+  /** Backend.opened: a listing that agreed with the index, with no writer's temporary left, stamps it. */
+  async opened({ listed, current }) {
+    const state = this.#openState;
+    this.#openState = null;
+    if (listed && current && !this.#temporariesLeft) await this.stampIndex(state);
   }
 
   /** The index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
@@ -364,14 +389,15 @@ export class FsBlobs {
   /**
    * Writes each { name, parts } (parts: Uint8Arrays written one after
    * another, or an iterator of them, asked for the next only once the one
-   * before is written) atomically, one after the other. Calls done(item)
-   * after each rename. Rejects with QUOTA or IO (or what the iterator
-   * throws) at the first failure, having removed its temporary file; blobs
-   * written before stay.
+   * before is written; items: an array or an iterator, sync or async)
+   * atomically, one after the other. Calls done(item) after each rename.
+   * An item whose parts throw CHANGED is skipped. Rejects with QUOTA or IO
+   * (or what the iterator throws) at the first failure, having removed its
+   * temporary file; blobs written before stay.
    */
   async write(items, done = () => {}) {
-    if (this.readOnly && items.length) throw new RlxkvError('IO', `saving ${items[0].name}: the store ${this.root} is read-only`);
-    for (const item of items) {
+    for await (const item of items) {
+      if (this.readOnly) throw new RlxkvError('IO', `saving ${item.name}: the store ${this.root} is read-only`);
       const tmp = this.#path(`${item.name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
       let fh = null;
       try {
@@ -394,6 +420,7 @@ export class FsBlobs {
       } catch (err) {
         if (fh) await fh.close().catch(() => {});
         await fsp.unlink(tmp).catch(() => {});
+        if (err instanceof RlxkvError && err.code === 'CHANGED') continue; // its parts are no longer the entry's: skipped
         throw fsError(err, `saving ${item.name}`);
       }
       done(item);
@@ -419,6 +446,9 @@ export class FsBlobs {
     }
     return removed;
   }
+
+  /** Backend.commit (store/backend.js). */
+  commit(changes, calls) { return commitFiles(this, changes, calls); }
 
   /** Blob `name` as list() gives it, { name, bytes, mtimeMs }, or null if there is none. */
   async stat(name) {

@@ -10,7 +10,7 @@
 // removal updates it in the same readwrite transaction, which IndexedDB
 // runs alone against other writers (other tabs included), so it is merged,
 // never lost. It is still only a hint, checked at every open against a
-// count of the records and their newest timestamp (list()), and against
+// count of the records and their newest timestamp (#census()), and against
 // every key (names()) if they disagree.
 import { RlxkvError } from '../wasm/errors.js';
 import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
@@ -21,6 +21,7 @@ export const INDEX_NAME = '.rlxkv-index';
 const bytesOf = (c) => (c instanceof Uint8Array ? c : new Uint8Array(c.buffer ?? c, c.byteOffset ?? 0, c.byteLength));
 const FILE_MODE = 0o100644; // what IDBFS writes for a file
 const SUFFIX = '.rlxkv';
+const BATCH_BYTES = 64 << 20; // blobs per transaction of commit(), by size
 
 export class IdbBlobs {
   /** Opens (creating if missing) the IndexedDB store of mount path `path`. */
@@ -36,6 +37,11 @@ export class IdbBlobs {
     this.kind = 'idb';
     this.path = path;
     this.#factory = factory;
+    // The capabilities of store/backend.js's contract.
+    this.readOnly = false;
+    this.direct = false;
+    this.pieces = false;
+    this.indexComplete = true;
   }
 
   #factory;
@@ -76,7 +82,7 @@ export class IdbBlobs {
    * agrees and is listed key by key at every open. Listing the keys
    * (names()) is most of an open's time otherwise.
    */
-  list() {
+  #census() {
     const both = this.#db().then((db) => this.#listIn(db.transaction([STORE], 'readonly').objectStore(STORE)))
       .catch((err) => { throw idbError(err, 'listing IndexedDB'); });
     const index = both.then((b) => b.index), census = both.then((b) => b.census);
@@ -86,7 +92,7 @@ export class IdbBlobs {
     return { index, census };
   }
 
-  /** list()'s requests, in one transaction's store (made in this task). */
+  /** #census()'s requests, in one transaction's store (made in this task). */
   #listIn(store) {
     const fail = (err) => { throw idbError(err, 'listing IndexedDB'); };
     const index = request(store.get(this.#key(INDEX_NAME))).then((rec) => (rec && rec.contents
@@ -103,8 +109,60 @@ export class IdbBlobs {
     return { index, census };
   }
 
-  /** The blob names under the path (every key listed). */
+  /**
+   * Backend.openIndex: the index record, vouched for by the census
+   * (#census()): its records count and timestamp agree.
+   */
+  async openIndex() {
+    const { index, census } = this.#census();
+    const found = await index;
+    const { records, newest } = await census;
+    return { bytes: found && found.bytes, describes: (count) => !!found && records === count + 1 && newest <= found.timestamp };
+  }
+
+  /** The index record's bytes as they are now, or null. */
+  async readIndex() {
+    const found = await this.#census().index;
+    return found && found.bytes;
+  }
+
+  /** Backend.opened: nothing to do (the census is the evidence). */
+  async opened() {}
+
+  /** Backend.names: every key under the path; IndexedDB has no temporaries. */
   async names() {
+    return { blobs: await this.#keys(), temporaries: [], swept: 0 };
+  }
+
+  /** Backend.list: each record read (IndexedDB gives a value's size only with the value). */
+  async list(names = null) {
+    names ??= await this.#keys();
+    const blobs = [];
+    await Promise.all(names.map((name) => this.#record(name).then((rec) => {
+      if (rec) blobs.push({ name, bytes: rec.contents.byteLength, mtimeMs: rec.timestamp instanceof Date ? rec.timestamp.getTime() : 0 });
+    })));
+    return { blobs };
+  }
+
+  /** Backend.head: the record is read whole (IndexedDB reads no part of a value). */
+  async head(name, n) {
+    const bytes = await this.read(name);
+    return bytes && bytes.subarray(0, n);
+  }
+
+  /** The record of blob `name` ({ timestamp, contents } as bytes), or null. */
+  #record(name) {
+    return new Promise((resolve, reject) => {
+      if (!this.#reads) {
+        this.#reads = [];
+        queueMicrotask(() => this.#readBatch());
+      }
+      this.#reads.push({ name, resolve, reject });
+    });
+  }
+
+  /** The blob names under the path (every key listed). */
+  async #keys() {
     try {
       const store = (await this.#db()).transaction([STORE], 'readonly').objectStore(STORE);
       const keys = await request(store.getAllKeys(this.#range()));
@@ -128,14 +186,9 @@ export class IdbBlobs {
    * their gets all in flight (a preload of many entries reads as fast as a
    * raw getAll).
    */
-  read(name) {
-    return new Promise((resolve, reject) => {
-      if (!this.#reads) {
-        this.#reads = [];
-        queueMicrotask(() => this.#readBatch());
-      }
-      this.#reads.push({ name, resolve, reject });
-    });
+  async read(name) {
+    const rec = await this.#record(name);
+    return rec && rec.contents;
   }
 
   #reads = null;
@@ -153,8 +206,30 @@ export class IdbBlobs {
     for (const { name, resolve, reject } of reads) {
       request(store.get(this.#key(name))).then((rec) => {
         if (!rec || !rec.contents) return resolve(null);
-        resolve(bytesOf(rec.contents));
+        resolve({ timestamp: rec.timestamp, contents: bytesOf(rec.contents) });
       }, (err) => reject(idbError(err, `reading ${name}`)));
+    }
+  }
+
+  /**
+   * Backend.commit: the removals and the first batch of items in one
+   * transaction, each later batch (up to BATCH_BYTES of items) in one of
+   * its own, each with its index update. A batch is all or nothing: a
+   * failure rejects with QUOTA or IO, and nothing of that batch (nor of
+   * later ones) was written; batches before stay.
+   */
+  async commit({ items = [], removes = [], update = null }, { onSaved, onRemoved } = {}) {
+    const it = (items[Symbol.asyncIterator] ?? items[Symbol.iterator]).call(items);
+    let next = await it.next();
+    for (let first = true; first || !next.done; first = false) {
+      const batch = [];
+      for (let bytes = 0; !next.done && bytes < BATCH_BYTES; next = await it.next()) {
+        batch.push(next.value);
+        bytes += next.value.bytes;
+      }
+      await this.#transact(batch, first ? removes : [], update && ((cur) => update(cur, null, batch)));
+      if (first) for (const name of removes) onRemoved?.(name);
+      for (const item of batch) onSaved?.(item);
     }
   }
 
@@ -165,7 +240,8 @@ export class IdbBlobs {
    * it returns undefined). All or nothing: rejects with QUOTA or IO, and
    * then nothing was written.
    */
-  async write(items, removes, updateIndex) {
+  async #transact(items, removes, updateIndex) {
+    if (!items.length && !removes.length && !updateIndex) return;
     try {
       const tx = (await this.#db()).transaction([STORE], 'readwrite');
       const done = committed(tx);
@@ -177,7 +253,8 @@ export class IdbBlobs {
         const req = store.get(this.#key(INDEX_NAME));
         req.onsuccess = () => {
           const cur = req.result && req.result.contents ? bytesOf(req.result.contents) : null;
-          const next = updateIndex(cur);
+          let next = updateIndex(cur);
+          if (next && next.bytes) next = next.bytes; // behind: nothing to mark here (the census finds it)
           if (next) store.put({ timestamp: now, mode: FILE_MODE, contents: next }, this.#key(INDEX_NAME));
         };
       }
@@ -193,7 +270,7 @@ export class IdbBlobs {
    * again). The blob names it held.
    */
   async destroy() {
-    const names = await this.names();
+    const names = await this.#keys();
     await this.close();
     try {
       await request(this.#factory.deleteDatabase(this.path));

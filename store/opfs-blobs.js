@@ -64,6 +64,7 @@
 //     index update: a marker whose lock is free (deadMarkers()) is a
 //     writer that died in between, and only then (or with no index) does
 //     an open list the directory and repair the index.
+import { commitFiles } from './backend.js';
 import { RlxkvError, storageError } from '../wasm/errors.js';
 import { OpfsHelper } from './opfs-helper.js';
 
@@ -148,7 +149,7 @@ export class OpfsBlobs {
     // A window's reads and writes go through a helper worker once it is up (it
     // starts beside the open, which does not wait for it: reads and writes
     // do, see ready()).
-    if (!blobs.sync) {
+    if (!blobs.direct) {
       blobs.#helperStarting = OpfsHelper.start(path, { channel: blobs.#channelName, maxOpen: MAX_OPEN, keepMs: KEEP_MS })
         .then((r) => { blobs.#helper = r; });
     }
@@ -182,10 +183,14 @@ export class OpfsBlobs {
     this.kind = 'opfs';
     this.path = path;
     this.#dir = dir;
-    /** Sync access handles: readWith() and synchronous writes. */
-    this.sync = opfsSyncHandles();
+    // The capabilities of store/backend.js's contract. Sync access handles
+    // (a worker's): readWith() and synchronous writes.
+    this.direct = opfsSyncHandles();
+    this.readOnly = false;
+    this.pieces = false;
+    this.indexComplete = true;
     this.#channelName = `rlxkv-opfs:${path}`;
-    if (this.sync && readOnlyHandles() && typeof BroadcastChannel === 'function') {
+    if (this.direct && readOnlyHandles() && typeof BroadcastChannel === 'function') {
       this.#listener = new BroadcastChannel(this.#channelName);
       this.#listener.onmessage = (e) => {
         const name = e.data && e.data.release;
@@ -241,12 +246,19 @@ export class OpfsBlobs {
   }
 
   /**
-   * The blob names (files named *.rlxkv), from the directory listing alone
-   * (their file handles kept). The temporary files of writers that are
-   * gone are removed.
+   * Backend.names: the blob names (files named *.rlxkv), from the
+   * directory listing alone (their file handles kept). The temporary files
+   * of writers that are gone are removed; those of live ones are not told
+   * (a window cannot size them without opening each).
    */
   async names() {
+    const { names, swept } = await this.#names();
+    return { blobs: names, temporaries: [], swept };
+  }
+
+  async #names() {
     const names = [], strays = [];
+    let swept = 0;
     try {
       for await (const [name, h] of this.#dir.entries()) {
         if (h.kind !== 'file') continue;
@@ -263,9 +275,9 @@ export class OpfsBlobs {
     }
     for (const [name, base] of strays) {
       // Held by its writer while being written: free only if that writer is gone.
-      await this.#lock(base, 'exclusive', () => this.#dir.removeEntry(name).catch(() => {}), true);
+      await this.#lock(base, 'exclusive', () => this.#dir.removeEntry(name).then(() => { swept++; }, () => {}), true);
     }
-    return names;
+    return { names, swept };
   }
 
   /**
@@ -274,7 +286,7 @@ export class OpfsBlobs {
    * a getFile() of each.
    */
   async list(names = null) {
-    names ??= await this.names();
+    names ??= (await this.#names()).names;
     const out = [];
     await Promise.all(names.map(async (name) => {
       const h = await this.#file(name);
@@ -299,7 +311,7 @@ export class OpfsBlobs {
    * read that comes first opens its own handle, or waits for the helper.
    */
   async ready(name) {
-    if (name && this.sync && readOnlyHandles() && !this.#kept.has(name)) {
+    if (name && this.direct && readOnlyHandles() && !this.#kept.has(name)) {
       const h = await this.#file(name).catch(() => null);
       await h?.createSyncAccessHandle({ mode: 'read-only' }).then((s) => this.#keepOpen(name, s), () => {});
     }
@@ -379,6 +391,35 @@ export class OpfsBlobs {
     release();
   }
 
+  /**
+   * Backend.openIndex: the index file, vouched for when no writer died
+   * between a save or removal and its index update (no dead marker), and
+   * it has records.
+   */
+  async openIndex() {
+    const [bytes, dead] = await Promise.all([this.readIndex(), this.deadMarkers()]);
+    this.#dead = dead;
+    return { bytes, describes: (count) => !!dead && !dead.length && count > 0 };
+  }
+
+  #dead = null; // openIndex()'s dead markers, until opened()
+
+  /**
+   * Backend.opened: the reads are readied (ready(newest); waited for only
+   * after a listing); after one, the dead writers' markers go once the
+   * index describes the directory, else this writer is marked behind so
+   * that the next open lists it again.
+   */
+  async opened({ listed, written, newest }) {
+    const ready = this.ready(newest);
+    const dead = this.#dead ?? [];
+    this.#dead = null;
+    if (!listed) return;
+    if (written) await this.clearMarkers(dead);
+    else await this.markBehind();
+    await ready;
+  }
+
   /** For an open: the index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */
   async readIndex() {
     const early = this.#earlyIndex;
@@ -450,7 +491,7 @@ export class OpfsBlobs {
    * File read).
    */
   async read(name, now = false) {
-    if (this.sync) {
+    if (this.direct) {
       return this.readWith(name, (f) => {
         const buf = new Uint8Array(f.size);
         if (f.read(buf, 0) !== f.size) throw new RlxkvError('IO', `reading ${name}: short read`);
@@ -479,7 +520,7 @@ export class OpfsBlobs {
   }
 
   /**
-   * Workers only (this.sync): opens blob `name` read-only and returns
+   * Workers only (this.direct): opens blob `name` read-only and returns
    * fn({ size, read(dst, at), readv(dsts, at) }) — read() fills the
    * Uint8Array dst (any memory, the wasm heap included) from byte `at`,
    * readv() the dsts one after another (a sync handle has no scatter read:
@@ -656,9 +697,9 @@ export class OpfsBlobs {
    * file; blobs written before stay.
    */
   async write(items, done = () => {}) {
-    if (items.length) await this.#markPending();
-    for (const item of items) {
+    for await (const item of items) {
       try {
+        await this.#markPending();
         await this.#save(item.name, item.parts);
       } catch (err) {
         await this.#clearPending(true);
@@ -675,7 +716,7 @@ export class OpfsBlobs {
       let tmp = null;
       try {
         tmp = await this.#dir.getFileHandle(tmpName, { create: true });
-        if (this.sync) await writeSync(tmp, parts);
+        if (this.direct) await writeSync(tmp, parts);
         else await this.#writeWindow(tmpName, tmp, parts);
         await this.#exclusive(name, () => tmp.move(this.#dir, name));
       } catch (err) {
@@ -706,6 +747,9 @@ export class OpfsBlobs {
     }
     await writeStream(h, parts);
   }
+
+  /** Backend.commit (store/backend.js). */
+  commit(changes, calls) { return commitFiles(this, changes, calls); }
 
   /**
    * Removes blobs, calling done(name) after each is gone (removed, or not
@@ -740,7 +784,7 @@ export class OpfsBlobs {
    * (the index, markers, temporary files). The blob names it held.
    */
   async destroy() {
-    const names = await this.names();
+    const { names } = await this.#names();
     await this.remove(names);
     await this.close();
     const segments = this.path.split('/').filter(Boolean);

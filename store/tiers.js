@@ -58,7 +58,6 @@ const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
 const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
 const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
-const IDB_BATCH_BYTES = 64 << 20;   // blobs per IndexedDB transaction, by size
 
 /**
  * What the store knows of one blob: { name, bytes, lastUse, fingerprint,
@@ -150,9 +149,7 @@ export class TieredStore {
   // ---- open ------------------------------------------------------------
 
   async #index() {
-    if (this.#blobs.kind === 'idb') await this.#readIndex();
-    else if (this.#blobs.kind === 'opfs') await this.#readIndexFile();
-    else await this.#readDirIndex();
+    await this.#openIndex();
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
     const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
@@ -264,54 +261,53 @@ export class TieredStore {
   }
 
   /**
-   * A Node directory: its index file (store/fs-blobs.js), read against the
-   * listing of names (one readdir, no stat of each file): the entries of
-   * files gone leave; files it does not describe, or records corrupt or
-   * too large (a writer may have replaced them since), are read (their
-   * first bytes) and added, and the file is updated if either happened
-   * (a store without one, written before it, gets one so). Writers of
-   * other processes update it after their saves and removals, last one
-   * winning: what one missed is found here the same way. A file rewritten
-   * in place under its name is not seen here: the hit that reads it checks
-   * it whole. Temporary files of dead writers are swept. An index that a
-   * listing found right, and that the directory has not changed since
-   * (FsBlobs indexState(): its mtime, stamped on the index), is taken
-   * without the listing.
+   * The open, the same over every backend (store/backend.js):
+   *   1. the index is read and adopted (#adoptIndex); if the backend
+   *      vouches that it describes every blob (a directory's stamp,
+   *      OPFS's writers' markers, IndexedDB's census) and every page's
+   *      path holds in it, that is all;
+   *   2. else the names are listed: the records of blobs gone leave, and
+   *      the blobs it does not describe (or describes as corrupt or too
+   *      large, or whose path breaks in it) are read, their first bytes,
+   *      and added;
+   *   3. what step 2 found is written back into the index (only a hint: a
+   *      store that cannot be written opens all the same);
+   *   4. the backend hears how it went (opened(): a directory stamps an
+   *      index its listing agreed with, OPFS clears its dead writers'
+   *      markers or marks itself behind).
+   * A blob rewritten in place under its name is not seen here: the hit that
+   * reads it checks it whole.
    */
-  async #readDirIndex() {
-    const [bytes, state] = await Promise.all([this.#blobs.readIndex(), this.#blobs.indexState()]);
-    // Stamped: nothing added, removed or renamed since a listing agreed with it.
-    // (A bad record needs no second look then: a blob mended by a save would have been renamed in.)
-    const trusted = state.stamped ? this.#adoptIndex(bytes, null) : null;
-    if (trusted) {
-      // Pages whose path breaks in it (orphans) are read by name, as they always are.
-      if (trusted.unresolved.size) await this.#repair({ ...trusted, bad: new Map(), missing: [] }, []);
+  async #openIndex() {
+    const blobs = this.#blobs;
+    const { bytes, describes } = await blobs.openIndex();
+    const adopted = this.#adoptIndex(bytes, null);
+    if (adopted && !adopted.unresolved.size && describes(adopted.count)) {
+      blobs.opened({ listed: false, current: true, written: true, newest: adopted.newest }).catch(() => {}); // a head start, not waited for
       return;
     }
-    const { blobs: names, temporaries } = await this.#blobs.names();
-    const swept = await this.#blobs.sweep(temporaries);
-    const left = temporaries.filter((t) => !swept.includes(t.name));
-    this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
-    const adopted = this.#adoptIndex(bytes, names);
-    const { news, dropped } = await this.#repair(adopted, names);
-    if (!news.length && !dropped.length) {
-      // The listing agrees with the index: the next opens need not list, until the directory changes.
-      if (adopted && !left.length) await this.#blobs.stampIndex(state);
-      return;
-    }
-    // Only a cache of the directory: one that cannot be written is found as it is at the next open.
-    await this.#writeRepairs(news, dropped).catch(() => {});
+    const { blobs: names, temporaries, swept } = await blobs.names();
+    this.#temporaries = { temporaries: temporaries.length, temporaryBytes: temporaries.reduce((n, t) => n + t.bytes, 0), swept };
+    const present = new Set(names);
+    const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
+    for (const name of dropped) this.#drop(name);
+    const { news } = await this.#repair(adopted, names);
+    const current = !!adopted && !news.length && !dropped.length;
+    const written = current || await this.#writeRepairs(news, dropped).then(() => true, () => false);
+    await blobs.opened({ listed: true, current, written, newest: newestOf([...this.#known.values()]) });
   }
 
   /**
-   * An index file (a directory's, OPFS's) updated with what an open
+   * The index updated with what an open
    * repaired: records read again (`news`) and names gone (`dropped`). A
    * record another writer put there since is kept, unless bad.
    */
   #writeRepairs(news, dropped) {
     const bad = (r) => r.status === 'corrupt' || r.status === 'too-large';
-    return this.#blobs.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
-      [...news.map((r) => r.name), ...dropped]);
+    return this.#blobs.commit({
+      update: (cur, present) => mergeIndex(parseIndex(cur), { set: news, remove: dropped, keep: (was) => !bad(was), present }),
+      names: [...news.map((r) => r.name), ...dropped],
+    });
   }
 
   /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
@@ -340,72 +336,6 @@ export class TieredStore {
     } catch (err) {
       if (!(err instanceof RlxkvError)) throw err;
       return { name, bytes, lastUse: mtimeMs, fingerprint: null, status: 'unreadable', error: err.message };
-    }
-  }
-
-  /**
-   * OPFS: the index file, trusted as it is unless a writer died between
-   * a save or removal and its index update (a dead marker: see
-   * store/opfs-blobs.js), or it is missing, damaged or empty. Then it is
-   * checked against the directory's names: the entries of blobs gone
-   * leave, blobs it does not describe are read (their first bytes) and
-   * added, and the file is rewritten if either happened. A blob replaced
-   * under its name by such a writer keeps its old record (a hit reads it
-   * whole all the same), but for one recorded corrupt or too large: read
-   * again, so that a prune does not take a good blob for a bad one.
-   */
-  async #readIndexFile() {
-    const [bytes, dead] = await Promise.all([this.#blobs.readIndex(), this.#blobs.deadMarkers()]);
-    // Every writer since it was written has updated it, or is at it now: trusted.
-    const trusted = dead && !dead.length ? this.#adoptIndex(bytes, null) : null;
-    if (trusted && trusted.count && !trusted.unresolved.size) {
-      this.#blobs.ready(trusted.newest); // not waited for: the helper starts and warms up behind the open
-      return;
-    }
-    const names = await this.#blobs.names();
-    let adopted;
-    if (trusted) {
-      const present = new Set(names);
-      const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
-      for (const n of dropped) this.#drop(n);
-      adopted = { ...trusted, dropped };
-    } else adopted = this.#adoptIndex(bytes, names);
-    const { news, dropped } = await this.#repair(adopted, names);
-    const ready = this.#blobs.ready(newestOf([...this.#known.values()]));
-    // Only a hint: a store it cannot be written to (over quota) opens all
-    // the same, and its dead writers' markers stay.
-    const updated = !news.length && !dropped.length ? true : await this.#writeRepairs(news, dropped).then(() => true, () => false);
-    if (updated) await this.#blobs.clearMarkers(dead ?? []);
-    else await this.#blobs.markBehind(); // the next open lists again
-    await ready;
-  }
-
-  /**
-   * IndexedDB: the index record, checked against a census of the store
-   * (store/idb-blobs.js list()): if its records count or timestamp disagree,
-   * against every key, then repaired: the entries whose blob is gone leave
-   * the tree, and blobs it does not describe are read once and added.
-   */
-  async #readIndex() {
-    const listing = this.#blobs.list();
-    const index = await listing.index;
-    const adopted = this.#adoptIndex(index && index.bytes, null);
-    const { records, newest } = await listing.census;
-    const current = !!adopted && !adopted.unresolved.size && records === adopted.count + 1 && newest <= index.timestamp;
-    if (current) return; // the index describes every key
-    const present = new Set(await this.#blobs.names());
-    const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
-    for (const name of dropped) this.#drop(name);
-    const repaired = [];
-    for (const name of present) {
-      if (this.#known.has(name)) continue;
-      const bytes = await this.#blobs.read(name);
-      if (bytes) repaired.push(recordOf(name, bytes.length, Date.now(), blobHead(bytes, bytes.length)));
-    }
-    this.#admit(repaired);
-    const news = repaired.filter((r) => !adopted?.unresolved.has(r.name));
-    if (news.length || dropped.length) {
-      await this.#blobs.write([], [], (cur) => mergeIndex(parseIndex(cur), { set: news, remove: dropped }));
     }
   }
 
@@ -520,7 +450,7 @@ export class TieredStore {
     if (typeof made === 'number') return RETRY;
     let filled = false, settled = false;
     try {
-      if (this.#blobs.sync) {
+      if (this.#blobs.direct) {
         const reads = await Promise.allSettled(chain.map((c) => this.#blobs.readWith(c.name, (f) => this.#readPageInto(f, c, made, start, rows))));
         filled = reads.every((r) => r.status === 'fulfilled' && r.value === true);
       } else {
@@ -612,7 +542,7 @@ export class TieredStore {
 
   /** Reads and puts blob or page `name`, judging its bytes (the general reads). */
   #load(name, tokens) {
-    return this.#blobs.sync ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
+    return this.#blobs.direct ? this.#loadDirect(name, tokens) : this.#loadCopying(name, tokens);
   }
 
   /** load() over a backend's reads into new memory (read()): one copy, into the heap. */
@@ -670,8 +600,8 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // In their index (at the next flush); a Node directory in file times too, for the CLI and the C store.
-    if (this.#blobs.kind === 'fs') this.#touchSoon(name);
+    // In their index (at the next flush); a directory in file times too, for the CLI's prune.
+    if (this.#blobs.touch) this.#touchSoon(name);
     this.#used.add(name);
     return true;
   }
@@ -821,76 +751,59 @@ export class TieredStore {
     dirty.reverse();
     // A page after its parent: a page is never stored before the one it needs.
     dirty.sort((a, b) => a.start - b.start);
-    let batch = [], batchBytes = 0;
-    const idb = this.#blobs.kind === 'idb';
-    let failure = null;
-    try {
+    // Encoded one at a time as the backend asks for the next (a directory
+    // writes each entry's parts as they are made; IndexedDB gathers a
+    // batch per transaction), each saved (#saved) as soon as it is written.
+    const handed = [];
+    const items = function* (store) {
       for (const d of dirty) {
-        const item = this.#encode(d, this.#blobs.kind === 'fs' && LITTLE_ENDIAN);
+        const item = store.#encode(d, store.#blobs.pieces && LITTLE_ENDIAN);
         if (!item) continue; // replaced or gone since
-        if (!idb) {
-          try {
-            await this.#blobs.write([item], () => this.#saved(item));
-          } catch (err) {
-            // Replaced or evicted mid-save: the next flush saves what is there.
-            if (!(err instanceof RlxkvError && err.code === 'CHANGED')) throw err;
-          } finally {
-            this.#saving.delete(item.name);
-          }
-          continue;
-        }
-        batch.push(item);
-        batchBytes += item.bytes;
-        if (batchBytes >= IDB_BATCH_BYTES) {
-          await this.#writeIdb(batch);
-          batch = [];
-          batchBytes = 0;
-        }
+        handed.push(item);
+        yield item;
       }
-      if (idb && (batch.length || this.#used.size)) await this.#writeIdb(batch);
-    } catch (err) {
-      failure = err;
-    } finally {
-      for (const it of batch) this.#saving.delete(it.name);
-    }
-    // OPFS, a directory: the index gets what was saved (this flush's records), even if a later save failed (whose error wins).
-    if (this.#blobs.kind !== 'idb' && (this.#savedRecords.length || this.#used.size)) {
-      failure = await firstError(failure, this.#updateIndexFile(this.#savedRecords));
+    };
+    let failure = null;
+    if (dirty.length || this.#used.size) {
+      try {
+        await this.#commit({ items: items(this) }, { onSaved: (item) => this.#saved(item) });
+      } catch (err) {
+        failure = err;
+      } finally {
+        for (const it of handed) this.#saving.delete(it.name);
+      }
     }
     await this.#removePending(failed);
     if (failure) throw failure;
   }
 
   /**
-   * OPFS, a Node directory: the index file updated with saved records, last uses and removed
-   * names, as their files are then (see mergeIndex). An index found gone
-   * or damaged while this store knows of other blobs is written from all
-   * it knows, and the store marked behind: its marker stays, so that the
-   * next open lists the directory.
+   * The backend's commit (store/backend.js) of these changes, with the
+   * index update every change makes: the records of the items saved put
+   * in, the names removed taken out, the last uses of hits so far raised.
+   * An index found gone or damaged while this store knows of other blobs
+   * is written from all it knows, and the store marked behind (OPFS: its
+   * marker stays, so that the next open lists the directory). Uses
+   * recorded meanwhile wait for the next commit; those of a commit that
+   * fails too.
    */
-  #updateIndexFile(records, removed = []) {
-    const changed = new Set([...records.map((r) => r.name), ...removed]);
-    return this.#withIndexUpdate((merge) => this.#blobs.updateIndex((cur, present) => {
-      const index = parseIndex(cur);
-      if (index || [...this.#known.keys()].every((n) => changed.has(n))) return merge(index, present);
-      // A copy of each record: the merge raises last uses in the records it is given.
-      return { bytes: merge(new Map([...this.#known].map(([n, r]) => [n, { ...r }])), present), behind: true };
-    }, [...changed]), records, removed);
-  }
-
-  /**
-   * write(merge) with an index update (IndexedDB's record, OPFS's file):
-   * merge(the current index parsed, or null; present) gives the new index
-   * bytes, with the last uses of hits so far, the saved records, removed
-   * names gone. Uses recorded meanwhile wait for the next; those of a
-   * write that fails too.
-   */
-  async #withIndexUpdate(write, records, removed = []) {
+  async #commit(changes, calls) {
     const usedNames = [...this.#used];
     this.#used.clear();
-    const used = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
+    const uses = usedNames.map((n) => this.#known.get(n)).filter(Boolean);
+    const removed = changes.removes ?? [];
+    const update = (cur, present, saved) => {
+      const records = saved.map((it) => it.record);
+      if (!records.length && !removed.length && !uses.length) return undefined;
+      const merge = (index) => mergeIndex(index, { set: records, remove: removed, uses, present });
+      const index = parseIndex(cur);
+      const changed = new Set([...records.map((r) => r.name), ...removed]);
+      if (index || [...this.#known.keys()].every((n) => changed.has(n))) return merge(index);
+      // A copy of each record: the merge raises last uses in the records it is given.
+      return { bytes: merge(new Map([...this.#known].map(([n, r]) => [n, { ...r }]))), behind: true };
+    };
     try {
-      await write((index, present) => mergeIndex(index, { set: records, remove: removed, uses: used, present }));
+      await this.#blobs.commit({ ...changes, update }, calls);
     } catch (err) {
       for (const n of usedNames) this.#used.add(n);
       throw err;
@@ -976,15 +889,6 @@ export class TieredStore {
     }
     this.#native.mark(item.tokens, item.serial, 'clean');
     this.#savedRecords.push(item.record);
-  }
-
-  async #writeIdb(items) {
-    try {
-      await this.#withIndexUpdate((merge) => this.#blobs.write(items, [], (cur) => merge(parseIndex(cur))), items.map((it) => it.record));
-      for (const it of items) this.#saved(it);
-    } finally {
-      for (const it of items) this.#saving.delete(it.name);
-    }
   }
 
   // ---- prune, list -----------------------------------------------------
@@ -1208,15 +1112,8 @@ export class TieredStore {
    * failure: the first error, or null }.
    */
   async #removeNames(names, { retry = false } = {}) {
-    let gone = names, failure = null;
-    if (this.#blobs.kind === 'idb') {
-      failure = await firstError(null, this.#withIndexUpdate((merge) => this.#blobs.write([], names, (cur) => merge(parseIndex(cur))), [], names));
-      if (failure) gone = [];
-    } else {
-      gone = [];
-      failure = await firstError(null, this.#blobs.remove(names, (n) => gone.push(n), { retry }));
-      if (gone.length) failure = await firstError(failure, this.#updateIndexFile([], gone));
-    }
+    const gone = [];
+    const failure = await firstError(null, this.#commit({ removes: names }, { onRemoved: (n) => gone.push(n), retry }));
     for (const n of gone) this.#known.delete(n);
     if (gone.length) this.#tell({ removed: gone });
     return { gone, failure };
@@ -1283,12 +1180,13 @@ export class TieredStore {
 
   /**
    * The store's own record of each name (null: it holds no such blob),
-   * as a Map: a Node directory's from each file's first bytes, IndexedDB's
-   * and OPFS's from their index (null for a name it does not describe).
+   * as a Map: from the index where it is complete (store/backend.js
+   * indexComplete; null for a name it does not describe), else from each
+   * blob's first bytes.
    */
   async #storeRecords(names) {
     const out = new Map();
-    if (this.#blobs.kind === 'fs') {
+    if (!this.#blobs.indexComplete) {
       const files = await mapBounded(names, HEAD_READS, (name) => this.#blobs.stat(name));
       names.forEach((name) => out.set(name, null));
       for (const r of await this.#headRecords(files.filter(Boolean))) out.set(r.name, r);
@@ -1299,12 +1197,8 @@ export class TieredStore {
     return out;
   }
 
-  /** IndexedDB's or OPFS's index as it is now, parsed (null: none, or damaged). */
+  /** The index as it is now, parsed (null: none, or damaged). */
   async #indexRecords() {
-    if (this.#blobs.kind === 'idb') {
-      const index = await this.#blobs.list().index;
-      return parseIndex(index && index.bytes);
-    }
     return parseIndex(await this.#blobs.readIndex());
   }
 
@@ -1312,9 +1206,9 @@ export class TieredStore {
    * Makes what this store knows match what the store holds now, whoever
    * wrote it (other processes, tabs that do not watch): blobs it does not
    * know are added (stored-only entries, if of this cache) and blobs gone
-   * are forgotten. A Node directory is listed, and only new or resized
-   * files read; IndexedDB and OPFS read their index (none: unchanged). For
-   * a budget's prune, which must count every blob.
+   * are forgotten. A complete index (store/backend.js indexComplete) is
+   * read (none: unchanged); else the store is listed, and only new or
+   * resized blobs read. For a budget's prune, which must count every blob.
    */
   async #rescan() {
     // What is known of a blob stands while its size does (a blob's name
@@ -1324,7 +1218,7 @@ export class TieredStore {
       return r && r.bytes === bytes && r.status !== 'unreadable' ? r : null;
     };
     let now;
-    if (this.#blobs.kind === 'fs') {
+    if (!this.#blobs.indexComplete) {
       const { blobs: files } = await this.#blobs.list();
       now = new Map();
       const unknown = [];
@@ -1408,71 +1302,44 @@ function opfsEarly(path) {
 
 /**
  * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
- * of BACKENDS), bytes unchanged, least recently used first (so that a
- * directory's file times keep their order). An IndexedDB destination gets
- * them in transactions of up to IDB_BATCH_BYTES, each with the index
- * records of its blobs (one index rewrite per transaction); an OPFS one
- * its index file once, at the end. isOwn(record) judges a valid blob's name
- * (ownName). Resolves to { copied, bytes }; rejects with QUOTA / IO, what was copied
- * before staying.
+ * of BACKENDS), bytes unchanged, least recently used first (by the source
+ * index's last uses, else the blobs' times; so that a directory's file
+ * times keep their order), one blob in memory at a time but for
+ * IndexedDB's batches, each with the index records of its blobs (a
+ * backend's commit: store/backend.js). isOwn(record) judges a valid
+ * blob's name (ownName). Resolves to { copied, bytes }; rejects with
+ * QUOTA / IO, what was copied before staying.
  */
 export async function copyBlobs(from, to, isOwn) {
   const src = await BACKENDS[from.kind].open(from.path);
   let dst = null;
   try {
     dst = await BACKENDS[to.kind].open(to.path, null); // (null: its index is not read)
-    let names;
-    if (src.kind === 'idb') {
-      const index = await src.list().index;
-      const uses = parseIndex(index && index.bytes) ?? new Map();
-      names = (await src.names()).map((name) => [name, uses.get(name)?.lastUse ?? 0]);
-    } else {
-      const uses = (src.kind === 'opfs' && parseIndex(await src.readIndex())) || new Map();
-      names = (await src.list()).blobs.map(({ name, mtimeMs }) => [name, Math.max(mtimeMs, uses.get(name)?.lastUse ?? 0)]);
-    }
-    names.sort((a, b) => a[1] - b[1]);
+    const uses = parseIndex(await src.readIndex()) ?? new Map();
+    const { blobs: names } = await src.names();
+    const unindexed = names.filter((n) => !uses.has(n));
+    const times = new Map(unindexed.length ? (await src.list(unindexed)).blobs.map((b) => [b.name, b.mtimeMs]) : []);
+    const order = names.map((n) => [n, uses.get(n)?.lastUse ?? times.get(n) ?? 0]).sort((a, b) => a[1] - b[1]);
     let copied = 0, bytes = 0;
-    // Into IndexedDB, blobs go in transactions of up to IDB_BATCH_BYTES,
-    // each with one rewrite of the index (not one per blob); into OPFS one
-    // at a time, and the index file once at the end.
-    let batch = [], batchBytes = 0, failure = null;
-    const indexed = [];
-    const writeBatch = async () => {
-      const records = batch.map((it) => it.record);
-      await dst.write(batch, [], (cur) => mergeIndex(parseIndex(cur), { set: records }));
-      copied += batch.length;
-      bytes += batchBytes;
-      batch = [];
-      batchBytes = 0;
-    };
-    try {
-      for (const [name, lastUse] of names) {
+    const items = async function* () {
+      for (const [name, lastUse] of order) {
         const blob = await src.read(name);
         if (!blob) continue; // gone meanwhile
-        const item = { name, parts: [blob], bytes: blob.length };
-        const record = dst.kind !== 'fs' && recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
+        const record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
         // A blob under a name not its own stays foreign in the copy's index (never counted, never served).
-        if (record && record.status === 'ok' && !isOwn(record)) record.status = 'foreign';
-        if (dst.kind !== 'idb') {
-          await dst.write([item]);
-          if (record) indexed.push(record);
-          copied++;
-          bytes += blob.length;
-          continue;
-        }
-        item.record = record;
-        batch.push(item);
-        batchBytes += blob.length;
-        if (batchBytes >= IDB_BATCH_BYTES) await writeBatch();
+        if (record.status === 'ok' && !isOwn(record)) record.status = 'foreign';
+        yield { name, parts: [blob], bytes: blob.length, record };
       }
-      if (batch.length) await writeBatch();
-    } catch (err) {
-      failure = err;
-    }
-    if (indexed.length) {
-      failure = await firstError(failure, dst.updateIndex((cur, present) => mergeIndex(parseIndex(cur), { set: indexed, present }), indexed.map((r) => r.name)));
-    }
-    if (failure) throw failure;
+    };
+    await dst.commit({
+      items: items(),
+      update: (cur, present, saved) => (saved.length ? mergeIndex(parseIndex(cur), { set: saved.map((it) => it.record), present }) : undefined),
+    }, {
+      onSaved: (item) => {
+        copied++;
+        bytes += item.bytes;
+      },
+    });
     return { copied, bytes };
   } finally {
     await src.close();

@@ -57,9 +57,9 @@ for (const kind of ['fs', 'idb']) {
       ? patch(FsBlobs, 'write', (write) => function (items, done) {
         return write.call(this, items, (item) => { if (!removedMidFlush) removeBoth(); done(item); });
       })
-      : patch(IdbBlobs, 'write', (write) => function (...args) {
+      : patch(IdbBlobs, 'commit', (commit) => function (...args) {
         removeBoth();
-        return write.apply(this, args);
+        return commit.apply(this, args);
       });
     try {
       await cache.flush();
@@ -167,9 +167,9 @@ for (const kind of ['fs', 'idb']) {
         if (refuse(names)) throw new RlxkvError('IO', `removing ${stuckName}: EPERM: operation not permitted`);
         return remove.call(this, names, done);
       })
-      : patch(IdbBlobs, 'write', (write) => async function (items, removes, update) {
-        if (refuse(removes)) throw new RlxkvError('IO', 'saving to IndexedDB: the record is held');
-        return write.call(this, items, removes, update);
+      : patch(IdbBlobs, 'commit', (commit) => async function (changes, calls) {
+        if (refuse(changes.removes ?? [])) throw new RlxkvError('IO', 'saving to IndexedDB: the record is held');
+        return commit.call(this, changes, calls);
       });
     try {
       assert.equal(cache.remove(stuck), true);
