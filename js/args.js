@@ -1,6 +1,8 @@
 // Argument checks for the public API. Each throws a TypeError or RangeError
 // naming the argument, before anything is changed.
 
+export { checkShape } from '../format/layout.js';
+
 const U32_LIMIT = 2 ** 32;
 const U64_LIMIT = 2n ** 64n;
 
@@ -85,23 +87,6 @@ export function toLayout(layout, name = 'layout') {
   if (layers !== 0 && !positive(layers)) throw new RangeError(`${name}.layers must be a positive integer, got ${layers}`);
   if (heads * headDim > 0xffffffff) throw new RangeError(`${name}: heads * headDim is too large`);
   return Object.freeze({ order, heads, headDim, layers });
-}
-
-/** Every block of an entry of nTokens tokens against a layout: a RangeError naming the first that differs. */
-export function checkShape(nTokens, { k, v }, layout, name = 'kv') {
-  if (!layout) return;
-  if (layout.layers && k.length !== layout.layers) {
-    throw new RangeError(`${name}: ${k.length} layers, but the layout has ${layout.layers}`);
-  }
-  const want = layout.heads * layout.headDim * nTokens;
-  for (const [side, blocks] of [['k', k], ['v', v]]) {
-    for (let i = 0; i < blocks.length; i++) {
-      if (blocks[i].length !== want) {
-        throw new RangeError(`${name}.${side}[${i}] has ${blocks[i].length} values; the ${layout.order} layout needs ` +
-          `${layout.heads} heads × ${nTokens} tokens × ${layout.headDim} = ${want}`);
-      }
-    }
-  }
 }
 
 /** A u64 fingerprint as a bigint: a bigint in [0, 2^64) or a safe integer. */

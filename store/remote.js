@@ -32,7 +32,7 @@ export class RemoteTier {
   #layout;
   /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
   stats;
-  /** decodeBlob (format/blob.js), checkShape (js/args.js), nameOfKey (format/store-index.js). */
+  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js). */
   #checks;
 
   constructor(options, native, fingerprint, layout, stats, checks) {

@@ -1,19 +1,16 @@
-// Storage as a tier below memory: a cache's blobs in a Node directory
-// (store/fs-blobs.js), in IndexedDB (store/idb-blobs.js) or in the Origin
-// Private File System (store/opfs-blobs.js), known to the cache as
-// stored-only entries (src/rlxkv.h, Tiers) and read one at a time on a
-// hit.
+// Storage as a tier below memory: a cache's blobs in a backend (a Node
+// directory, IndexedDB or the Origin Private File System, each keeping
+// store/backend.js's contract), known to the cache as stored-only entries
+// (src/rlxkv.h, Tiers) and read on a hit. Its parts live by job: the
+// backends by kind and whole-store copies (store/backends.js), the records
+// it keeps of blobs (store/records.js), direct reads (store/blob-reads.js),
+// the news stores tell each other (store/news.js); here, what ties them
+// to one cache:
 //
-//   open:  reads the index, never the KV: in IndexedDB one index record,
-//          checked against a census of the store (a count and the newest
-//          timestamp) or, if they disagree, against every key, and the
-//          blobs it does not describe read once to repair it (a store
-//          written by 0.1.0 has no index at all); in OPFS one index file,
-//          checked, when a writer died, against the directory's listing of
-//          names; in a Node directory one index file, always checked
-//          against the listing: the blobs either does not describe read
-//          (their first bytes) to repair it. The index's records go into
-//          the C cache in one call and are made in JS only when asked for
+//   open:  reads the index, never the KV, and checks it against the
+//          store's names only when the backend cannot vouch for it
+//          (#openIndex's steps). The index's records go into the C cache
+//          in one call and are made in JS only when asked for
 //          (format/store-index.js KnownRecords): an open costs a few passes
 //          over its columns.
 //   hit:   cache.match() finds a stored-only entry; load() reads that blob,
@@ -30,28 +27,29 @@
 //          tokens' values, after its parent (FORMATS.md, Pages); a hit on a
 //          page reads its parents first where memory lacks them, and a
 //          prune takes pages that others need only after them.
-//   flush: each dirty entry encoded from the heap and written on its own
-//          (a directory: temporary file + rename or move, then one update
-//          of the index file; IndexedDB: batches of records and the index
-//          in one transaction), then marked clean if it is still the entry
+//   flush: each dirty entry encoded from the heap as the backend asks
+//          for it and written with the index's update in one commit
+//          (store/backend.js), then marked clean if it is still the entry
 //          that was encoded.
 //   prune: least recently used first: stored-only entries before resident
 //          ones, pinned ones never; of other fingerprints, never unless asked.
-import { RlxkvError, STATUS, statusError } from '../wasm/errors.js';
+import { RlxkvError, STATUS } from '../wasm/errors.js';
 import { DTYPE } from '../wasm/native-cache.js';
-import { FsBlobs } from './fs-blobs.js';
-import { IdbBlobs } from './idb-blobs.js';
 import {
-  blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, getU64, headBytes, MAX_LAYERS, u64Bytes,
+  blobHead, blobSize, blobSpans, decodeBlob, encodeBlob, encodePieces, bitsOf, headBytes, MAX_LAYERS, u64Bytes,
   isUniformHead, uniformBlobSize, uniformBlockLength,
 } from '../format/blob.js';
 import { LITTLE_ENDIAN } from '../format/f16.js';
-import { checkShape } from '../js/args.js';
-import { serialQueue } from './queue.js';
+import { checkShape } from '../format/layout.js';
 import { copyPages, entryOfRows, rowRuns } from './chain.js';
+import { serialQueue } from './queue.js';
 import {
   FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
 } from '../format/store-index.js';
+import { BACKENDS } from './backends.js';
+import { CHANGED, MISPREDICTED, RETRY, readAt, readValues, repeats, samePage } from './blob-reads.js';
+import { NEWS_VERSION, channelOf, isBlobName, newsOf, tellOnce } from './news.js';
+import { childCounts, infoOf, leavesFirst, ownName, putFailed, recordOf, refuse, sameTokens } from './records.js';
 
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
@@ -175,56 +173,28 @@ export class TieredStore {
    * Takes in an index (its bytes) as the open's first known records, those
    * of this cache as stored-only entries: an RLXKVIX4 one by its columns,
    * in one C call (NativeCache.putIndex), its records made only when asked
-   * for (KnownRecords); an older one record by record. present: the names
-   * the store holds (an array), or null to trust the index. null if there is
-   * no index or it is damaged; else { dropped: names it has whose blob is
-   * gone (left out), bad: name -> status of records corrupt or too large
-   * (kept, to read again: a writer may have replaced them since),
-   * unresolved: names of pages whose path breaks in it (left out, to read),
-   * missing: with present, the names it lacks, newest: its most recently
-   * used name, count: its records }.
+   * for (KnownRecords); an older one record by record. null if there is
+   * no index or it is damaged; else { bad: name -> status of records
+   * corrupt or too large (kept, to read again: a writer may have replaced
+   * them since), unresolved: names of pages whose path breaks in it (left
+   * out, to read), newest: its most recently used name, count: its
+   * records }.
    */
-  #adoptIndex(bytes, present) {
-    const dropped = [], bad = new Map(), unresolved = new Set();
+  #adoptIndex(bytes) {
+    const bad = new Map(), unresolved = new Set();
     const cols = indexColumns(bytes);
     if (!cols) {
       const stored = parseIndex(bytes);
       if (!stored) return null;
-      const listed = present;
-      if (present) present = new Set(present);
-      const kept = [];
-      for (const [name, r] of stored) {
-        if (present && !present.has(name)) dropped.push(name);
-        else {
-          kept.push(r);
-          if (r.status === 'corrupt' || r.status === 'too-large') bad.set(name, r.status);
-        }
-      }
+      const kept = [...stored.values()];
+      for (const r of kept) if (r.status === 'corrupt' || r.status === 'too-large') bad.set(r.name, r.status);
       this.#admit(kept);
-      const missing = listed ? listed.filter((n) => !stored.has(n)) : null;
-      return { dropped, bad, unresolved, missing, newest: newestOf(kept), count: stored.size };
+      return { bad, unresolved, newest: newestOf(kept), count: stored.size };
     }
     const { count, names } = cols;
     const flags = cols.flags.slice();
-    // Every name in, then those the store lacks out: one pass over each list.
     const known = this.#known;
     known.adopt(cols, this.#fp, flags);
-    let missing = null;
-    if (present) {
-      const seen = new Uint8Array(count);
-      missing = [];
-      for (const n of present) {
-        const i = known.placeOf(n);
-        if (i >= 0) seen[i] = 1;
-        else missing.push(n);
-      }
-      for (let i = 0; i < count; i++) {
-        if (!seen[i]) {
-          known.skip(i);
-          dropped.push(names[i]);
-        }
-      }
-    }
     const placed = this.#native.putIndex({ ...cols, flags });
     if (typeof placed === 'number') { // a column no index holds: damaged
       known.clear();
@@ -240,24 +210,23 @@ export class TieredStore {
     known.admit(placed.status, placed.counts);
     let newest = null;
     for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
-    return { dropped, bad, unresolved, missing, newest, count };
+    return { bad, unresolved, newest, count };
   }
 
   /**
    * The index checked against the store's names and repaired: the records
    * #adoptIndex took (or none), those the index does not describe, or
    * describes as bad, read (their first bytes) and added. The records to
-   * write back into the index: { news, dropped }.
+   * write back into the index.
    */
   async #repair(adopted, names) {
-    const { dropped = [], bad = new Map(), unresolved = new Set() } = adopted ?? {};
-    const missing = adopted?.missing ? [...adopted.missing, ...unresolved, ...bad.keys()] : names.filter((n) => !this.#known.has(n) || bad.has(n));
+    const { bad = new Map(), unresolved = new Set() } = adopted ?? {};
+    const missing = names.filter((n) => !this.#known.has(n) || bad.has(n));
     const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
     const repaired = await this.#headRecords(files);
     this.#admit(repaired);
     // A page whose path broke in the index is written back as it was (it breaks again: an orphan, for a prune).
-    const news = repaired.filter((r) => !unresolved.has(r.name) && (!bad.has(r.name) || bad.get(r.name) !== r.status));
-    return { news, dropped };
+    return repaired.filter((r) => !unresolved.has(r.name) && (!bad.has(r.name) || bad.get(r.name) !== r.status));
   }
 
   /**
@@ -281,7 +250,7 @@ export class TieredStore {
   async #openIndex() {
     const blobs = this.#blobs;
     const { bytes, describes } = await blobs.openIndex();
-    const adopted = this.#adoptIndex(bytes, null);
+    const adopted = this.#adoptIndex(bytes);
     if (adopted && !adopted.unresolved.size && describes(adopted.count)) {
       blobs.opened({ listed: false, current: true, written: true, newest: adopted.newest }).catch(() => {}); // a head start, not waited for
       return;
@@ -291,7 +260,7 @@ export class TieredStore {
     const present = new Set(names);
     const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
     for (const name of dropped) this.#drop(name);
-    const { news } = await this.#repair(adopted, names);
+    const news = await this.#repair(adopted, names);
     const current = !!adopted && !news.length && !dropped.length;
     const written = current || await this.#writeRepairs(news, dropped).then(() => true, () => false);
     await blobs.opened({ listed: true, current, written, newest: newestOf([...this.#known.values()]) });
@@ -1278,173 +1247,8 @@ export class TieredStore {
     await this.#blobs.close();
   }
 }
-
-// OPFS is loaded when a store first uses it: an app on IndexedDB (and the
-// browser bundle's main file) does without its code. While it loads, the
-// store's directory and index file are asked for (opfsEarly; not by a
-// caller that passes null).
-const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => import('./opfs-blobs.js').then((m) => m.OpfsBlobs.open(path, early)) } };
-
-/**
- * OpfsBlobs.open's head start: { dir, index }, promises of the OPFS
- * directory `path` (made if missing) and its index file's bytes (a File
- * read without the lock: across a replace it fails, and the open reads
- * again); none without OPFS. A rejection is for the open to meet again.
- */
-function opfsEarly(path) {
-  if (!globalThis.navigator?.storage?.getDirectory) return;
-  const dir = path.split('/').filter(Boolean).reduce((d, seg) => d.then((x) => x.getDirectoryHandle(seg, { create: true })), navigator.storage.getDirectory());
-  const index = dir.then((d) => d.getFileHandle('.rlxkv-index')).then((h) => h.getFile()).then((f) => f.arrayBuffer());
-  dir.catch(() => {});
-  index.catch(() => {});
-  return { dir, index };
-}
-
-/**
- * Copies every blob of store `from` into store `to` ({ kind, path }, kinds
- * of BACKENDS), bytes unchanged, least recently used first (by the source
- * index's last uses, else the blobs' times; so that a directory's file
- * times keep their order), one blob in memory at a time but for
- * IndexedDB's batches, each with the index records of its blobs (a
- * backend's commit: store/backend.js). isOwn(record) judges a valid
- * blob's name (ownName). Resolves to { copied, bytes }; rejects with
- * QUOTA / IO, what was copied before staying.
- */
-export async function copyBlobs(from, to, isOwn) {
-  const src = await BACKENDS[from.kind].open(from.path);
-  let dst = null;
-  try {
-    dst = await BACKENDS[to.kind].open(to.path, null); // (null: its index is not read)
-    const uses = parseIndex(await src.readIndex()) ?? new Map();
-    const { blobs: names } = await src.names();
-    const unindexed = names.filter((n) => !uses.has(n));
-    const times = new Map(unindexed.length ? (await src.list(unindexed)).blobs.map((b) => [b.name, b.mtimeMs]) : []);
-    const order = names.map((n) => [n, uses.get(n)?.lastUse ?? times.get(n) ?? 0]).sort((a, b) => a[1] - b[1]);
-    let copied = 0, bytes = 0;
-    const items = async function* () {
-      for (const [name, lastUse] of order) {
-        const blob = await src.read(name);
-        if (!blob) continue; // gone meanwhile
-        const record = recordOf(name, blob.length, lastUse || Date.now(), blobHead(blob, blob.length));
-        // A blob under a name not its own stays foreign in the copy's index (never counted, never served).
-        if (record.status === 'ok' && !isOwn(record)) record.status = 'foreign';
-        yield { name, parts: [blob], bytes: blob.length, record };
-      }
-    };
-    await dst.commit({
-      items: items(),
-      update: (cur, present, saved) => (saved.length ? mergeIndex(parseIndex(cur), { set: saved.map((it) => it.record), present }) : undefined),
-    }, {
-      onSaved: (item) => {
-        copied++;
-        bytes += item.bytes;
-      },
-    });
-    return { copied, bytes };
-  } finally {
-    await src.close();
-    if (dst) await dst.close();
-  }
-}
-
-/**
- * Deletes store `place` ({ kind, path }, a kind of BACKENDS) and tells the
- * caches that watch it (they forget its blobs once they find them gone).
- * Resolves to { removed: the blobs it held }.
- */
-export async function deleteBlobs(place) {
-  const blobs = await BACKENDS[place.kind].open(place.path, null);
-  let names;
-  try {
-    names = await blobs.destroy();
-  } finally {
-    await blobs.close();
-  }
-  tellOnce(channelOf(place.kind, blobs, place.path), { rlxkv: NEWS_VERSION, saved: [], removed: names });
-  return { removed: names.length };
-}
-
-/** The BroadcastChannel name of a store (a directory by its resolved path). */
-const channelOf = (kind, blobs, path) => `rlxkv:${kind}:${blobs.root ?? path}`;
-
-/** Posts news on a channel of its own (best effort: where there is no BroadcastChannel, nobody watches). */
-function tellOnce(channelName, news) {
-  if (typeof BroadcastChannel !== 'function') return;
-  const once = new BroadcastChannel(channelName);
-  once.postMessage(news);
-  once.close();
-}
-
 /** failure, or if none the error p rejects with (null if none): so that a cleanup's failure does not hide the first one. */
 const firstError = (failure, p) => p.then(() => failure, (err) => failure ?? err);
-
-/** Records why a blob cannot be loaded: too large (LIMIT), not of the layout (refused), else corrupt. */
-function refuse(record, err) {
-  if (!record) return;
-  record.status = !(err instanceof RlxkvError) ? 'refused' : err.code === 'LIMIT' ? 'too-large' : 'corrupt';
-}
-
-/** The n bytes from offset at of a readWith file (fewer at its end). */
-function readAt(f, at, n) {
-  const b = new Uint8Array(n);
-  return b.subarray(0, f.read(b, at));
-}
-
-const MISPREDICTED = new Error('a block header differs from the first block\'s');
-const CHANGED = new Error('the file changed while it was read');
-/** The answer of an attempt (#loadChain, a guessed #readInto) that leaves the blob to the next. */
-const RETRY = Symbol('retry');
-
-/**
- * Reads the values of a blob (its structure: plan, from blobSpans) into
- * values (the new entry's bytes), its block headers after the first into a
- * scratch buffer, in one scatter read; throws MISPREDICTED if a header is
- * not the length the plan has for its block, CHANGED if the file ended
- * early (it shrank since it was opened).
- */
-function readValues(f, plan, values) {
-  const headers = new Uint8Array(8 * Math.max(0, plan.spans.length - 1));
-  const bufs = scatterList(values, plan.spans.map(([, n]) => n), plan.dtype, headers);
-  if (f.readv(bufs, plan.spans.length ? plan.spans[0][0] : 0) !== values.length + headers.length) throw CHANGED;
-  const dv = new DataView(headers.buffer);
-  for (let b = 1; b < plan.spans.length; b++) {
-    if (getU64(dv, 8 * b - 8) !== plan.spans[b][1]) throw MISPREDICTED;
-  }
-}
-
-/**
- * The buffers a blob's values and block headers are read into, in file
- * order: each block's values in `values` (an entry's bytes, blocks of
- * `lengths` values of dtype one after another) and the header before each
- * block after the first in `headers` (8 bytes each).
- */
-function scatterList(values, lengths, dtype, headers) {
-  const esize = dtype === 'f16' ? 2 : 4, bufs = [];
-  for (let b = 0, to = 0; b < lengths.length; to += esize * lengths[b++]) {
-    if (b) bufs.push(headers.subarray(8 * (b - 1), 8 * b));
-    bufs.push(values.subarray(to, to + esize * lengths[b]));
-  }
-  return bufs;
-}
-
-/** Whether a decoded page's fields (decodeBlob's page) are the ones a record's shape has (#shapeOf's page), or both are none. */
-function samePage(a, b) {
-  if (!a || !b) return !a && !b;
-  return a.start === b.start && a.parentN === b.parentN && a.parent[0] === b.parent[0] && a.parent[1] === b.parent[1];
-}
-
-/** Whether bytes is `unit` (8 bytes) over and over. */
-function repeats(bytes, unit) {
-  for (let i = 0; i < bytes.length; i++) if (bytes[i] !== unit[i & 7]) return false;
-  return true;
-}
-
-/** The shape of what stores tell each other (#tell); others are ignored. */
-const NEWS_VERSION = 2;
-/** A saved blob as told: its name (a listener reads the rest from the store). */
-const newsOf = (r) => ({ name: r.name });
-/** Whether a told name can be a blob's (a file name of the store: *.rlxkv, no separator). */
-const isBlobName = (n) => typeof n === 'string' && n.length <= 255 && n.endsWith('.rlxkv') && !/[/\\\0]/.test(n) && n !== '.rlxkv';
 
 /** fn of each item, at most `limit` running at once: their results, in order. */
 async function mapBounded(items, limit, fn) {
@@ -1458,77 +1262,5 @@ async function mapBounded(items, limit, fn) {
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
   return out;
-}
-
-/** The error of a put that could not take a loaded entry (NOSPACE: capBytes; NOMEM: wasm memory). */
-const putFailed = (st, name) => statusError(st, `loading ${name}`, st === STATUS.NOSPACE ? 'no room in memory (capBytes)' : undefined);
-
-function sameTokens(a, b) {
-  if (a.length !== b.length) return false;
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
-  return true;
-}
-
-/** A blob record as the API lists it (BlobInfo). */
-function infoOf(r, status) {
-  return {
-    name: r.name,
-    tokens: r.tokens ? r.tokens.length : 0,
-    bytes: r.bytes,
-    mtime: new Date(r.lastUse),
-    fingerprint: r.fingerprint ?? 0n,
-    status, // ok, stale, corrupt, foreign, too-large, unreadable
-    error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : status === 'unreadable' ? STATUS.IO : 0,
-    dtype: r.dtype ?? null,
-  };
-}
-
-/**
- * Whether a valid record is under a name of its own: its page name or its
- * blob name (what a cache's store, or a store before pages, saves it
- * under), as `native` (a NativeCache) names them.
- */
-export function ownName(native, r) {
-  return r.name === native.pageName(r.tokens, r.dtype, r.fingerprint) || r.name === native.blobName(r.tokens, r.fingerprint);
-}
-
-/** How many stored pages name each blob as their parent (name -> count). */
-function childCounts(records) {
-  const out = new Map();
-  for (const r of records) if (r.start && r.status === 'ok') out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
-  return out;
-}
-
-/**
- * Of `candidates` ({ r: record }, least recently used first), those a prune
- * removes to free `excess` bytes, leaves first: a page others still need
- * (children: childCounts) waits until they have gone, then goes in its
- * turn. Passes over the list until the bytes are freed or none can go.
- */
-function leavesFirst(candidates, excess, children) {
-  const picked = [], left = [...candidates];
-  let freed = 0, progress = true;
-  while (freed < excess && progress) {
-    progress = false;
-    for (let i = 0; i < left.length && freed < excess; i++) {
-      const d = left[i];
-      if (!d || children.get(d.r.name)) continue;
-      picked.push(d);
-      freed += d.r.bytes;
-      left[i] = null;
-      progress = true;
-      if (d.r.start) children.set(d.r.parent, children.get(d.r.parent) - 1);
-    }
-  }
-  return picked;
-}
-
-/** A blob record from what blobHead said of it. */
-function recordOf(name, bytes, lastUse, info) {
-  if (!info || !info.ok) return { name, bytes, lastUse, fingerprint: null, status: info?.tooLarge ? 'too-large' : 'corrupt' };
-  return {
-    name, bytes, lastUse, fingerprint: info.fingerprint, status: 'ok',
-    dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor, ...pageOf(info.page),
-  };
 }
 
