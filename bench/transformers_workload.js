@@ -63,7 +63,7 @@ export async function measure(env, { id, store = 'auto', coldReps, warmReps }) {
     let puts = 0, first = 0;
     const streamer = { put() { if (puts++ === 1) first = now(); }, end() {} };
     const t0 = now();
-    const out = await adapter.cachedGenerate(timedModel, timedCache, { input_ids: ids(), max_new_tokens: 1, do_sample: false, streamer }, { transformers: tf, store });
+    const out = await adapter.cachedGenerate(timedModel, timedCache, { input_ids: ids(), max_new_tokens: 1, do_sample: false, streamer }, { transformers: tf, storeDtype: store });
     const t1 = now();
     return {
       reused: out.reused,

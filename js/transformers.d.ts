@@ -93,7 +93,9 @@ export function gpuTensorsFromHit<T>(hit: Hit, layout: Layout, Tensor: new (desc
 export interface CachedGenerateOptions<T = TensorLike> {
   /** Your transformers.js module (import * as transformers from '@huggingface/transformers'): needed by 4.x for its DynamicCache. */
   transformers?: { DynamicCache?: new (entries: Record<string, T>) => unknown; env?: { version?: string } };
-  /** How entries are stored: the model's own KV dtype ('auto', the default), or always 'f32' / 'f16'. */
+  /** The dtype entries are cached in: the model's own KV dtype ('auto', the default), or always 'f32' / 'f16'. */
+  storeDtype?: 'auto' | 'f32' | 'f16';
+  /** @deprecated 0.1's name of storeDtype. */
   store?: 'auto' | 'f32' | 'f16';
   /**
    * A model with state (layout.state): the prompt is prefilled in runs that end at each multiple of this

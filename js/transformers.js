@@ -398,8 +398,9 @@ function asDtype(block, have, want) {
  * plus `reused` (prompt tokens whose KV came from the cache) and
  * `prefilled` (the rest).
  *
- * opts.store: 'auto' (default: the model's own dtype), 'f32' (float16 KV
- * widened, e.g. for tools that read only RLXKV001) or 'f16'.
+ * opts.storeDtype: the dtype the KV is cached in: 'auto' (default: the
+ * model's own), 'f32' (float16 KV widened, e.g. for tools that read only
+ * RLXKV001) or 'f16'. (0.1's name `store` is kept, deprecated.)
  * opts.checkpointEvery (a model with state; default 256) and
  * opts.gpuDevice: see js/transformers.d.ts.
  */
@@ -416,8 +417,8 @@ export async function cachedGenerate(model, cache, generateOptions, opts = {}) {
   if (generateOptions.past_key_values) throw new TypeError('cachedGenerate: past_key_values comes from the cache; do not pass one');
   const layout = cache.layout;
   if (!layout || layout.order !== 'head-major') throw new RangeError("cachedGenerate: open the cache with layout: layoutOf(model.config)");
-  const store = opts.store ?? 'auto';
-  if (!['auto', 'f32', 'f16'].includes(store)) throw new RangeError(`cachedGenerate: opts.store must be 'auto', 'f32' or 'f16', got ${store}`);
+  const store = opts.storeDtype ?? opts.store ?? 'auto';
+  if (!['auto', 'f32', 'f16'].includes(store)) throw new RangeError(`cachedGenerate: opts.storeDtype must be 'auto', 'f32' or 'f16', got ${store}`);
   // At the first call, cold or warm: not only once a hit needs the class.
   if (!opts.transformers?.DynamicCache && isV4(opts.transformers, model)) {
     throw new TypeError('cachedGenerate: transformers.js 4.x takes a DynamicCache; pass { transformers } (your imported module) as the 4th argument');

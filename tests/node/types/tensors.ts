@@ -15,7 +15,7 @@ const dtype: 'float32' | 'float16' = kvDtypeOf(model);
 // cachedGenerate: a Tensor as input_ids, the module for its DynamicCache; the
 // result's sequences are that Tensor again, for the tokenizer to decode.
 const input_ids = new transformers.Tensor('int64', new BigInt64Array([1n, 2n, 3n]), [1, 3]);
-const out = await cachedGenerate(model, cache, { input_ids, max_new_tokens: 4, do_sample: false }, { transformers, store: 'f16' });
+const out = await cachedGenerate(model, cache, { input_ids, max_new_tokens: 4, do_sample: false }, { transformers, storeDtype: 'f16' });
 const text: string[] = tokenizer.batch_decode(out.sequences, { skip_special_tokens: true });
 const counts: number = out.reused + out.prefilled;
 
