@@ -290,6 +290,7 @@ export class IdbBlobs {
 
 /** One Uint8Array of exactly the bytes: IndexedDB clones a view's whole buffer. */
 function joined(parts) {
+  if (!Array.isArray(parts)) parts = [...parts];
   if (parts.length === 1 && parts[0].byteOffset === 0 && parts[0].byteLength === parts[0].buffer.byteLength) return parts[0];
   const out = new Uint8Array(parts.reduce((n, p) => n + p.byteLength, 0));
   let at = 0;
