@@ -1,64 +1,39 @@
-// Blob files in the Origin Private File System (OPFS): the tiered store's
-// (store/tiers.js) third backend, beside store/fs-blobs.js (a Node directory) and
-// store/idb-blobs.js (IndexedDB). Bytes only, no format: one file per blob,
-// named by its caller, in the directory `path` under the OPFS root, and an
-// index file its caller keeps (see below; names() is a directory listing,
-// head() reads a file's first bytes, for the repairs of the index).
-//
-// How it differs from the Node directory, and why:
-//   - Two paths. In a dedicated worker, sync access handles: reads go
+// Blob files in the Origin Private File System (OPFS), keeping the
+// backend contract (store/backend.js) beside store/fs-blobs.js (a Node
+// directory) and store/idb-blobs.js (IndexedDB). Bytes only, no format:
+// one file per blob, named by its caller, in the directory `path` under
+// the OPFS root, and an index file its caller keeps. FORMATS.md ("A store
+// directory") gives the names and markers on disk; STORAGE.md what a user
+// can rely on. How it differs from a Node directory, and why:
+//   - Two paths. A dedicated worker has sync access handles: reads go
 //     straight into memory the caller gives (the wasm heap: readWith()),
-//     writes are synchronous calls. In a window there are none: reads and
-//     the writes of temporary files go through a helper worker's
-//     (store/opfs-helper.js), or where a page can have none, File reads
-//     (getFile().arrayBuffer()) and createWritable() streams.
-//     A worker uses its sync handles for blobs of every size, though
-//     opening and closing one costs 2-3 ms (a hit waits for the opening
-//     only, and not at all for a blob whose read-only handle is kept open:
-//     #keepOpen): nothing else reads faster
-//     (the File read ties below 512 KiB, so no size switches to it, and
-//     only readWith() reads straight into the heap). Chromium 156, ms to
-//     get a whole file into new memory in a fresh worker (getFileHandle
-//     included; medians of 3-5 workers):
-//                          64 KiB  256 KiB  512 KiB  1 MiB  10 MiB
-//       sync handle read()    2.8      3.5      3.2    3.5    12.9
-//       getFile().arrayBuffer()
-//         + one copy          2.8      3.4      4.3    7.9    29.5
-//       two File slices       4.2      5.2      6.0    8.3    21.7
-//     (FileReaderSync, in another run: 3.7 at 64 KiB, 7.0 at 1 MiB, 27 at
-//     10 MiB, where the sync handle took 2.9, 4.5 and 11.3.)
+//     and writes are synchronous calls; it uses them for blobs of every
+//     size, since only they read into the heap without a copy. A window
+//     has none: its reads, and its writes of temporary files, go through a
+//     helper worker of its own (store/opfs-helper.js), or where a page can
+//     have none, File reads and createWritable() streams.
 //   - No rename, but FileSystemFileHandle.move(dir, name), which in
-//     Chromium replaces an existing file of that name. A save writes a
-//     temporary file (<name>.<stamp>.tmp), closes it, then moves it onto
-//     the name. Measured in Chromium 156 (tests/browser/opfs.test.js and
-//     the SIGKILL loops in its header): a killed browser leaves the old
-//     file or the new, never a torn one, and at worst a stray temporary.
-//   - A file with an open sync access handle is locked: moving onto it or
-//     removing it fails (NoModificationAllowedError), and a File read
-//     across a replace fails (NotReadableError). Every move or removal
-//     takes the blob name's exclusive Web Lock and tries again while a
-//     reader's handle is open; a File read, and a sync handle read where
-//     handles cannot be read-only (shared), take the shared lock. A read
-//     through a read-only handle (Chromium 121+) takes none (~0.5 ms a
-//     round trip): the open handle locks the file, and a read that finds
-//     a move under way (the same error) waits for it under the shared
-//     lock. Measured in Chromium 156: with a read-only handle open, move()
-//     onto the file and removeEntry() both fail so, and an open racing a
-//     move either wins (the move fails) or fails; File reads still work.
-//     Readers keep read-only handles open (#keepOpen), so a writer that
-//     finds a blob locked asks them, on a BroadcastChannel of the
-//     directory, to let go. Other tabs and workers of the origin take the
-//     same locks. A temporary file
-//     is held under its own exclusive lock while being written, so that
-//     a listing (names()) removes only the strays of writers that are gone.
-//   - An index file (INDEX_NAME, RLXKVIX4 as IndexedDB's index record,
-//     format/store-index.js encodeIndex), so that an open reads one file instead of
-//     a head of every blob: with 1,000 blobs, Chromium 156 took 2.5-4.4 s
-//     to open from the heads (getFile() of each 0.18 s, their Web Locks
-//     0.25-0.33 s, their slices 0.9-1.3 s), and 50-100 ms only to list
-//     the names. store/tiers.js keeps it (updateIndex(), after saves and
-//     removals). It also holds each blob's last use (mtime cannot be set
-//     here). So that an open need not list the directory to know the
+//     Chromium replaces a file of that name. A save writes a temporary
+//     file, closes it, then moves it onto the name: a killed browser
+//     leaves the old file or the new, never a torn one
+//     (tests/browser/opfs.test.js kills one mid-flush).
+//   - A file with an open sync access handle is locked: a move onto it or
+//     its removal fails (NoModificationAllowedError), and a File read
+//     across a replace fails. So every move or removal takes the blob
+//     name's exclusive Web Lock and tries again while a reader's handle is
+//     open; a File read, and a read through a handle that may be exclusive,
+//     take the shared lock; a read through a read-only handle takes none
+//     (the open handle is itself the lock, and a read that meets a move
+//     under way waits for it under the shared lock). Readers keep
+//     read-only handles open for the next hit (#keepOpen), so a writer
+//     that finds a blob locked asks them, on the directory's
+//     BroadcastChannel, to let go. A temporary file is held under its own
+//     exclusive lock while written, so that a listing removes only the
+//     strays of writers that are gone.
+//   - An index file, so that an open reads one file instead of a head of
+//     every blob (a getFile() and a Web Lock each: seconds for a thousand
+//     blobs). It also holds each blob's last use (a file's mtime cannot be
+//     set here). So that an open need not list the directory to know the
 //     index describes it, a writer first puts a marker file in PENDING_DIR,
 //     held under its own exclusive Web Lock, and removes it after its
 //     index update: a marker whose lock is free (deadMarkers()) is a
@@ -74,16 +49,12 @@ const SUFFIX = '.rlxkv';
 const TMP = '.tmp';
 const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
 const MAX_HANDLES = 4096; // file handles kept (see #handles)
-// A window's stream writes (where it has no helper) go in pieces of at most this many bytes. Chromium
-// (blink FileSystemUnderlyingSink) sends each write() through a new data
-// pipe of min(size, 2 MiB) (BlobUtils::GetDataPipeCapacity), and when the
-// browser fails the write (over quota) and closes the pipe while the
-// renderer is still filling it, write() rejects with the renderer's
-// AbortError "Failed to write data to data pipe" instead of the browser's
-// QuotaExceededError. A piece that fits the pipe is always in it by then.
-// Measured in Chromium 156 over a CDP quota override: 8 MiB in one write(),
-// 9 of 35 failures were that AbortError; in 1 or 2 MiB pieces, 90 of 90
-// were QuotaExceededError; 64 MiB takes the same time either way.
+// A window's stream writes (where it has no helper) go in pieces of at
+// most this many bytes. Chromium sends each write() through a data pipe of
+// at most 2 MiB; when the browser fails a larger write (over quota) while
+// the page still fills the pipe, write() rejects with an AbortError instead
+// of QuotaExceededError. A piece that fits the pipe keeps the quota error,
+// which the caller must see as QUOTA.
 const STREAM_CHUNK = 1 << 20;
 
 /** A DOMException from OPFS as an RlxkvError: QUOTA when storage is full, else IO. */
@@ -578,7 +549,7 @@ export class OpfsBlobs {
 
   /**
    * Keeps read-only sync handle s of blob `name` open for the next read
-   * (~1.3 ms saved of a 1 MiB hit's 3.5 ms), up to MAX_OPEN, for KEEP_MS
+   * (opening one is most of a small hit's time), up to MAX_OPEN, for KEEP_MS
    * unused. It locks the file (no move onto it, no removal, so it cannot
    * go stale): a writer that finds it so asks on this directory's channel
    * (#askRelease), and the handle is closed (#listener). Else,
@@ -729,10 +700,8 @@ export class OpfsBlobs {
   /**
    * A window's write of temporary file `name` (its handle h): by the
    * helper's sync handle, else (no helper, or it ended) through a
-   * createWritable() stream. bench/bench_opfs.mjs times a window's flush
-   * of one entry both ways: in one run, 198 ms against 374 at 50 MiB, 787
-   * against 1,680 at 200 MiB, but 57 against 39 at 1 MiB, where the rest
-   * weighs most (a marker, the index's update, a flush() of each file).
+   * createWritable() stream, slower for large blobs (bench/bench_opfs.mjs
+   * compares them).
    */
   async #writeWindow(name, h, parts) {
     await this.#helperStarting;

@@ -1,34 +1,31 @@
 // A window's reads and writes of OPFS files through a helper worker: a
 // window has no sync access handles, and its File reads
-// (getFile().arrayBuffer()) and createWritable() streams are slow, so
+// (getFile().arrayBuffer()) and createWritable() streams are slower, so
 // store/opfs-blobs.js asks a dedicated worker of its own to do them with
-// sync handles. A read's bytes are transferred back (no copy: the worker
-// and the window share a process), and the window copies them once into
-// the wasm heap, as it would a File's. Chromium 156, one file into a
-// window, warm (ms):            1 MiB  10 MiB  50 MiB
-//   getFile().arrayBuffer()      6.0    21.7    66
-//   helper worker                3.5    12.7    46
-// A write (of a save's temporary file: OpfsBlobs keeps the save's locks
-// and its move) goes in pieces of WRITE_PIECE bytes, each copied into its
-// message, so that the window is not held up long by any one copy.
-// Of the helper's 3.5 ms at 1 MiB, opening the sync handle takes 1.2-1.3,
-// so the helper keeps read-only handles open, on OpfsBlobs' terms (the
-// last few blobs read, and the one the open warmed, warm(); each until
-// unused for a while): see OpfsBlobs' #keepOpen, whose protocol this
-// shares. An open read-only handle locks the file, so it cannot go
-// stale; a writer that finds it locked asks on the directory's
-// BroadcastChannel for it, and the helper closes it and reads that name
-// next under the shared Web Lock, which the writer holds until it is
-// done. The helper is its own thread: a busy window does not delay its
-// answer. A hidden page's helper keeps none (a frozen page could not
-// answer, and its writer would give up after 10 s; Chromium itself
-// evicts a page in the back/forward cache whose handle another page
-// needs). A first read in a new worker pays for the worker's first sync
-// handle and the blob's file handle (2-10 ms more): the open has the
-// helper pay them, behind it (OpfsBlobs.ready()). The worker is made from a Blob URL (its source below,
-// which must stay self-contained), so a page whose CSP forbids blob:
-// workers gets no helper: start() answers null, and the window reads Files
-// and writes createWritable() streams.
+// sync handles (bench/bench_opfs.mjs measures both). A read's bytes are
+// transferred back (no copy: the worker and the window share a process),
+// and the window copies them once into the wasm heap, as it would a
+// File's. A write (of a save's temporary file: OpfsBlobs keeps the save's
+// locks and its move) goes in pieces of WRITE_PIECE bytes, each copied
+// into its message, so that the window is not held up long by any one
+// copy.
+// Opening a sync handle is much of a small read's time, so the helper
+// keeps read-only handles open, on OpfsBlobs' terms (the last few blobs
+// read, and the one the open warmed, warm(); each until unused for a
+// while): see OpfsBlobs' #keepOpen, whose protocol this shares. An open
+// read-only handle locks the file, so it cannot go stale; a writer that
+// finds it locked asks on the directory's BroadcastChannel for it, and
+// the helper closes it and reads that name next under the shared Web
+// Lock, which the writer holds until it is done. The helper is its own
+// thread: a busy window does not delay its answer. A hidden page's helper
+// keeps none (a frozen page could not answer, and its writer would give up
+// after 10 s; Chromium itself evicts a page in the back/forward cache whose
+// handle another page needs). A first read in a new worker pays for the
+// worker's first sync handle and the blob's file handle: the open has the
+// helper pay them, behind it (OpfsBlobs.ready()). The worker is made from
+// a Blob URL (its source below, which must stay self-contained), so a page
+// whose CSP forbids blob: workers gets no helper: start() answers null,
+// and the window reads Files and writes createWritable() streams.
 import { RlxkvError } from '../wasm/errors.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used

@@ -44,12 +44,9 @@ export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no, re
 // The magic comment (V8 explicit compile hints, Chrome 136+; a plain
 // comment elsewhere) compiles every function as the bundle loads, not at
 // its first call: an app runs most of them (init, openCache, match,
-// insert, flush) at once. Chromium 156 here, a module worker's first
-// 1 MiB OPFS hit after openCache took 4.6 ms instead of 9.1, the open
-// 17.8 ms instead of 22.4, the load the same (17.0 / 17.7 ms, served
-// cacheably; no-cache: 39.8 / 39.2); a window's IndexedDB open of 1,000
-// entries 14.9 ms instead of 18.9, its load 12.7 instead of 11.5 ms.
-const BANNER = '//# allFunctionsCalledOnLoad\n// rlxkv (GPL-3.0-only): browser bundle. Source: js/, store/, format/ and wasm/.';
+// insert, flush) at once, so eager compiling shortens the first open and
+// the first hit (the open benchmarks in BENCHMARKS.md run this bundle).
+const BANNER = '//# allFunctionsCalledOnLoad\n// rlxkv (GPL-3.0-only): browser bundle.';
 
 // Split: what only some apps use is a chunk of its own, imported when
 // first used (OPFS: store/opfs-blobs.js and its helper), so that the main
