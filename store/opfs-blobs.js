@@ -42,6 +42,7 @@
 import { commitFiles } from './backend.js';
 import { RlxkvError, storageError } from '../wasm/errors.js';
 import { OpfsHelper } from './opfs-helper.js';
+import { KeptHandles } from './opfs-kept-handles.js';
 
 export const INDEX_NAME = '.rlxkv-index';
 const PENDING_DIR = '.rlxkv-pending'; // writers' markers: see the header
@@ -62,9 +63,9 @@ export const opfsError = (err, what) => storageError(err, what, 'OPFS');
 
 const BUSY_MS = 10000; // how long a save or removal waits for readers to let go of a blob
 const RETRY_BUSY_MS = 200; // how long a removal that failed so before waits, when tried again
-// Read-only sync handles kept open after a read (see #keepOpen): at most
-// MAX_OPEN, each closed once unused for KEEP_MS. A window's helper
-// (store/opfs-helper.js) keeps its own, on the same terms (start() passes them).
+// Read-only sync handles kept open after a read (store/opfs-kept-handles.js):
+// at most MAX_OPEN, each closed once unused for KEEP_MS. A window's helper
+// (store/opfs-helper.js) keeps its own, by the same code and terms (start() passes them).
 const MAX_OPEN = 8;
 const KEEP_MS = 30000;
 const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
@@ -140,13 +141,12 @@ export class OpfsBlobs {
   #pending = null; // promise of this writer's marker { name, release }, while it has one
   #unindexed = 0; // saves and removals since, that no index update has covered yet
   #behind = false; // see markBehind()
-  // Read handles kept open (#keepOpen). The channel's name is also the
-  // prefix of this directory's Web Locks; the protocol on it ({ release })
-  // is every reader's and writer's of a store, in any tab.
+  // Read handles kept open (#keepOpen: store/opfs-kept-handles.js). The
+  // channel's name is also the prefix of this directory's Web Locks; the
+  // protocol on it ({ release }) is every reader's and writer's of a
+  // store, in any tab.
   #channelName;
-  #listener = null; // this worker's BroadcastChannel, if it keeps handles open
-  #kept = new Map(); // name -> { s, timer }: read-only sync handles kept open, last used last
-  #asked = new Set(); // names a writer asked for: their next read waits for it, under the shared lock
+  #kept;
   #writing = new Map(); // name -> moves or removals of it under way here: none of its handles is kept
   #closed = false;
 
@@ -161,16 +161,7 @@ export class OpfsBlobs {
     this.pieces = false;
     this.indexComplete = true;
     this.#channelName = `rlxkv-opfs:${path}`;
-    if (this.direct && readOnlyHandles() && typeof BroadcastChannel === 'function') {
-      this.#listener = new BroadcastChannel(this.#channelName);
-      this.#listener.onmessage = (e) => {
-        const name = e.data && e.data.release;
-        if (typeof name !== 'string' || !this.#kept.has(name)) return; // a read that opens it meanwhile makes the writer ask again
-        if (this.#asked.size >= MAX_HANDLES) this.#asked.clear();
-        this.#asked.add(name);
-        this.#letGo(name);
-      };
-    }
+    this.#kept = new KeptHandles(this.#channelName, { maxOpen: this.direct && readOnlyHandles() ? MAX_OPEN : 0, keepMs: KEEP_MS, maxNames: MAX_HANDLES });
   }
 
   /** fn() under the Web Lock of `name` in this directory; with ifAvailable, only if it is free at once. */
@@ -506,7 +497,7 @@ export class OpfsBlobs {
    */
   readWith(name, fn) {
     const keep = keptOpen(name);
-    const kept = this.#usable(this.#take(name));
+    const kept = this.#usable(this.#kept.take(name));
     if (kept) {
       let result;
       try {
@@ -519,21 +510,12 @@ export class OpfsBlobs {
       return Promise.resolve(result);
     }
     // A writer under way (one that asked for it, or this one): its lock says when it is done.
-    const writer = this.#asked.delete(name) || this.#writing.has(name);
+    const writer = this.#kept.wasAsked(name) || this.#writing.has(name);
     return new Promise((resolve, reject) => {
       const locked = () => this.#lock(name, 'shared', () => this.#readOnce(name, fn, resolve, true, keep)).then(resolve, reject);
       if (!readOnlyHandles() || writer) return locked();
       this.#readOnce(name, fn, resolve, false, keep).then((got) => (got === BUSY ? locked() : resolve(got)), reject);
     });
-  }
-
-  /** The read-only sync handle of blob `name` kept open, taken out (the caller keeps it again or closes it); null if none is. */
-  #take(name) {
-    const k = this.#kept.get(name);
-    if (!k) return null;
-    this.#kept.delete(name);
-    clearTimeout(k.timer);
-    return k.s;
   }
 
   /** s, if it still works; else null, s closed (the origin's storage cleared: a new handle says what is wrong). */
@@ -548,23 +530,12 @@ export class OpfsBlobs {
   }
 
   /**
-   * Keeps read-only sync handle s of blob `name` open for the next read
-   * (opening one is most of a small hit's time), up to MAX_OPEN, for KEEP_MS
-   * unused. It locks the file (no move onto it, no removal, so it cannot
-   * go stale): a writer that finds it so asks on this directory's channel
-   * (#askRelease), and the handle is closed (#listener). Else,
-   * and for a handle that may be exclusive, s is closed.
+   * Keeps read-only sync handle s of blob `name` open for the next read,
+   * on store/opfs-kept-handles.js's rules (a writer asks for it with
+   * #askRelease), unless this store is closed or writing that name.
    */
   #keepOpen(name, s) {
-    if (!this.#listener || this.#closed || s.mode !== 'read-only' || this.#asked.has(name) || this.#writing.has(name) ||
-      this.#kept.has(name)) return s.close();
-    this.#kept.set(name, { s, timer: setTimeout(() => this.#letGo(name), KEEP_MS) });
-    if (this.#kept.size > MAX_OPEN) this.#letGo(this.#kept.keys().next().value);
-  }
-
-  /** Closes the handle of `name` kept open, if one is. */
-  #letGo(name) {
-    this.#take(name)?.close();
+    this.#kept.keep(name, s, this.#closed || this.#writing.has(name));
   }
 
   /**
@@ -637,7 +608,7 @@ export class OpfsBlobs {
     this.#writing.set(name, (this.#writing.get(name) || 0) + 1);
     try {
       return await this.#lock(name, 'exclusive', () => whileLocked(() => {
-        this.#letGo(name); // this one's own
+        this.#kept.letGo(name); // this one's own
         return op();
       }, () => this.#askRelease(name), busyMs));
     } finally {
@@ -774,9 +745,7 @@ export class OpfsBlobs {
     this.#pending = null;
     await this.#helperStarting;
     this.#helper?.close();
-    for (const name of [...this.#kept.keys()]) this.#letGo(name);
-    this.#listener?.close();
-    this.#listener = null;
+    this.#kept.close();
   }
 }
 

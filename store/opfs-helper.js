@@ -12,7 +12,7 @@
 // Opening a sync handle is much of a small read's time, so the helper
 // keeps read-only handles open, on OpfsBlobs' terms (the last few blobs
 // read, and the one the open warmed, warm(); each until unused for a
-// while): see OpfsBlobs' #keepOpen, whose protocol this shares. An open
+// while), by the same code as OpfsBlobs (store/opfs-kept-handles.js). An open
 // read-only handle locks the file, so it cannot go stale; a writer that
 // finds it locked asks on the directory's BroadcastChannel for it, and
 // the helper closes it and reads that name next under the shared Web
@@ -27,6 +27,7 @@
 // whose CSP forbids blob: workers gets no helper: start() answers null,
 // and the window reads Files and writes createWritable() streams.
 import { RlxkvError } from '../wasm/errors.js';
+import { KeptHandles } from './opfs-kept-handles.js';
 
 const READY_MS = 2000; // a helper that has not answered by then is not used
 const WRITE_PIECE = 4 << 20; // bytes of a write per message (see the header)
@@ -47,14 +48,12 @@ const pageVisible = () => typeof document !== 'object' || document.visibilitySta
  * is, so whether to keep handles open: false lets go of them all). On the directory's channel:
  * { release: name } from a writer.
  */
-function helperMain() {
+function helperMain(KeptHandles) {
   const MAX_HANDLES = 4096; // as OpfsBlobs keeps
-  let maxOpen = 0, keepMs = 0; // handles kept open: how many, how long unused (start())
   let dir = null;
   let lockPrefix = '';
   const handles = new Map();
-  const open = new Map(); // name -> { s, timer }: read-only sync handles kept open, last used last
-  const asked = new Set(); // names a writer asked for: their next read waits for it, under the lock
+  let open = null; // read-only sync handles kept open (KeptHandles, made at start())
   const writing = new Map(); // file name -> its read-write sync handle, while the window sends its pieces
   let keeping = false;
   const keep = (name, h) => {
@@ -65,45 +64,15 @@ function helperMain() {
   const isGone = (err) => err && (err.name === 'NotFoundError' || err.name === 'TypeMismatchError');
   const fail = (id, err) => postMessage({ id, error: { name: (err && err.name) || 'Error', message: String((err && err.message) || err) } });
 
-  async function start({ start: path, channel, maxOpen: atMost, keepMs: unusedMs }) {
-    maxOpen = atMost;
-    keepMs = unusedMs;
+  async function start({ start: path, channel, maxOpen, keepMs }) {
     dir = await navigator.storage.getDirectory();
     for (const seg of path.split('/').filter(Boolean)) dir = await dir.getDirectoryHandle(seg);
     lockPrefix = `${channel}/`;
-    if (typeof BroadcastChannel === 'function') {
-      new BroadcastChannel(channel).onmessage = (e) => {
-        const name = e.data && e.data.release;
-        if (typeof name !== 'string' || !open.has(name)) return; // else: a read that opens it meanwhile makes the writer ask again
-        if (asked.size >= MAX_HANDLES) asked.clear();
-        asked.add(name);
-        letGo(name);
-      };
-    }
+    open = new KeptHandles(channel, { maxOpen, keepMs, maxNames: MAX_HANDLES });
   }
 
-  /** The handle of `name` kept open, taken out (kept again or closed by the caller); null if none. */
-  function take(name) {
-    const k = open.get(name);
-    if (!k) return null;
-    open.delete(name);
-    clearTimeout(k.timer);
-    return k.s;
-  }
-
-  function letGo(name) {
-    const s = take(name);
-    if (s) s.close();
-  }
-
-  /** Keeps sync handle s of `name` open for the next read, or closes it. */
-  function keepOpen(name, s) {
-    // Without the channel no writer could ask for it: no handle stays open.
-    if (!keeping || !(maxOpen > 0) || typeof BroadcastChannel !== 'function' || s.mode !== 'read-only' || asked.has(name) ||
-      open.has(name)) return s.close();
-    open.set(name, { s, timer: setTimeout(() => letGo(name), keepMs) });
-    if (open.size > maxOpen) letGo(open.keys().next().value);
-  }
+  /** Keeps sync handle s of `name` open for the next read (while the page is visible), or closes it. */
+  const keepOpen = (name, s) => open.keep(name, s, !keeping);
 
   /** Reads the whole file through open sync handle s and sends it; throws if it cannot. */
   function send(id, s) {
@@ -159,8 +128,8 @@ function helperMain() {
   }
 
   async function read(id, name, keep) {
-    const writerAsked = asked.delete(name);
-    const kept = take(name);
+    const writerAsked = open.wasAsked(name);
+    const kept = open.take(name);
     if (kept) {
       let sent = false;
       try {
@@ -218,7 +187,7 @@ function helperMain() {
         () => postMessage({ ready: false }));
     } else if (m.visible !== undefined) {
       keeping = !!m.visible;
-      if (!keeping) for (const name of [...open.keys()]) letGo(name);
+      if (!keeping) open?.letGoAll();
     } else if (m.abort !== undefined) {
       const s = writing.get(m.abort); // the window gave up on this file's write
       writing.delete(m.abort);
@@ -250,7 +219,7 @@ export class OpfsHelper {
     if (typeof Worker !== 'function' || typeof Blob !== 'function' || typeof URL.createObjectURL !== 'function') return null;
     let worker, url;
     try {
-      url = URL.createObjectURL(new Blob([`(${helperMain})()`], { type: 'text/javascript' }));
+      url = URL.createObjectURL(new Blob([`(${helperMain})(${KeptHandles})`], { type: 'text/javascript' }));
       worker = new Worker(url, { name: 'rlxkv-opfs-helper' });
     } catch {
       if (url) URL.revokeObjectURL(url);
