@@ -262,7 +262,7 @@ export class TieredStore {
     for (const name of dropped) this.#drop(name);
     const news = await this.#repair(adopted, names);
     const current = !!adopted && !news.length && !dropped.length;
-    const written = current || await this.#writeRepairs(news, dropped).then(() => true, () => false);
+    const written = (!news.length && !dropped.length) || await this.#writeRepairs(news, dropped).then(() => true, () => false);
     await blobs.opened({ listed: true, current, written, newest: newestOf([...this.#known.values()]) });
   }
 
