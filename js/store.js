@@ -1,6 +1,6 @@
-// Store: the blobs of a store without a cache, for tools: a Node directory
-// through the C store (wasm/storage.js), IndexedDB or OPFS through the
-// tiered store's backends (store/tiers.js), judged the same way.
+// Store: the blobs of a store without a cache, for tools (rlx.openStore,
+// the CLI): a Node directory, IndexedDB or OPFS through the tiered store
+// (store/tiers.js asToolStore), judged as a cache's open judges them.
 import { toFingerprint, toByteCount } from './args.js';
 
 export class Store {
@@ -39,7 +39,7 @@ export class Store {
     toByteCount(maxBytes, 'maxBytes', { infinite: true, u64: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
+    return storage.prune(fp, { maxBytes: budget(maxBytes), stale: stale && !any, dryRun, anyFingerprint: any });
   }
 
   /** Kept for callers of 0.1.0's sync(): prune() is durable by itself now. */
@@ -52,4 +52,14 @@ export class Store {
     await s.close();
     this.#release();
   }
+}
+
+/**
+ * A byte budget as a number the store compares with its sizes (numbers,
+ * exact below 2^53): a bigint one exactly where it is below 2^53, and as
+ * Infinity past it, where no store's bytes reach (8 PiB).
+ */
+function budget(maxBytes) {
+  if (typeof maxBytes !== 'bigint') return maxBytes;
+  return maxBytes > BigInt(Number.MAX_SAFE_INTEGER) ? Infinity : Number(maxBytes);
 }

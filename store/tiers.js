@@ -73,9 +73,11 @@ export class TieredStore {
    * @param native  wasm/native-cache.js NativeCache
    * @param {'fs'|'idb'|'opfs'} kind
    * @param {string} path
-   * @param {{fingerprint: bigint, layout: object|null, watch?: boolean}} opts
+   * @param {{fingerprint: bigint, layout: object|null, watch?: boolean, tool?: boolean}} opts
    *   watch: learn at once of the blobs other caches on this store save
-   *   and delete (other tabs, workers, threads), not only at the next open
+   *   and delete (other tabs, workers, threads), not only at the next open;
+   *   tool: a store without a cache (asToolStore): its open sweeps no
+   *   temporary file, which its list shows and its prune removes
    */
   static async open(native, kind, path, opts) {
     if (opts.watch && typeof BroadcastChannel !== 'function') {
@@ -115,8 +117,11 @@ export class TieredStore {
   #channelName = null;
   /** What this flush saved, told to the watchers at its end. */
   #savedRecords = [];
-  /** What the open found of saves' temporary files (Node). */
+  /** What the open found of saves' temporary files (Node): counts, and the files left (FsBlobs list()'s). */
   #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
+  #temporaryFiles = [];
+  /** A store without a cache (opts.tool). */
+  #tool;
   /**
    * name -> when its removal was asked for (#step): blobs to delete at the
    * next flush, kept apart from #known, whose record a save replaces. A
@@ -136,8 +141,9 @@ export class TieredStore {
   /** The cache's onEvent (Cache #emit), or null. */
   #onEvent;
 
-  constructor(native, blobs, { fingerprint, layout, onEvent = null }) {
+  constructor(native, blobs, { fingerprint, layout, onEvent = null, tool = false }) {
     this.#native = native;
+    this.#tool = tool;
     this.#blobs = blobs;
     this.#fp = fingerprint;
     this.#layout = layout;
@@ -289,8 +295,9 @@ export class TieredStore {
       return;
     }
     const { blobs: names, temporaries } = await this.#blobs.names();
-    const swept = await this.#blobs.sweep(temporaries);
+    const swept = this.#tool ? [] : await this.#blobs.sweep(temporaries);
     const left = temporaries.filter((t) => !swept.includes(t.name));
+    this.#temporaryFiles = left;
     this.#temporaries = { temporaries: left.length, temporaryBytes: left.reduce((n, t) => n + t.bytes, 0), swept: swept.length };
     const adopted = this.#adoptIndex(bytes, names);
     const { news, dropped } = await this.#repair(adopted, names);
@@ -670,7 +677,7 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // In their index (at the next flush); a Node directory in file times too, for the CLI and the C store.
+    // In their index (at the next flush); a Node directory in file times too, which an open that rebuilds its index reads.
     if (this.#blobs.kind === 'fs') this.#touchSoon(name);
     this.#used.add(name);
     return true;
@@ -1145,9 +1152,9 @@ export class TieredStore {
     return [...this.#known.values()].map((r) => infoOf(r, r.status === 'refused' ? 'ok' : r.status));
   }
 
-  // ---- a store without a cache (rlx.openStore on IndexedDB or OPFS) ------
+  // ---- a store without a cache (rlx.openStore, the CLI) ------------------
 
-  /** Every blob judged against fingerprint (any: every valid blob is ok), as the C store judges. */
+  /** Every blob judged against fingerprint (any: every valid blob is ok): its record's status, then its name, then its fingerprint. */
   #judged(fingerprint, any) {
     return [...this.#known.values()].map((r) => {
       if (r.status === 'corrupt' || r.status === 'too-large' || r.status === 'unreadable') return [r, r.status];
@@ -1156,9 +1163,21 @@ export class TieredStore {
     });
   }
 
-  listAll(fingerprint, any) { return this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)); }
+  /**
+   * Store.list: every blob judged (#judged), and in a Node directory the
+   * temporary files the open found, 'temp' or 'abandoned' (FsBlobs
+   * isAbandoned, judged now), in name order.
+   */
+  listAll(fingerprint, any) {
+    const temps = this.#temporaryFiles.map((t) => ({
+      name: t.name, tokens: 0, bytes: t.bytes, mtime: new Date(t.mtimeMs), fingerprint: 0n,
+      status: this.#blobs.isAbandoned(t) ? 'abandoned' : 'temp', error: 0, dtype: null, kvBytes: 0, page: false,
+    }));
+    const all = [...this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)), ...temps];
+    return all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  }
 
-  /** The interface js/store.js drives (wasm/storage.js's for the C store). */
+  /** The interface js/store.js drives, for every kind of store. */
   asToolStore() {
     // One at a time, as a cache's calls are: a prune's removals and its index update are one step.
     const serial = serialQueue();
@@ -1172,20 +1191,27 @@ export class TieredStore {
 
   /**
    * Store.prune over these blobs: corrupt ones, stale ones when `stale`,
-   * then the least recently used of those that count (the fingerprint's,
-   * or with `any` every valid one) until they total at most maxBytes.
+   * and abandoned temporary files, then the least recently used of those
+   * that count (the fingerprint's, or with `any` every valid one) until
+   * they and the live temporary files total at most maxBytes (a number).
    */
   async pruneAll(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, any = false } = {}) {
     const gone = [], counted = [];
+    const dead = this.#temporaryFiles.filter((t) => this.#blobs.isAbandoned(t));
+    const live = this.#temporaryFiles.filter((t) => !dead.includes(t));
+    const liveBytes = live.reduce((n, t) => n + t.bytes, 0);
+    // How many pages name each blob their parent, of every fingerprint (childCounts' count, judged here).
+    const children = new Map();
     let kept = 0, keptBytes = 0;
     for (const [r, status] of this.#judged(fingerprint, any)) {
       if (status === 'corrupt' || (stale && status === 'stale')) gone.push(r);
       else if (status === 'ok') counted.push(r);
       else { kept++; keptBytes += r.bytes; }
+      if (r.start && (status === 'ok' || status === 'stale')) children.set(r.parent, (children.get(r.parent) ?? 0) + 1);
     }
     counted.sort((a, b) => a.lastUse - b.lastUse);
-    const total = counted.reduce((n, r) => n + r.bytes, 0);
-    const picked = new Set(leavesFirst(counted.map((r) => ({ r })), total - maxBytes, childCounts(this.#known.values())).map((d) => d.r));
+    const total = counted.reduce((n, r) => n + r.bytes, 0) + liveBytes;
+    const picked = new Set(leavesFirst(counted.map((r) => ({ r })), total - maxBytes, children).map((d) => d.r));
     for (const r of counted) {
       if (picked.has(r)) gone.push(r);
       else {
@@ -1193,8 +1219,16 @@ export class TieredStore {
         keptBytes += r.bytes;
       }
     }
-    const report = { removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
-    if (!dryRun && gone.length) {
+    const report = {
+      removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes,
+      tempsRemoved: dead.length, tempsRemovedBytes: dead.reduce((n, t) => n + t.bytes, 0), tempsKept: live.length, tempsKeptBytes: liveBytes,
+    };
+    if (dryRun) return report;
+    if (dead.length) {
+      await this.#blobs.remove(dead.map((t) => t.name));
+      this.#temporaryFiles = live;
+    }
+    if (gone.length) {
       const { failure } = await this.#removeNames(gone.map((r) => r.name));
       if (failure) throw failure;
     }
@@ -1613,6 +1647,8 @@ function infoOf(r, status) {
     status, // ok, stale, corrupt, foreign, too-large, unreadable
     error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : status === 'unreadable' ? STATUS.IO : 0,
     dtype: r.dtype ?? null,
+    kvBytes: r.dtype ? r.nValues * (r.dtype === 'f16' ? 2 : 4) : 0,
+    page: !!r.start,
   };
 }
 
