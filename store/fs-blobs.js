@@ -315,6 +315,35 @@ export class FsBlobs {
     return this.remove(temporaries.filter((t) => this.isAbandoned(t)).map((t) => t.name));
   }
 
+  /**
+   * A tool store (TieredStore asToolStore: listAll, pruneAll, close) with
+   * the temporary files its open found (list()'s, none swept): listed
+   * beside its blobs, in name order, 'temp' or 'abandoned' (isAbandoned,
+   * judged at each call); a prune removes the abandoned ones and counts the
+   * live ones against its budget (its report's temps* counts).
+   */
+  toolStore(tool, temporaries) {
+    let temps = temporaries;
+    const bytes = (ts) => ts.reduce((n, t) => n + t.bytes, 0);
+    const info = (t) => ({
+      name: t.name, tokens: 0, bytes: t.bytes, mtime: new Date(t.mtimeMs), fingerprint: 0n,
+      status: this.isAbandoned(t) ? 'abandoned' : 'temp', error: 0, dtype: null, kvBytes: 0, page: false,
+    });
+    return {
+      listAll: (fp, any) => [...tool.listAll(fp, any), ...temps.map(info)].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      pruneAll: async (fp, opts) => {
+        const dead = temps.filter((t) => this.isAbandoned(t)), live = temps.filter((t) => !dead.includes(t));
+        const report = await tool.pruneAll(fp, { ...opts, maxBytes: opts.maxBytes - bytes(live) });
+        if (!opts.dryRun && dead.length) {
+          await this.remove(dead.map((t) => t.name));
+          temps = live;
+        }
+        return { ...report, tempsRemoved: dead.length, tempsRemovedBytes: bytes(dead), tempsKept: live.length, tempsKeptBytes: bytes(live) };
+      },
+      close: () => tool.close(),
+    };
+  }
+
   /** Up to n bytes from the start of blob `name`; null if it is gone. */
   head(name, n) {
     return this.#reading(name, async (fh) => {

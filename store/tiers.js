@@ -47,7 +47,6 @@ import {
 } from '../format/blob.js';
 import { LITTLE_ENDIAN } from '../format/f16.js';
 import { checkShape } from '../js/args.js';
-import { serialQueue } from './queue.js';
 import { copyPages, entryOfRows, rowRuns } from './chain.js';
 import {
   FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
@@ -77,7 +76,7 @@ export class TieredStore {
    *   watch: learn at once of the blobs other caches on this store save
    *   and delete (other tabs, workers, threads), not only at the next open;
    *   tool: a store without a cache (asToolStore): its open sweeps no
-   *   temporary file, which its list shows and its prune removes
+   *   temporary file (its backend's toolStore lists and prunes them)
    */
   static async open(native, kind, path, opts) {
     if (opts.watch && typeof BroadcastChannel !== 'function') {
@@ -1163,55 +1162,32 @@ export class TieredStore {
     });
   }
 
-  /**
-   * Store.list: every blob judged (#judged), and in a Node directory the
-   * temporary files the open found, 'temp' or 'abandoned' (FsBlobs
-   * isAbandoned, judged now), in name order.
-   */
-  listAll(fingerprint, any) {
-    const temps = this.#temporaryFiles.map((t) => ({
-      name: t.name, tokens: 0, bytes: t.bytes, mtime: new Date(t.mtimeMs), fingerprint: 0n,
-      status: this.#blobs.isAbandoned(t) ? 'abandoned' : 'temp', error: 0, dtype: null, kvBytes: 0, page: false,
-    }));
-    const all = [...this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)), ...temps];
-    return all.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  }
+  listAll(fingerprint, any) { return this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)); }
 
-  /** The interface js/store.js drives, for every kind of store. */
-  asToolStore() {
-    // One at a time, as a cache's calls are: a prune's removals and its index update are one step.
-    const serial = serialQueue();
-    return {
-      kind: this.kind,
-      list: (fp, any) => this.listAll(fp, any),
-      prune: (fp, { anyFingerprint, ...opts }) => serial(() => this.pruneAll(fp, { ...opts, any: anyFingerprint })),
-      close: () => serial(() => this.close()),
-    };
-  }
+  /**
+   * What js/store.js drives (listAll, pruneAll, close): this store, or in
+   * a Node directory its backend's wrap of it, which adds the temporary
+   * files the open found (FsBlobs toolStore).
+   */
+  asToolStore() { return this.#blobs.toolStore?.(this, this.#temporaryFiles) ?? this; }
 
   /**
    * Store.prune over these blobs: corrupt ones, stale ones when `stale`,
-   * and abandoned temporary files, then the least recently used of those
-   * that count (the fingerprint's, or with `any` every valid one) until
-   * they and the live temporary files total at most maxBytes (a number).
+   * then the least recently used of those that count (the fingerprint's,
+   * or with `any` every valid one) until they total at most maxBytes (a
+   * number).
    */
   async pruneAll(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, any = false } = {}) {
     const gone = [], counted = [];
-    const dead = this.#temporaryFiles.filter((t) => this.#blobs.isAbandoned(t));
-    const live = this.#temporaryFiles.filter((t) => !dead.includes(t));
-    const liveBytes = live.reduce((n, t) => n + t.bytes, 0);
-    // How many pages name each blob their parent, of every fingerprint (childCounts' count, judged here).
-    const children = new Map();
     let kept = 0, keptBytes = 0;
     for (const [r, status] of this.#judged(fingerprint, any)) {
       if (status === 'corrupt' || (stale && status === 'stale')) gone.push(r);
       else if (status === 'ok') counted.push(r);
       else { kept++; keptBytes += r.bytes; }
-      if (r.start && (status === 'ok' || status === 'stale')) children.set(r.parent, (children.get(r.parent) ?? 0) + 1);
     }
     counted.sort((a, b) => a.lastUse - b.lastUse);
-    const total = counted.reduce((n, r) => n + r.bytes, 0) + liveBytes;
-    const picked = new Set(leavesFirst(counted.map((r) => ({ r })), total - maxBytes, children).map((d) => d.r));
+    const total = counted.reduce((n, r) => n + r.bytes, 0);
+    const picked = new Set(leavesFirst(counted.map((r) => ({ r })), total - maxBytes, childCounts(this.#known.values())).map((d) => d.r));
     for (const r of counted) {
       if (picked.has(r)) gone.push(r);
       else {
@@ -1219,16 +1195,8 @@ export class TieredStore {
         keptBytes += r.bytes;
       }
     }
-    const report = {
-      removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes,
-      tempsRemoved: dead.length, tempsRemovedBytes: dead.reduce((n, t) => n + t.bytes, 0), tempsKept: live.length, tempsKeptBytes: liveBytes,
-    };
-    if (dryRun) return report;
-    if (dead.length) {
-      await this.#blobs.remove(dead.map((t) => t.name));
-      this.#temporaryFiles = live;
-    }
-    if (gone.length) {
+    const report = { removed: gone.length, removedBytes: gone.reduce((n, r) => n + r.bytes, 0), kept, keptBytes };
+    if (!dryRun && gone.length) {
       const { failure } = await this.#removeNames(gone.map((r) => r.name));
       if (failure) throw failure;
     }
@@ -1647,7 +1615,7 @@ function infoOf(r, status) {
     status, // ok, stale, corrupt, foreign, too-large, unreadable
     error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : status === 'unreadable' ? STATUS.IO : 0,
     dtype: r.dtype ?? null,
-    kvBytes: r.dtype ? r.nValues * (r.dtype === 'f16' ? 2 : 4) : 0,
+    kvBytes: r.nValues * (r.dtype === 'f16' ? 2 : 4) || 0,
     page: !!r.start,
   };
 }
@@ -1661,10 +1629,13 @@ export function ownName(native, r) {
   return r.name === native.pageName(r.tokens, r.dtype, r.fingerprint) || r.name === native.blobName(r.tokens, r.fingerprint);
 }
 
-/** How many stored pages name each blob as their parent (name -> count). */
+/**
+ * How many stored pages name each blob as their parent (name -> count): of
+ * the store's fingerprint or another (a tool store's are all stale to it).
+ */
 function childCounts(records) {
   const out = new Map();
-  for (const r of records) if (r.start && r.status === 'ok') out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
+  for (const r of records) if (r.start && (r.status === 'ok' || r.status === 'stale')) out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
   return out;
 }
 
