@@ -1,5 +1,6 @@
 /* The blob codec: RLXKV001 (f32 values) and its f16 variant RLXKVF16, which
- * differs only in the magic and in 2-byte values (see FORMATS.md).
+ * differs only in the magic and in 2-byte values, pages of both, and the
+ * names a store gives them (see FORMATS.md).
  *
  * Every length read from a blob is checked against the bytes that remain
  * before it is used, and in 64-bit arithmetic: a length can never exceed
@@ -16,6 +17,7 @@
 
 #include "codec.h"
 #include "entry.h"
+#include "hash.h"
 
 #define HEAD_BYTES RLXKV_BLOB_HEAD_BYTES
 /* Tokens (and widened values) pass through a buffer of this many bytes on
@@ -469,4 +471,58 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
     *out = NULL;
     if (!buf) return rlxkv_blob_head(buf, len, NULL, NULL);
     return rlxkv_decode_src(&src, expect_fp, out, NULL, fp_out);
+}
+
+/* ---------------------------------------------------------------------- *
+ * Names (FORMATS.md, Names)
+ * ---------------------------------------------------------------------- */
+
+#define SUFFIX ".rlxkv"
+#define SUFFIX_LEN 6
+
+/* v in lowercase hex, at least min_digits (zero-padded), at p; returns the
+ * end. The library's only formatting: it keeps the printf family (several
+ * KB of wasm) out of the build. */
+static char *put_hex(char *p, uint64_t v, int min_digits) {
+    char digits[16];
+    int n = 0;
+    do {
+        digits[n++] = "0123456789abcdef"[v & 15];
+        v >>= 4;
+    } while (v || n < min_digits);
+    while (n) *p++ = digits[--n];
+    return p;
+}
+
+/* A page's name from its key (rlxkv_chain_final): 32 hex digits; a key
+ * whose first half is 0 names a blob by its 64-bit name (16 digits). */
+static void name_from_key(const uint64_t key[2], char name[RLXKV_PAGE_NAME_CAP]) {
+    char *p = key[0] ? put_hex(put_hex(name, key[0], 16), key[1], 16) : put_hex(name, key[1], 16);
+    memcpy(p, SUFFIX, SUFFIX_LEN + 1);
+}
+
+void rlxkv_page_key(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n, uint64_t key[2]) {
+    rlxkv_chain c = rlxkv_chain_init(fingerprint);
+    for (size_t i = 0; i < n; i++) rlxkv_chain_token(&c, tokens[i]);
+    rlxkv_chain_final(&c, dtype, n, key);
+}
+
+void rlxkv_page_name(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n,
+                     char name[RLXKV_PAGE_NAME_CAP]) {
+    uint64_t key[2];
+    rlxkv_page_key(fingerprint, dtype, tokens, n, key);
+    name_from_key(key, name);
+}
+
+/* rlxkv_hash64 fed one token at a time, as little-endian u32 bytes
+ * (test_codec checks they agree). */
+static uint64_t name_hash_token(uint64_t h, uint32_t t) {
+    for (int i = 0; i < 4; i++) h = rlxkv_fnv_byte(h, (unsigned char)(t >> (8 * i)));
+    return h;
+}
+
+void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]) {
+    uint64_t h = rlxkv_fnv_init(fingerprint);
+    for (size_t i = 0; i < n; i++) h = name_hash_token(h, tokens[i]);
+    memcpy(put_hex(name, rlxkv_fnv_final(h), 16), SUFFIX, SUFFIX_LEN + 1);
 }

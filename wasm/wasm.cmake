@@ -40,7 +40,7 @@ add_executable(rlxkv_core_test wasm/boundary.c)
 # Folds), whose code (~1.5 KB of wasm, 0.7 KB gzipped) the bundle's size
 # budget has no room for: its opens place every page of an index at once.
 # (The universal build, Node's and unbundled ESM's, folds.)
-add_library(rlxkv_web STATIC src/util.c src/entry.c src/cache.c src/codec.c src/store.c)
+add_library(rlxkv_web STATIC ${RLXKV_SOURCES})
 target_include_directories(rlxkv_web PUBLIC src)
 target_compile_definitions(rlxkv_web PRIVATE RLXKV_FOLDS=0)
 foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
