@@ -43,7 +43,7 @@ typedef enum rlxkv_status {
     RLXKV_ERR_NOTFOUND = -9,    /* no such entry or blob */
     RLXKV_ERR_SHAPE = -10,      /* blocks do not match the cache's layout */
     RLXKV_ERR_CHANGED = -11,    /* a file changed while it was read (a store's: JS) */
-    RLXKV_ERR_LIMIT = -12       /* a valid blob beyond this reader's limits (RLXKV_MAX_LAYERS, address space) */
+    RLXKV_ERR_LIMIT = -12       /* a valid blob past this reader's limits (RLXKV_MAX_LAYERS; in JS, a file too large to read) */
 } rlxkv_status;
 
 /* A static, human-readable text for any status. Never NULL. */
