@@ -350,7 +350,7 @@ if (sz) {
   // "browser" export, which bundlers and import maps resolve); the
   // unbundled files are the Node entry, which a browser loads only when a
   // page imports js/index.js by path.
-  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (wasm/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with ${sz.glue_breakdown && sz.glue_breakdown.some((g) => g.group.startsWith('NODEFS')) ? 'NODEFS and ' : ''}the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
+  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (wasm/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
 }
 
 // ---- chart (SVG) -------------------------------------------------------------------

@@ -137,7 +137,7 @@ function wasmSections(buf) {
 
 /** CODE bytes of rlxkv's own objects in build/wasm (src/*.c, wasm/boundary.c), via llvm-objdump. */
 function ownCode() {
-  const dirs = [join(root, 'build/wasm/CMakeFiles/rlxkv.dir/src'), join(root, 'build/wasm/CMakeFiles/rlxkv_core.dir/web')];
+  const dirs = [join(root, 'build/wasm/CMakeFiles/rlxkv.dir/src'), join(root, 'build/wasm/CMakeFiles/rlxkv_core.dir/wasm')];
   const objs = dirs.filter(existsSync).flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.o')).map((f) => join(d, f)));
   if (!objs.length) return null;
   const per = {};

@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
-// core.js imports the universal glue; browsers get the one without Node's
-// file system.
+// core.js imports the universal glue; browsers get wasm/web-glue.mjs's
+// loader of their own wasm.
 const browserGlue = {
   name: 'browser-glue',
   setup(b) {

@@ -155,9 +155,9 @@ function sparseBlob(dir, fp, token, bytes) {
 }
 
 const GiB = 2 ** 30;
-/** A restore report with every count (some are not enumerable yet: see wasm/storage.js). */
+/** A restore report's counts, for an assertion's message. */
 const full = (r) => JSON.stringify(Object.fromEntries(
-  ['loaded', 'stale', 'corrupt', 'skipped', 'bytes', 'foreign', 'tooLarge', 'unreadable', 'shape'].map((k) => [k, r[k]])));
+  ['indexed', 'resident', 'stale', 'corrupt', 'skipped', 'bytes', 'foreign', 'tooLarge', 'unreadable'].map((k) => [k, r[k]])));
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const cliRun = (...args) => spawnSync(process.execPath, [cliPath, ...args], { encoding: 'utf8', timeout: 120000 });
 

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import {
-  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmSync, mkdirSync,
+  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmSync, mkdirSync, symlinkSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -250,6 +250,18 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   const cache = await rlx.openCache({ capBytes: 1 << 24, fingerprint: e.fingerprint, storage: 'fs', path: dir });
   assert.equal(cache.restoreReport.indexed, 1);
   await cache.close();
+});
+
+test('a symlink named like a blob is no blob: ls does not list it, prune leaves it and its target', () => {
+  const dir = tempDir(), elsewhere = join(tempDir(), 'junk.rlxkv');
+  writeFileSync(elsewhere, 'junk');
+  symlinkSync(elsewhere, join(dir, '0123456789abcdef.rlxkv'));
+  assert.equal(rlxkv('rewrite', small, dir).code, 0);
+  const ls = JSON.parse(rlxkv('ls', '--json', dir).out);
+  assert.deepEqual(ls.blobs.map((b) => b.status), ['ok']);
+  assert.equal(rlxkv('prune', dir, '--max-bytes', '0').code, 0);
+  assert.deepEqual(storeFiles(dir), ['0123456789abcdef.rlxkv']);
+  assert.equal(readFileSync(elsewhere, 'utf8'), 'junk');
 });
 
 test('verify and inspect call a valid blob of more than 2 GiB too large (they read a file whole); ls lists it valid from its header', () => {
