@@ -3,7 +3,6 @@
  *
  *   bench_native OUT.json          run everything, write the figures as JSON
  *   bench_native --quick OUT.json  fewer repetitions (a smoke run)
- *   bench_native --rss-child rlxkv|baseline DIR   (internal: peak-RSS child)
  *
  * Every figure is the median of several repetitions; a ratio is the median
  * of each repetition's own ratio (both sides timed in it, back to back).
@@ -13,9 +12,6 @@
  * place anything is timed.
  */
 #define _GNU_SOURCE
-#include <fcntl.h>
-#include <ftw.h>
-#include <glob.h>
 #include <malloc.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -23,7 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
 #include "baseline.h"
 #include "rlxkv.h"
@@ -35,7 +30,6 @@
 
 static int quick;                /* --quick: at most 3 repetitions */
 static volatile uint64_t g_sink; /* keeps results alive */
-static char g_tmp[512];          /* this run's temporary directory */
 
 static double now_s(void) {
     struct timespec ts;
@@ -391,53 +385,7 @@ static void bench_lookup_insert(void) {
     for (int l = 0; l < INS_LAYERS; l++) free((void *)kv.k[l]), free((void *)kv.v[l]);
 }
 
-/* ---- files ------------------------------------------------------------ */
-
-static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
-    (void)st, (void)type, (void)ftw;
-    return remove(path);
-}
-static void rm_rf(const char *dir) { nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS); }
-
-/* rlxkv_io with fsync a no-op: the save path minus durability, to set next
- * to the baseline (whose save_entry never syncs). */
-static int nosync(void *ctx, int fd) { return (void)ctx, (void)fd, 0; }
-static const rlxkv_io *io_nosync(void) {
-    static rlxkv_io io;
-    io = *rlxkv_io_posix(), io.sync = nosync;
-    return &io;
-}
-
-static rlxkv_store *open_store(const char *name, const rlxkv_io *io, char *path, size_t cap) {
-    int st;
-    snprintf(path, cap, "%s/%s", g_tmp, name);
-    rlxkv_store *s = rlxkv_store_open(path, io, &st);
-    if (!s) die("store_open %s: %s", path, rlxkv_strerror(st));
-    return s;
-}
-
-/* write(2) of a whole buffer, fsync'd or not; read(2) into one. */
-static void raw_write(const char *path, const uint8_t *p, size_t n, int sync) {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ssize_t k = 0;
-    if (fd < 0) die("open %s", path);
-    for (; n; p += k, n -= (size_t)k)
-        if ((k = write(fd, p, n)) <= 0) die("write");
-    if (sync && fsync(fd)) die("fsync");
-    close(fd);
-}
-static size_t raw_read(const char *path, uint8_t *p, size_t cap) {
-    int fd = open(path, O_RDONLY);
-    size_t got = 0;
-    ssize_t k = 1;
-    if (fd < 0) die("open %s", path);
-    while (got < cap && (k = read(fd, p + got, cap - got)) > 0) got += (size_t)k;
-    if (k < 0) die("read");
-    close(fd);
-    return got;
-}
-
-/* ---- the large entry: hit, codec, store ------------------------------- */
+/* ---- the large entry: hit, codec ------------------------------------- */
 
 #define BIG_TOKENS 1024
 #define BIG_LAYERS 24
@@ -447,8 +395,8 @@ static size_t raw_read(const char *path, uint8_t *p, size_t cap) {
 static const uint64_t BIG_FP = 0x5eed;
 
 /* What the steps work on: the entry (1,024 tokens x 24 layers x 256
- * floats, K and V) in rlxkv and in the baseline, its blob, ready (touched)
- * buffers, the stores and files; each section's setup adds its part. */
+ * floats, K and V) in rlxkv and in the baseline, its blob and ready
+ * (touched) buffers; each section's setup adds its part. */
 typedef struct big {
     rlxkv_cache *c;
     rlxkv_entry *e; /* owned by c, or by this struct while c is NULL */
@@ -458,12 +406,9 @@ typedef struct big {
     float *dst;           /* a copying hit's destination (hit only) */
     uint8_t *blob, *buf2; /* e encoded; a buffer as large */
     bl_bytes bb;          /* the baseline's encode output, capacity kept (codec only) */
-    rlxkv_store *synced, *nosync;
-    char synced_dir[600], nosync_dir[600], raw[700], bl_path[700];
 } big;
 
-enum { HIT_VIEW, HIT_COPY, HIT_MEMCPY, HIT_CLONE, ENCODE, DECODE, MEMCPY, MEMCPY_FRESH, BL_ENCODE, BL_DECODE,
-       SAVE, SAVE_NOSYNC, RAW_WRITE_FSYNC, RAW_WRITE, LOAD, RAW_READ, BL_SAVE, BL_LOAD, N_STEPS };
+enum { HIT_VIEW, HIT_COPY, HIT_MEMCPY, HIT_CLONE, ENCODE, DECODE, MEMCPY, MEMCPY_FRESH, BL_ENCODE, BL_DECODE, N_STEPS };
 
 /* Seconds step `op` takes in repetition r: the TIMED statements, with
  * untimed preparation before them and cleanup after the switch. */
@@ -475,9 +420,6 @@ static double big_step(big *g, int op, int r) {
     uint8_t *fresh = NULL;
     rlxkv_hit hit;
     rlxkv_entry *d = NULL;
-    rlxkv_cache *lc = NULL;
-    rlxkv_load_report rep = {0};
-    bl_cache bc = {0};
     bl_entry be = {0};
     switch (op) {
     case HIT_VIEW:
@@ -505,25 +447,10 @@ static double big_step(big *g, int op, int r) {
         TIMED(t, st = bl_encode(&g->b.entries[0], BIG_FP, &g->bb));
         break;
     case BL_DECODE: TIMED(t, st = bl_decode(g->blob, g->blob_len, BIG_FP, &be) != 1); break;
-    case SAVE: TIMED(t, st = rlxkv_store_save(g->synced, g->e, BIG_FP)); break;
-    case SAVE_NOSYNC: TIMED(t, st = rlxkv_store_save(g->nosync, g->e, BIG_FP)); break;
-    case RAW_WRITE_FSYNC: TIMED(t, raw_write(g->raw, g->blob, g->blob_len, 1)); break;
-    case RAW_WRITE: TIMED(t, raw_write(g->raw, g->blob, g->blob_len, 0)); break;
-    case LOAD:
-        lc = rlxkv_cache_new(NO_CAP, BIG_FP);
-        TIMED(t, st = rlxkv_store_load(g->nosync, lc, &rep));
-        st = st || rep.loaded != 1 || rep.bytes != g->kv_bytes;
-        break;
-    case RAW_READ: TIMED(t, st = raw_read(g->raw, g->buf2, g->blob_len) != g->blob_len); break;
-    case BL_SAVE: TIMED(t, st = bl_save_entry(g->bl_path, &g->b.entries[0], BIG_FP)); break;
-    case BL_LOAD:
-        bl_cache_init(&bc, NO_CAP);
-        TIMED(t, st = bl_load_entry(g->bl_path, BIG_FP, &be) != 1 || bl_insert(&bc, &be));
-        break;
     }
     if (st) die("step %d failed (%d)", op, st);
     g_sink += acc;
-    rlxkv_entry_free(d), free(fresh), rlxkv_cache_free(lc), bl_entry_drop(&be), bl_cache_drop(&bc);
+    rlxkv_entry_free(d), free(fresh), bl_entry_drop(&be);
     return t;
 }
 
@@ -604,26 +531,15 @@ static void setup_codec(big *g) {
     rlxkv_entry_free(d);
     bl_entry_drop(&bd);
 }
-static void setup_store(big *g) {
-    free(g->bb.ptr), g->bb.ptr = NULL;
-    g->synced = open_store("store-fsync", NULL, g->synced_dir, sizeof g->synced_dir);
-    g->nosync = open_store("store-nosync", io_nosync(), g->nosync_dir, sizeof g->nosync_dir);
-    snprintf(g->raw, sizeof g->raw, "%s/raw.bin", g_tmp);
-    snprintf(g->bl_path, sizeof g->bl_path, "%s/baseline.bin", g_tmp);
-}
 /* Recycled: mmap off and no trimming, so freed memory is reused. */
 static void setup_recycled(big *g) {
     mallopt(M_MMAP_MAX, 0);
     mallopt(M_TRIM_THRESHOLD, 0x7fffffff);
     make_entry(g);
     make_blob(g);
-    g->nosync = open_store("store-recycled", io_nosync(), g->nosync_dir, sizeof g->nosync_dir);
-    if (rlxkv_store_save(g->nosync, g->e, BIG_FP)) die("save");
 }
 
 static void big_close(big *g) {
-    rlxkv_store_close(g->synced), rlxkv_store_close(g->nosync);
-    rm_rf(g->synced_dir), rm_rf(g->nosync_dir);
     if (g->c) rlxkv_cache_free(g->c);
     else rlxkv_entry_free(g->e);
     bl_cache_drop(&g->b);
@@ -660,26 +576,14 @@ static const section sections[] = {
      {{"encode_vs_memcpy", MEMCPY, ENCODE}, {"decode_vs_memcpy", MEMCPY, DECODE},
       {"decode_vs_memcpy_fresh", MEMCPY_FRESH, DECODE}, {"encode_over_baseline_speedup", BL_ENCODE, ENCODE},
       {"decode_over_baseline_speedup", BL_DECODE, DECODE}}},
-    /* rlxkv_store_save as shipped (fsync'd) and with sync a no-op; write(2)
-     * of the blob with and without fsync; rlxkv_store_load into a fresh
-     * cache (the file is in the page cache: it was just written); read(2)
-     * of the file; the baseline's save_entry and load_entry + insert. */
-    {"store", "blob_bytes", setup_store, 7, 0,
-     {{SAVE, "save_s"}, {SAVE_NOSYNC, "save_nosync_s"}, {RAW_WRITE_FSYNC, "raw_write_fsync_s"},
-      {RAW_WRITE, "raw_write_s"}, {LOAD, "load_s"}, {RAW_READ, "raw_read_s"}, {BL_SAVE, "baseline_save_s"},
-      {BL_LOAD, "baseline_load_s"}},
-     {{"save_vs_raw_write_fsync", RAW_WRITE_FSYNC, SAVE},
-      {"save_nosync_over_baseline_speedup", BL_SAVE, SAVE_NOSYNC},
-      {"load_over_baseline_speedup", BL_LOAD, LOAD}, {"load_vs_raw_read", RAW_READ, LOAD}}},
 };
 
 /* Run last, a diagnostic: glibc serves allocations above its mmap threshold
- * (at most 32 MiB) with a fresh mmap, so every 48 MiB entry or read buffer
- * is first-touched, page by page; the baseline's 1 MiB vectors are
- * recycled instead. This measures decode and load when their allocations
- * come back warm. */
+ * (at most 32 MiB) with a fresh mmap, so every 48 MiB entry is
+ * first-touched, page by page; the baseline's 1 MiB vectors are recycled
+ * instead. This measures decode when its allocations come back warm. */
 static const section recycled = {"recycled", "blob_bytes", setup_recycled, 9, 1,
-                                 {{DECODE, "decode_s"}, {MEMCPY, "memcpy_s"}, {LOAD, "load_s"}}, {{0}}};
+                                 {{DECODE, "decode_s"}, {MEMCPY, "memcpy_s"}}, {{0}}};
 
 static void run_section(big *g, const section *sec) {
     double s[N_STEPS][MAX_REPS];
@@ -703,127 +607,16 @@ static void run_section(big *g, const section *sec) {
     jclose();
 }
 
-/* ---- peak RSS while loading a store ----------------------------------- */
-
-#define RSS_TOKENS 512
-#define RSS_LAYERS 8
-#define RSS_ROW 128 /* 512 x 8 x 128 x 2 floats = 4 MiB per blob */
-#define RSS_FP 0xabcdull
-
-static long status_kb(const char *field) {
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[256];
-    long v = -1;
-    size_t n = strlen(field);
-    while (f && v < 0 && fgets(line, sizeof line, f))
-        if (!strncmp(line, field, n) && line[n] == ':') v = strtol(line + n + 1, NULL, 10);
-    if (f) fclose(f);
-    return v;
-}
-
-/* Child: load DIR into a fresh cache (rlxkv_store_load) or through the
- * baseline (load_entry per file, insert); print RSS before, peak RSS (both
- * KiB, the peak unchanged by the frees) and the bytes of KV loaded. */
-static int rss_child(const char *mode, const char *dir) {
-    long before = status_kb("VmRSS");
-    size_t loaded = 0;
-    rlxkv_load_report rep;
-    bl_cache b;
-    bl_entry e;
-    glob_t blobs;
-    char pattern[1024];
-    int st;
-    if (!strcmp(mode, "rlxkv")) {
-        rlxkv_store *s = rlxkv_store_open(dir, NULL, &st);
-        rlxkv_cache *c = rlxkv_cache_new(NO_CAP, RSS_FP);
-        if (!s || !c || rlxkv_store_load(s, c, &rep)) return 1;
-        loaded = (size_t)rep.bytes;
-        rlxkv_cache_free(c);
-        rlxkv_store_close(s);
-    } else {
-        snprintf(pattern, sizeof pattern, "%s/*.rlxkv", dir);
-        if (glob(pattern, 0, NULL, &blobs)) return 1;
-        bl_cache_init(&b, NO_CAP);
-        for (size_t i = 0; i < blobs.gl_pathc; i++) {
-            if (bl_load_entry(blobs.gl_pathv[i], RSS_FP, &e) != 1) return 1;
-            loaded += bl_entry_kv_bytes(&e);
-            if (bl_insert(&b, &e)) return 1;
-        }
-        bl_cache_drop(&b);
-        globfree(&blobs);
-    }
-    printf("%ld %ld %zu\n", before, status_kb("VmHWM"), loaded);
-    return 0;
-}
-
-/* Peak RSS growth in bytes of `self --rss-child mode dir`, a fresh exec
- * (none of this process's heap counts); *loaded: the KV bytes it loaded. */
-static double rss_peak(const char *self, const char *mode, const char *dir, size_t *loaded) {
-    char cmd[5120];
-    long before, hwm;
-    snprintf(cmd, sizeof cmd, "'%s' --rss-child %s '%s'", self, mode, dir);
-    FILE *f = popen(cmd, "r");
-    if (!f || fscanf(f, "%ld %ld %zu", &before, &hwm, loaded) != 3 || pclose(f))
-        die("rss child (%s) failed", mode);
-    return (double)(hwm - before) * 1024.0;
-}
-
-/* Stores of 64 and 256 MiB (--quick: 64) in 4 MiB blobs, loaded by each side. */
-static void bench_rss(const char *self) {
-    static const char *const modes[] = {"rlxkv", "baseline"};
-    size_t lens[2 * RSS_LAYERS], loaded;
-    char dir[600], name[16];
-    for (int i = 0; i < 2 * RSS_LAYERS; i++) lens[i] = (size_t)RSS_TOKENS * RSS_ROW;
-    jopen("rss");
-    for (int mib = 64; mib <= (quick ? 64 : 256); mib *= 4) {
-        fprintf(stderr, "peak RSS loading %d MiB\n", mib);
-        snprintf(name, sizeof name, "rss%d", mib);
-        rlxkv_store *s = open_store(name, io_nosync(), dir, sizeof dir);
-        for (int i = 0; i < mib / 4; i++) {
-            rlxkv_entry *e = rlxkv_entry_new(RSS_TOKENS, RSS_LAYERS, lens, RLXKV_F32, NULL);
-            if (!e) die("entry");
-            uint32_t *t = rlxkv_entry_tokens_mut(e);
-            float *f = (float *)rlxkv_entry_data(e);
-            t[0] = 100000 + (uint32_t)i;
-            for (size_t j = 1; j < RSS_TOKENS; j++) t[j] = mix32(j + (size_t)i * 7777) % 32000;
-            for (size_t j = 0; j < rlxkv_entry_n_values(e); j++) f[j] = (float)(j & 1023);
-            if (rlxkv_store_save(s, e, RSS_FP)) die("save");
-            rlxkv_entry_free(e);
-        }
-        rlxkv_store_close(s);
-        for (int m = 0; m < 2; m++) {
-            jnum(rss_peak(self, modes[m], dir, &loaded), "%s_%d_peak_bytes", modes[m], mib);
-            if (loaded != (size_t)mib << 20) die("rss child loaded %zu bytes", loaded);
-            jnum((double)loaded, "%s_%d_loaded_bytes", modes[m], mib);
-        }
-        rm_rf(dir);
-    }
-    jclose();
-}
-
 /* ---- main ------------------------------------------------------------- */
-
-static void cleanup_tmp(void) {
-    if (g_tmp[0]) rm_rf(g_tmp);
-}
 
 int main(int argc, char **argv) {
     big g = {0};
-    char self[4096];
-    if (argc == 4 && !strcmp(argv[1], "--rss-child")) return rss_child(argv[2], argv[3]);
     quick = argc > 1 && !strcmp(argv[1], "--quick");
     if (argc != 2 + quick) {
         fprintf(stderr, "usage: bench_native [--quick] OUT.json\n");
         return 2;
     }
     if (!(json.f = fopen(argv[1 + quick], "w"))) die("cannot write %s", argv[1 + quick]);
-    const char *tmp = getenv("TMPDIR");
-    snprintf(g_tmp, sizeof g_tmp, "%s/rlxkv-bench-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-    if (!mkdtemp(g_tmp)) die("mkdtemp");
-    atexit(cleanup_tmp); /* die() exits too: no temporary directory left behind */
-    ssize_t sl = readlink("/proc/self/exe", self, sizeof self - 1);
-    if (sl <= 0) die("readlink /proc/self/exe");
-    self[sl] = 0;
 
     double t0 = now_s();
     fprintf(json.f, "{");
@@ -835,7 +628,6 @@ int main(int argc, char **argv) {
     fprintf(stderr, "large entry (1,024 tokens x 24 layers x 256 floats, K and V)\n");
     for (size_t i = 0; i < sizeof sections / sizeof *sections; i++) run_section(&g, &sections[i]);
     big_close(&g);
-    bench_rss(self);
     run_section(&g, &recycled);
     big_close(&g);
     fprintf(json.f, "\n}\n");

@@ -127,33 +127,11 @@ if (rec) {
   row(NAT, 'Decode, allocations recycled (diagnostic)', mbs(rec.blob_bytes, rec.decode_s), `memcpy ${mbs(rec.blob_bytes, rec.memcpy_s)}`,
     rec.memcpy_s / rec.decode_s, null);
 }
-const st = nat.store;
-row(NAT, `Store save (rlxkv_store_save, fsync), ${mib(st.blob_bytes)}`, mbs(st.blob_bytes, st.save_s), `write+fsync ${mbs(st.blob_bytes, st.raw_write_fsync_s)}`,
-  pr(st, 'save_vs_raw_write_fsync', st.raw_write_fsync_s / st.save_s), null);
-row(NAT, 'Store save, sync a no-op (custom rlxkv_io)', mbs(st.blob_bytes, st.save_nosync_s), `baseline save_entry ${mbs(st.blob_bytes, st.baseline_save_s)}`,
-  pr(st, 'save_nosync_over_baseline_speedup', st.baseline_save_s / st.save_nosync_s), VSB);
-row(NAT, `Store load (rlxkv_store_load into a cache)`, mbs(st.blob_bytes, st.load_s), `baseline load_entry ${mbs(st.blob_bytes, st.baseline_load_s)}`,
-  pr(st, 'load_over_baseline_speedup', st.baseline_load_s / st.load_s), VSB);
-row(NAT, 'Store load vs read(2) of the file', mbs(st.blob_bytes, st.load_s), `read ${mbs(st.blob_bytes, st.raw_read_s)}`, pr(st, 'load_vs_raw_read', st.raw_read_s / st.load_s), null);
-if (rec) {
-  row(NAT, 'Store load, allocations recycled (diagnostic)', mbs(rec.blob_bytes, rec.load_s), `read ${mbs(st.blob_bytes, st.raw_read_s)}`,
-    st.raw_read_s / rec.load_s, null);
-}
 rows.push({
   section: NAT, workload: 'Bookkeeping per entry beyond KV + tokens (N=10,000)',
   rlxkv: `${n0(Math.round(big.mem_rlxkv_overhead_per_entry))} B`, reference: `baseline ${n0(Math.round(big.mem_baseline_overhead_per_entry))} B`,
   speed: `payload ${n0(big.mem_payload_per_entry)} B/entry`,
 });
-const rss = nat.rss || {};
-for (const m of [64, 256]) {
-  if (rss[`rlxkv_${m}_peak_bytes`] === undefined) continue;
-  const r = rss[`rlxkv_${m}_peak_bytes`] / rss[`rlxkv_${m}_loaded_bytes`];
-  const b = rss[`baseline_${m}_peak_bytes`] / rss[`baseline_${m}_loaded_bytes`];
-  rows.push({
-    section: NAT, workload: `Peak RSS growth loading ${m} MiB of blobs`, rlxkv: `${mib(rss[`rlxkv_${m}_peak_bytes`])} (${x(r)} the KV)`,
-    reference: `baseline ${mib(rss[`baseline_${m}_peak_bytes`])} (${x(b)})`, speed: '—',
-  });
-}
 
 const NODE = 'wasm under Node (public JS API)';
 if (nod) {
@@ -356,24 +334,23 @@ for (const t of (await import('./report_open.mjs')).openTargets(load('open.json'
 for (const t of (await import('./report_state.mjs')).stateTargets(load('state.json'))) targets.push(t);
 if (sz) {
   const glue = sz.files.find((f) => f.path.endsWith('rlxkv_core.mjs'));
-  const fsOf = (rows) => (rows || []).filter((g) => !g.group.startsWith('runtime')).reduce((n, g) => n + g.gz_marginal, 0);
   const own = sz.wasm_own_code ? Object.values(sz.wasm_own_code).reduce((n, v) => n + v, 0) : null;
   const code = (sz.wasm_sections.find((q) => q.section === 'code') || {}).bytes;
   const ownJsGz = sz.js_gz - glue.gz;
-  const wasmNote = own && code ? ` In the universal wasm, rlxkv's own code is ${kb(own)} of ${kb(code)} of code; the rest is libc (malloc, qsort, dirent, the syscall stubs); the printf family is gone since the store formats its file names itself.` : '';
+  const wasmNote = own && code ? ` In the universal wasm, rlxkv's own code is ${kb(own)} of ${kb(code)} of code; the rest is libc's (emmalloc); the printf family stays out, as src/codec.c formats blob names itself.` : '';
   const b = sz.bundle;
-  const fixFs = `The browser glue is already built without Emscripten's file system (caches and openStore reach IndexedDB and OPFS from JS); the universal glue keeps it for the C store on Node directories (~${kb(fsOf(sz.glue_breakdown))} gz, see the breakdown below): a JS-implemented directory vtable for the store would remove it there too; --closure 1 would minify what is left of the glue.`;
+  const fixFs = `Neither glue has Emscripten's file system: every store, a Node directory's too, is reached from JS (store/); --closure 1 would minify what is left of the universal glue.`;
   if (b) {
     target('.wasm + JS ≤ 40 KB gzipped — the browser bundle (rlxkv.browser.js + rlxkv_core_web.wasm, package export "browser")',
       b.total_gz <= 40000, `${kb(b.total_gz)} (wasm ${kb(b.wasm_gz)} + JS ${kb(b.js_gz)}; margin ${n0(40000 - b.total_gz)} B)`,
-      `The bundle's glue (wasm/dist/rlxkv_core_web.mjs, minified into the bundle${b.glue_gz ? `; ${kb(b.glue_gz)} gz alone` : ''}) is not Emscripten's but wasm/web-glue.mjs's small loader (instantiate, constructors, exports by name, heap views), the wasm is linked without Emscripten's file system, the C store or the C codec, and the bundle replaces the Node-only modules.${wasmNote}`,
+      `The bundle's glue (wasm/dist/rlxkv_core_web.mjs, minified into the bundle${b.glue_gz ? `; ${kb(b.glue_gz)} gz alone` : ''}) is not Emscripten's but wasm/web-glue.mjs's small loader (instantiate, constructors, exports by name, heap views), the wasm is linked without Emscripten's file system, the C codec (no export calls it) or folds, and the bundle replaces the Node-only modules.${wasmNote}`,
       fixFs);
   }
   // Not a target: browsers are pointed at the bundle (the package's
   // "browser" export, which bundlers and import maps resolve); the
   // unbundled files are the Node entry, which a browser loads only when a
   // page imports js/index.js by path.
-  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (wasm/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with ${sz.glue_breakdown && sz.glue_breakdown.some((g) => g.group.startsWith('NODEFS')) ? 'NODEFS and ' : ''}the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
+  unbundledNote = `Unbundled ESM (not the target; the package's browser export is the bundle above): ${kb(sz.total_gz)} (wasm ${kb(sz.wasm_gz)} + JS ${kb(sz.js_gz)}, ${sz.files.length - 1} files). It is the universal build for browsers, workers and Node: its glue (wasm/dist/rlxkv_core.mjs) is ${kb(glue.gz)} gz, with the Node loading paths inside, and the JS files go unminified, each compressed alone (rlxkv's own JS: ${kb(ownJsGz)} gz). ${fixFs}`;
 }
 
 // ---- chart (SVG) -------------------------------------------------------------------
@@ -538,7 +515,7 @@ md.push(`- Native: ${machine.compiler} for both rlxkv (src/*.c) and the baseline
 md.push('');
 md.push('## How each workload is measured');
 md.push('');
-md.push(`Every time is the median of several repetitions. Ratios compare things measured side by side in the same run: the native baseline in the same process as rlxkv, raw IndexedDB in the same page, and within each repetition the two sides run back to back. In most rows the "speed vs reference" column is the median over repetitions of each repetition's own ratio (so it can differ slightly from the ratio of the two medians shown). These rows are ratios of the two medians instead: under Node, encodeEntry to a fresh Uint8Array vs slice() and decodeEntry to fresh copies vs slice() and vs set() (${nod ? `a fresh copy of the ${mib(nod.codec.blob_bytes)} blob took ${time(nod.codec.typed_slice_s)} in this run against ${time(nod.codec.typed_set_s)} into ready memory; fresh memory's cost` : 'the cost of fresh memory'} depends on whether the pages come back from the last block freed, which pairs badly within a repetition); the native "allocations recycled" diagnostics (a separate pass, run last; the store one is set against the read(2) of the store section); and the Node lookup and insert rows against native rlxkv (another process). The size rows give the budget over the size. The machine (${machine.nproc} cores) is shared with other work, so absolute times move between runs; read the ratios. No benchmark asserts on time.`);
+md.push(`Every time is the median of several repetitions. Ratios compare things measured side by side in the same run: the native baseline in the same process as rlxkv, raw IndexedDB in the same page, and within each repetition the two sides run back to back. In most rows the "speed vs reference" column is the median over repetitions of each repetition's own ratio (so it can differ slightly from the ratio of the two medians shown). These rows are ratios of the two medians instead: under Node, encodeEntry to a fresh Uint8Array vs slice() and decodeEntry to fresh copies vs slice() and vs set() (${nod ? `a fresh copy of the ${mib(nod.codec.blob_bytes)} blob took ${time(nod.codec.typed_slice_s)} in this run against ${time(nod.codec.typed_set_s)} into ready memory; fresh memory's cost` : 'the cost of fresh memory'} depends on whether the pages come back from the last block freed, which pairs badly within a repetition); the native "allocations recycled" diagnostic (a separate pass, run last); and the Node lookup and insert rows against native rlxkv (another process). The size rows give the budget over the size. The machine (${machine.nproc} cores) is shared with other work, so absolute times move between runs; read the ratios. No benchmark asserts on time.`);
 md.push('');
 md.push(`- **Baseline** (bench/baseline.c): the reference \`PromptCache\` and \`save_entry\`/\`load_entry\` ported line by line to C: entries in a vector with a parallel vector of ticks; lookup scans every entry computing the common prefix and returns a full clone (malloc + copy of tokens and every K/V vector); insert scans for equal tokens (length + memcmp), pushes, evicts by a min-tick scan; the codec writes/reads one u64 or f32 at a time through an 8 KiB buffer (BufWriter/BufReader), decoding into vectors by push. Both sides are compiled with the same flags and run in one process; each workload checks that both return the same data (and that both encoders produce identical bytes) before timing.`);
 const lookupWarm = big.lookup_warm_passes
@@ -552,9 +529,7 @@ md.push(`- **Lookup**: N entries (${Ns.map(n0).join(', ')}) of 2,000 tokens shar
 md.push(`- **Insert**: on the same sets, K = ${Ns.map((n) => n0(set(n).insert_k)).join('/')} new entries (N = ${Ns.map(n0).join('/')}) per repetition, undone after it (untimed). "KV copy excluded": entries made beforehand (rlxkv_cache_put / bl_insert take ownership). "KV copy included": each entry carries ${n0(set(100).insert_copy_kv_bytes)} bytes of KV (4 layers × 2,000 rows × 16 floats, K and V) that the caller keeps: rlxkv_cache_insert copies it, the baseline builds a CacheEntry from clones. The baseline set is built by push (tokens distinct, under the cap: the state its insert would reach, minus the quadratic cost of getting there).`);
 md.push(`- **Hit**: one entry of 1,024 tokens × 24 layers × 256 floats per row for K and V (${mib(hit.kv_bytes)}). View hit: rlxkv_cache_lookup (returns a pointer), averaged over 20,000 calls. Copying hit: lookup + rlxkv_hit_copy into a preallocated, pre-touched buffer; memcpy of the same bytes into that buffer; the baseline's longest_prefix with its clone.`);
 md.push(`- **Codec**: rlxkv_encode into a preallocated buffer; rlxkv_decode into a new entry (its allocation is part of decoding); memcpy of the blob's bytes into a ready buffer, and malloc + memcpy into fresh memory. Baseline: per-value writes/reads through an 8 KiB buffer from/to memory (output vector pre-reserved). The "recycled" diagnostic runs last, after mallopt(M_MMAP_MAX, 0) so freed blocks are reused.`);
-md.push(`- **Store**: rlxkv_store_save (temporary file, write, fsync, rename, directory fsync) in a temporary directory; the same through an rlxkv_io whose sync is a no-op (the baseline's save_entry never syncs); rlxkv_store_load into a fresh cache (the file is in the page cache). Raw references: write(2) (+ fsync) and read(2) of the same bytes.`);
-const rssSizes = Object.keys(rss).filter((k) => /^rlxkv_\d+_loaded_bytes$/.test(k)).map((k) => mib(rss[k]));
-md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus ${n0(big.mem_payload_per_entry)} bytes per entry (its tokens and 2 floats). Peak RSS: a child process (fresh exec) loads a directory of 4 MiB blobs (${rssSizes.join(' or ') || 'not measured'} in all); VmHWM minus VmRSS before loading, divided by the KV bytes loaded.`);
+md.push(`- **Memory**: heap in use (mallinfo2: uordblks + hblkhd) before and after building each set, minus ${n0(big.mem_payload_per_entry)} bytes per entry (its tokens and 2 floats).`);
 md.push(`- **wasm under Node** (bench/bench_node.mjs): the same sets and entry through js/index.js (createCache, insert, lookup with view: true and with copies, encodeEntry, decodeEntry, openCache with storage 'fs' and preload: true, and flush). References: TypedArray.set into ready arrays and slice() (a fresh copy) of the same bytes; fs writeSync + fsyncSync, readFileSync and readSync into a ready Buffer. Lookup: the sets interleaved as natively, each timed pass after ${nod && nod.set_10000.lookup_warm_passes ? `${nod.set_10000.lookup_warm_passes} untimed` : 'untimed'} warm-up passes (no first pass timed apart). Run with --expose-gc, collecting before each large timed operation. The "native rlxkv" column is from the native run of the same \`npm run bench\` (another process, minutes apart: indicative).`);
 md.push(`- **Chromium + IndexedDB** (bench/bench_browser.mjs, bench/browser_page.js): headless Chromium through playwright-core, pages served by scripts/serve.mjs. For ${idbSizes.length ? idbSizes.map(n0).join(', ').replace(/, ([^,]*)$/, ' and $1') : 'several'} entries of 1 MiB KV (pseudo-random floats): flush of the cache (openCache storage 'idb') vs one readwrite transaction putting the same blobs (exportBlob) into a separate database, one record per entry, alternating which goes first; then, on fresh page loads, restore (openCache timed from call to resolve, after init) vs opening the raw database and, in one readonly transaction, listing its keys (getAllKeys) and getting every record (a page that reloads does not know which keys its database holds: this is the least a restore must do), with getAllKeys + getAll and gets by keys known beforehand as diagnostics, the order rotated per load. The ratio is the median of each load's own ratio. Restore is openCache with preload: true (every entry read at open, as 0.1.0 did); without it a cache opens by its index only. IndexedDB is the noisiest part on this shared ${machine.nproc}-core machine, so one run's met or missed on the 1.5× target is not conclusive.`);
 if (tjs.length) {
@@ -562,7 +537,7 @@ if (tjs.length) {
   const w0 = tjs[0][1].rows[0];
   md.push(`- **transformers.js** (bench/bench_transformers.mjs in Node, bench/bench_transformers_browser.mjs with bench/transformers_page.js in headless Chromium; both run bench/transformers_workload.js; ${cfg}): the demo transformer exported to ONNX (build/models/rlxkv-demo, f32 KV; rlxkv-demo-f16kv, f16 KV), the demo's default system prompt and one user turn (${n0(w0.prompt_tokens)} byte-level tokens), greedy, one new token. Cold: cachedGenerate into an emptied cache (${w0.cold_reps} times); warm: the same prompt with all but its last token cached (${w0.warm_reps} times), each next to a bare cache.lookup of the same tokens (partial, maxMatched = n − 1: the adapter's own lookup, which copies the KV out of wasm memory), the order alternating. TTFT: from the call to the streamer's first generated token. Inside cachedGenerate the cache's lookup and the model's generate are wrapped (Proxies) to split the time before generate into the lookup and the conversion (tensorsFromHit + DynamicCache). The restore rows repeat lookup + conversion outside generate ${w0.loop_reps} times, each beside a bare lookup + copy, the order alternating; ratios are medians of each pair's ratio. "Stored as f32": the f16 model's KV kept as f32 entries (opts.store 'f32'), so each restore narrows to float16. Restore after a restart: the entry flushed, then a new cache opened on that store and the match that reads its blob, timed together. Chromium's performance.now() is coarsened to 0.1 ms (the page is not cross-origin isolated) and onnxruntime-web runs one thread there; Node runs with --expose-gc, collecting before each timed generate and bare lookup.`);
 }
-md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: wasm/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and wasm/dist/rlxkv_core_web.wasm (its own wasm: no C store or codec). Unbundled ESM: wasm/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
+md.push(`- **Size**: two ways a browser can load rlxkv. The browser bundle: wasm/dist/rlxkv.browser.js (esbuild-minified, the browser-only glue inside) and wasm/dist/rlxkv_core_web.wasm (its own wasm: without folds). Unbundled ESM: wasm/dist/rlxkv_core.wasm and every file js/index.js imports, transitively (static imports; the node:* modules are imported dynamically on Node-only paths). Each file is gzipped alone at level 9 (zlib), as a server would send it; KB = 1,000 bytes.`);
 md.push('');
 md.push('Raw figures: build/bench/*.json after a run.');
 md.push('');

@@ -51,7 +51,7 @@ const glueFile = js.find((f) => f.path.endsWith('rlxkv_core.mjs'));
 // The minified browser bundle, when the build makes one (wasm/bundle.mjs):
 // one ES module with the browser-only glue, and its own .wasm.
 const bundleJs = join(root, 'wasm/dist/rlxkv.browser.js');
-const bundleWasm = join(root, 'wasm/dist/rlxkv_core_web.wasm'); // the bundle's own: no C store or codec
+const bundleWasm = join(root, 'wasm/dist/rlxkv_core_web.wasm'); // the bundle's own: without folds
 const webGlue = join(root, 'wasm/dist/rlxkv_core_web.mjs');
 // Its chunks (wasm/bundle.mjs): those the main file imports count in what an
 // app loads; the others load when first used (OPFS), reported apart.
@@ -87,12 +87,9 @@ async function glueBreakdown(gluePath) {
     const names = s.type === 'VariableDeclaration' ? s.declarations.map((d) => d.id.name)
       : s.type === 'FunctionDeclaration' ? [s.id.name] : [];
     const n = names[0] || '';
-    if (n === 'NODEFS' || /^NODERAWFS/.test(n)) return 'NODEFS (Node directory mounts)';
-    if (n === 'MEMFS') return 'MEMFS (in-memory files)';
-    if (n === 'TTY') return 'TTY (stdin/stdout devices)';
-    if (/^___syscall_|^_fd_|^SYSCALLS$/.test(n)) return 'syscalls (open, read, getdents, …)';
-    if (/^(FS|PATH|PATH_FS|ERRNO_CODES|getRandomDevice|FSNode|asyncLoad|intArrayFromString|mmapAlloc|zeroMemory|alignMemory)$/.test(n) ||
-        /^(FS\.|ERRNO_CODES|Object\.defineProperties\(FSNode)/.test(text)) return 'FS core (the virtual file system)';
+    // No build has Emscripten's file system (wasm/wasm.cmake): what is left
+    // is the runtime and the few syscall stubs libc's output needs.
+    if (/^___syscall_|^_fd_|^SYSCALLS$/.test(n) || /^SYSCALLS\./.test(text)) return 'syscalls (fd_write, …)';
     return 'runtime (loading, heap, strings, glue)';
   };
   const stmts = factory.body.body;
@@ -140,7 +137,7 @@ function wasmSections(buf) {
 
 /** CODE bytes of rlxkv's own objects in build/wasm (src/*.c, wasm/boundary.c), via llvm-objdump. */
 function ownCode() {
-  const dirs = [join(root, 'build/wasm/CMakeFiles/rlxkv.dir/src'), join(root, 'build/wasm/CMakeFiles/rlxkv_core.dir/web')];
+  const dirs = [join(root, 'build/wasm/CMakeFiles/rlxkv.dir/src'), join(root, 'build/wasm/CMakeFiles/rlxkv_core.dir/wasm')];
   const objs = dirs.filter(existsSync).flatMap((d) => readdirSync(d).filter((f) => f.endsWith('.o')).map((f) => join(d, f)));
   if (!objs.length) return null;
   const per = {};

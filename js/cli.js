@@ -9,7 +9,11 @@ import { pathToFileURL } from 'node:url';
 import init from './index.js';
 import { decodeBlob, encodeBlob, blobSpans } from '../format/blob.js';
 import { RlxkvError } from '../wasm/errors.js';
+import { loadCore } from '../wasm/core.js';
+import { NativeCache } from '../wasm/native-cache.js';
 import { nameOfKey } from '../format/store-index.js';
+import { FsBlobs } from '../store/fs-blobs.js';
+import { ownName } from '../store/records.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -124,9 +128,9 @@ function parseBytes(s) {
 const hex = (fp) => `0x${fp.toString(16).padStart(16, '0')}`;
 
 /**
- * The largest file read whole. `ls` calls a valid blob of 2^31 - 1 bytes or
- * more too-large (the C store judges it in wasm32, which could not hold
- * it: src/store.c), so the commands that read one say the same.
+ * The largest file inspect, verify, tokens and rewrite read whole (into
+ * one array, decoded into more): past it they judge a file by its lengths
+ * alone (tooLarge). A store reads such a blob straight into its entry.
  */
 const MAX_FILE_BYTES = 2 ** 31 - 2;
 
@@ -235,7 +239,15 @@ const commands = {
     if (!rest.length) throw new UsageError('verify needs at least one FILE');
     const fp = parseFingerprint(flags.fingerprint);
     let bad = 0;
-    for (const dir of rest.filter(isDirectory)) bad += verifyTree(rlx, dir, fp, out);
+    const dirs = rest.filter(isDirectory);
+    if (dirs.length) {
+      const naming = await namer();
+      try {
+        for (const dir of dirs) bad += verifyTree(rlx, naming, dir, fp, out);
+      } finally {
+        naming.free();
+      }
+    }
     for (const file of rest.filter((f) => !isDirectory(f))) {
       try {
         const e = decodeBlob(readBlobFile(file));
@@ -363,20 +375,28 @@ const commands = {
     const [from, outPath] = rest;
     const e = decodeBlob(readBlobFile(from));
     const bytes = encodeBlob(e.tokens, [...e.k, ...e.v], e.fingerprint, undefined, { as: flags.as });
-    let to = outPath, tmp = `${outPath}.tmp-${process.pid}`;
+    let to = outPath;
     if (isDirectory(outPath)) {
-      // Into a store: under its own name, through a temporary named as the
-      // store names its own, so a killed rewrite is swept like a killed save.
-      const name = blobName(e.fingerprint, e.tokens);
+      // Into a store: under the name a cache's save gives it, by the
+      // store's own save (a killed rewrite leaves what a killed save does).
+      const name = rlx.pageName(e.tokens, e.fingerprint, flags.as ? 'f32' : e.dtype);
       to = join(outPath, name);
-      tmp = join(outPath, `${name}.${process.pid.toString(16)}-0-${Date.now().toString(16)}.tmp`);
-    }
-    try {
-      writeFileSync(tmp, bytes, { flag: 'wx' });
-      renameSync(tmp, to);
-    } catch (err) {
-      try { unlinkSync(tmp); } catch { /* never made */ }
-      throw new Error(`writing ${to}: ${err.message}`);
+      try {
+        const blobs = await FsBlobs.open(outPath);
+        await blobs.write([{ name, parts: [bytes] }]);
+        await blobs.close();
+      } catch (err) {
+        throw new Error(`writing ${to}: ${err.cause?.message ?? err.message}`);
+      }
+    } else {
+      const tmp = `${outPath}.tmp-${process.pid}`;
+      try {
+        writeFileSync(tmp, bytes, { flag: 'wx' });
+        renameSync(tmp, to);
+      } catch (err) {
+        try { unlinkSync(tmp); } catch { /* never made */ }
+        throw new Error(`writing ${to}: ${err.message}`);
+      }
     }
     out.log(`${from} -> ${to}: ${bytes.length} bytes, ${e.tokens.length} tokens (${flags.as || e.format})`);
     return 0;
@@ -384,12 +404,13 @@ const commands = {
 };
 
 /**
- * verify of a published tree (rlxkv publish): every .rlxkv file in `dir` a
- * valid blob or page (of fp, if given) under its own name, every page's
- * parent in `dir`, and every end a hint file (.ends) lists a page after
- * its grid page. The number of bad files.
+ * verify of a published tree (rlxkv publish) or a store directory: every
+ * .rlxkv file in `dir` a valid blob or page (of fp, if given) under its
+ * own name (ownName, by `naming`: a NativeCache), every page's parent in
+ * `dir`, and every end a hint file (.ends) lists a page after its grid
+ * page. The number of bad files.
  */
-function verifyTree(rlx, dir, fp, out) {
+function verifyTree(rlx, naming, dir, fp, out) {
   const files = readdirSync(dir);
   const names = files.filter((n) => n.endsWith('.rlxkv'));
   const present = new Set(names);
@@ -404,8 +425,9 @@ function verifyTree(rlx, dir, fp, out) {
     try {
       const e = decodeBlob(readBlobFile(file));
       if (fp !== undefined && e.fingerprint !== fp) throw new Error(`stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
-      const own = rlx.pageName(e.tokens, e.fingerprint, e.dtype);
-      if (name !== own && name !== blobName(e.fingerprint, e.tokens)) throw new Error(`not under its own name (${own})`);
+      if (!ownName(naming, { name, tokens: e.tokens, dtype: e.dtype, fingerprint: e.fingerprint })) {
+        throw new Error(`not under its own name (${rlx.pageName(e.tokens, e.fingerprint, e.dtype)})`);
+      }
       if (e.page && !present.has(nameOfKey(e.page.parent))) {
         throw new Error(`its parent ${nameOfKey(e.page.parent)} (${e.page.parentN} tokens) is not in ${dir}`);
       }
@@ -436,21 +458,9 @@ function isDirectory(path) {
   }
 }
 
-/**
- * The file name a store gives the blob of (fingerprint, tokens):
- * rlxkv_blob_name in src/store.c, i.e. rlxkv_hash64 of the tokens as
- * little-endian u32 bytes, seeded with the fingerprint, in 16 hex digits.
- */
-export function blobName(fingerprint, tokens) {
-  const M = 2n ** 64n - 1n, P = 0x100000001b3n;
-  let h = 0xcbf29ce484222325n;
-  const byte = (b) => { h = ((h ^ BigInt(b)) * P) & M; };
-  for (let i = 0n; i < 8n; i++) byte((fingerprint >> (8n * i)) & 0xffn);
-  for (const t of tokens) for (let i = 0; i < 4; i++) byte((t >>> (8 * i)) & 0xff);
-  h ^= h >> 30n; h = (h * 0xbf58476d1ce4e5b9n) & M;
-  h ^= h >> 27n; h = (h * 0x94d049bb133111ebn) & M;
-  h ^= h >> 31n;
-  return `${h.toString(16).padStart(16, '0')}.rlxkv`;
+/** A cache that holds nothing, of the module init() shares: the C naming (pageName, blobName) stores judge names by. Free it. */
+async function namer() {
+  return new NativeCache(await loadCore(), { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
 }
 
 async function withStore(rlx, dir, fn) {
@@ -463,7 +473,14 @@ async function withStore(rlx, dir, fn) {
     throw new Error(`${dir}: cannot open the directory: ${err.code}`);
   }
   if (!st.isDirectory()) throw new Error(`${dir}: not a directory`);
-  const store = await rlx.openStore(dir);
+  let store;
+  try {
+    store = await rlx.openStore({ storage: 'fs', path: dir });
+  } catch (err) {
+    // A directory it may not read: the errno, as the OS names it.
+    if (err instanceof RlxkvError && err.code === 'IO' && err.cause?.code) throw new Error(`listing the store ${dir}: I/O error: ${err.cause.code}`);
+    throw err;
+  }
   try {
     return await fn(store);
   } finally {

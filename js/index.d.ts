@@ -207,7 +207,7 @@ export interface RestoreReport {
   resident: number;
   /** The store can be read but not written (a read-only directory): flush and prune reject with IO. */
   readOnly: boolean;
-  /** Temporary files of saves still there (a live writer's, or younger than an hour), and their bytes. Node directories only: 0 for IndexedDB and OPFS (OPFS removes dead writers' temporary files, judged by Web Lock, when an open lists the directory: after a writer died mid-save). */
+  /** Temporary files of saves still there (a live writer's, less than an hour old: FORMATS.md, "A store directory"), and their bytes. Node directories only: 0 for IndexedDB and OPFS (OPFS removes dead writers' temporary files, judged by Web Lock, when an open lists the directory: after a writer died mid-save). */
   temporaries: number;
   temporaryBytes: number;
   /** Temporary files deleted at open: their writer's process is gone, or they were over an hour old. Node directories only. */
@@ -227,16 +227,20 @@ export interface BlobInfo {
   /**
    * ok / stale: valid, of this fingerprint or another; corrupt: invalid (prune removes it);
    * foreign: valid, under a name not its own (left alone); too-large: past this reader's limits
-   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept; unreadable: could not be read, kept.
-   * The store of a Node directory (rlx.openStore, the C store) also lists saves' temporary files (temp, abandoned).
+   * (RLXKV_MAX_LAYERS layers, or this process's memory), kept; unreadable: could not be read,
+   * kept. Judged as a cache's open judges a blob: by the store's index and, for a blob it does not
+   * describe, the blob's first bytes (a hit reads a blob whole, and refuses one that is not valid
+   * after all; `rlxkv verify DIR` reads each whole). rlx.openStore on a Node directory also lists
+   * its temporary files (FORMATS.md, "A store directory"): temp (its writer may be at it),
+   * abandoned (prune removes it).
    */
   status: 'ok' | 'stale' | 'corrupt' | 'foreign' | 'too-large' | 'unreadable' | 'temp' | 'abandoned';
-  /** The C status that made it corrupt or too large, else 0 (rlx.openStore on a Node directory: the status the C store found; elsewhere CORRUPT or LIMIT by the status). */
+  /** The rlxkv_status behind the status: CORRUPT (corrupt), LIMIT (too-large), IO (unreadable), else 0. */
   error: number;
-  /** KV bytes: given by rlx.openStore on a Node directory only. */
-  kvBytes?: number;
-  /** A page (RLXKVPG1, RLXKVPH1: its own tokens' values, after a parent's) rather than a whole blob: given by rlx.openStore on a Node directory only. */
-  page?: boolean;
+  /** KV bytes (values × 4 or 2), 0 where the blob is not valid. */
+  kvBytes: number;
+  /** A page (RLXKVPG1, RLXKVPH1: its own tokens' values, after a parent's) rather than a whole blob. */
+  page: boolean;
   /** The values' type; null where the blob's header was not read as valid (corrupt, too-large, unreadable, temporary files). */
   dtype: 'f32' | 'f16' | null;
 }
@@ -246,7 +250,7 @@ export interface PruneReport {
   removedBytes: number;
   kept: number;
   keptBytes: number;
-  /** Store.prune on a Node directory only: saves' temporary files removed (no live writer owns them) and kept, and their bytes. */
+  /** Store.prune on a Node directory only: temporary files removed (abandoned: no live writer owns them) and kept, and their bytes. */
   tempsRemoved?: number;
   tempsRemovedBytes?: number;
   tempsKept?: number;
@@ -476,16 +480,17 @@ export interface DecodeOptions {
 }
 
 /**
- * The blobs of a store without a cache, for tools (rlx.openStore): a Node directory through the C
- * store (the CLI's judge), IndexedDB or OPFS through the same backends a cache uses.
+ * The blobs of a store without a cache, for tools (rlx.openStore, the CLI): a Node directory,
+ * IndexedDB or OPFS, opened as a cache opens it (store/tiers.js), so that a store lists the same
+ * whoever reads it. Its list is the store as opened.
  */
 export interface Store {
-  /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. */
+  /** Judged against `fingerprint`; omitted, every valid blob is 'ok'. In name order for a Node directory. */
   list(fingerprint?: Fingerprint): BlobInfo[];
   /**
    * Corrupt blobs, other fingerprints' (stale: true, with a fingerprint), then the least recently
-   * used until maxBytes. In a Node directory also the temporary files of saves no live writer owns.
-   * Durable when it resolves.
+   * used (pages after those that need them) until maxBytes. In a Node directory also the abandoned
+   * temporary files, and the live ones count against maxBytes. Durable when it resolves.
    */
   prune(fingerprint?: Fingerprint, opts?: { maxBytes?: number | bigint; stale?: boolean; dryRun?: boolean }): Promise<PruneReport>;
   /** Kept for 0.1.0's callers of sync(): prune() is durable by itself. */

@@ -11,7 +11,6 @@ import { TieredStore } from '../store/tiers.js';
 import { copyBlobs, deleteBlobs } from '../store/backends.js';
 import { ownName } from '../store/records.js';
 import { Store } from './store.js';
-import { BlobStore } from '../wasm/storage.js';
 import { NativeCache } from '../wasm/native-cache.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
 import { blobSize, encodeBlob, decodeBlob, bitsOf } from '../format/blob.js';
@@ -157,12 +156,11 @@ class Rlxkv {
    */
   async openStore(opts, legacy = {}) {
     const { kind, path: where } = placeOf(typeof opts === 'string' ? { ...toOptions(legacy), path: opts } : opts, 'openStore');
-    // A Node directory: the C store (the CLI's judge). IndexedDB and OPFS:
-    // the tiered store's backends, over a cache that holds nothing.
-    if (kind === 'fs') return new Store(await BlobStore.open(this.#core, where));
+    // The tiered store over a cache that holds nothing (its C naming judges
+    // each blob's name), as a cache's open reads the store.
     const native = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
-      const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null });
+      const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null, tool: true });
       return new Store(tier.asToolStore(), () => native.free());
     } catch (err) {
       native.free();

@@ -1,11 +1,14 @@
-// Store: the blobs of a store without a cache, for tools: a Node directory
-// through the C store (wasm/storage.js), IndexedDB or OPFS through the
-// tiered store's backends (store/tiers.js), judged the same way.
+// Store: the blobs of a store without a cache, for tools (rlx.openStore,
+// the CLI): a Node directory, IndexedDB or OPFS through the tiered store
+// (store/tiers.js asToolStore), judged as a cache's open judges them.
 import { toFingerprint, toByteCount } from './args.js';
+import { serialQueue } from '../store/queue.js';
 
 export class Store {
   #storage;
   #release;
+  /** One call at a time, as a cache's are: a prune's removals and its index update are one step. */
+  #serial = serialQueue();
   /** @internal use rlx.openStore */
   constructor(storage, release = () => {}) {
     this.#storage = storage;
@@ -24,14 +27,14 @@ export class Store {
   list(fingerprint) {
     const storage = this.#live();
     const fp = fingerprint === undefined ? 0n : toFingerprint(fingerprint);
-    return storage.list(fp, fingerprint === undefined);
+    return storage.listAll(fp, fingerprint === undefined);
   }
 
   /**
    * Removes corrupt blobs, blobs of other fingerprints (with a fingerprint
    * and stale: true), then the least recently used (of that fingerprint,
-   * or of all) until they total at most maxBytes (a number, or a bigint
-   * for a budget past 2^53 that must arrive exact). Durable when it resolves.
+   * or of all) until they total at most maxBytes (a number, or a bigint up
+   * to 2^64 - 1: the CLI's). Durable when it resolves.
    * @returns {Promise<import('./index.js').PruneReport>}
    */
   async prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
@@ -39,7 +42,8 @@ export class Store {
     toByteCount(maxBytes, 'maxBytes', { infinite: true, u64: true });
     const any = fingerprint === undefined;
     const fp = any ? 0n : toFingerprint(fingerprint);
-    return storage.prune(fp, { maxBytes, stale: stale && !any, dryRun, anyFingerprint: any });
+    // A number, as the store's sizes are: exact below 2^53, past which no store's bytes reach.
+    return this.#serial(() => storage.pruneAll(fp, { maxBytes: Number(maxBytes), stale: stale && !any, dryRun, any }));
   }
 
   /** Kept for callers of 0.1.0's sync(): prune() is durable by itself now. */
@@ -49,7 +53,7 @@ export class Store {
     if (!this.#storage) return;
     const s = this.#storage;
     this.#storage = null;
-    await s.close();
+    await this.#serial(() => s.close());
     this.#release();
   }
 }

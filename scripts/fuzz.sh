@@ -3,8 +3,8 @@
 #
 #   bash scripts/fuzz.sh [SECONDS] [HARNESS...]     (npm run fuzz -- 600)
 #
-# SECONDS defaults to 60 per harness; HARNESS is any of decode, cache, pages,
-# store (default: all four, one after the other). Each runs on a corpus kept in
+# SECONDS defaults to 60 per harness; HARNESS is any of decode, cache, pages
+# (default: all three, one after the other). Each runs on a corpus kept in
 # build/fuzz/corpus-HARNESS (seeded from tests/fuzz/seeds/HARNESS and, for
 # decode, ../shared/vectors),
 # with -malloc_limit_mb=64 -rss_limit_mb=2048. A crash, leak, sanitizer
@@ -24,9 +24,9 @@ case "$secs" in
   '' | *[!0-9]*) echo "fuzz.sh: SECONDS must be a whole number, not '$secs'" >&2; exit 2 ;;
 esac
 harnesses=("$@")
-[ ${#harnesses[@]} -gt 0 ] || harnesses=(decode cache pages store)
+[ ${#harnesses[@]} -gt 0 ] || harnesses=(decode cache pages)
 for h in "${harnesses[@]}"; do
-  case "$h" in decode | cache | pages | store) ;; *) echo "fuzz.sh: no harness '$h' (decode, cache, pages, store)" >&2; exit 2 ;; esac
+  case "$h" in decode | cache | pages) ;; *) echo "fuzz.sh: no harness '$h' (decode, cache, pages)" >&2; exit 2 ;; esac
 done
 
 if ! command -v clang >/dev/null; then
@@ -55,10 +55,6 @@ cmake --build "$build" -j"$jobs" --target "${targets[@]}" >"$build/build.log" 2>
 # there too).
 vectors="$root/../shared/vectors"
 mkdir -p "$build/artifacts"
-# The store harness makes its scratch directories here; a crash leaves them.
-export TMPDIR="$root/$build/tmp"
-rm -rf "$TMPDIR"
-mkdir -p "$TMPDIR"
 
 # Sanitizer settings that keep a run's outcome in its exit code.
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1}"
@@ -114,7 +110,7 @@ finish() {
     failed+=("$h")
     line="$line: FAILED (exit $rc)"
     echo "$line"
-    grep -E 'ERROR|runtime error|fuzz_(decode|cache|pages|store):|SUMMARY|Test unit written|^    #[0-9]+ ' "$log" | head -40 >&2 || true
+    grep -E 'ERROR|runtime error|fuzz_(decode|cache|pages):|SUMMARY|Test unit written|^    #[0-9]+ ' "$log" | head -40 >&2 || true
     art=$(sed -n "s/.*Test unit written to \(.*\)$/\1/p" "$log" | tail -1)
     [ -n "$art" ] && echo "  replay: $bin $art" >&2
     echo "  full log: $log" >&2
@@ -125,14 +121,13 @@ finish() {
 }
 
 # One after another, or with RLXKV_FUZZ_PARALLEL=1 all at once (npm test's
-# smoke run: the same wall time for all four, each on a share of the cores).
+# smoke run: the same wall time for all three, each on a share of the cores).
 if [ "${RLXKV_FUZZ_PARALLEL:-0}" = 1 ]; then
   for h in "${harnesses[@]}"; do start "$h"; done
   for h in "${harnesses[@]}"; do finish "$h"; done
 else
   for h in "${harnesses[@]}"; do start "$h"; finish "$h"; done
 fi
-rm -rf "$TMPDIR"
 
 echo "== fuzz summary"
 printf '  %s\n' "${summary[@]}"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every suite: native C (ctest), the same under valgrind's memcheck and
 # under ASan+UBSan, the wasm build, the Node suite, the browser suite
-# (Chromium) and a short fuzz run (the four harnesses side by side for 30 s; `npm run fuzz -- 600` for a long one).
+# (Chromium) and a short fuzz run (the three harnesses side by side for 30 s; `npm run fuzz -- 600` for a long one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -13,7 +13,7 @@ cmake --build build/native -j"$jobs"
 ctest --test-dir build/native --output-on-failure
 
 echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks) ($(date +%T))"
-for t in cache codec pages store; do
+for t in cache codec pages; do
   valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null
 done
 

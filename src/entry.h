@@ -1,4 +1,4 @@
-/* Internal: the layout of an entry, shared by cache.c, codec.c and store.c.
+/* Internal: the layout of an entry, shared by cache.c and codec.c.
  * Not part of the public API. */
 #ifndef RLXKV_ENTRY_H
 #define RLXKV_ENTRY_H

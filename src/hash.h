@@ -1,5 +1,6 @@
 /* Internal: the pieces of rlxkv_hash64 (FNV-1a, then splitmix64's
- * finaliser), so the store can hash a blob's tokens in place, one at a time. */
+ * finaliser), so that a blob's name can hash its tokens one at a time, and
+ * the page name's chain. */
 #ifndef RLXKV_HASH_H
 #define RLXKV_HASH_H
 #include <stdint.h>

@@ -1,7 +1,7 @@
 /*
  * rlxkv — a prompt KV-cache: longest-prefix lookup over token ids, a
  * byte-bounded LRU of per-layer K/V tensors, the blob codec (RLXKV001 and
- * its f16 variant RLXKVF16) and a directory store of blobs.
+ * its f16 variant RLXKVF16, and pages) and the names a store gives blobs.
  *
  * Copyright (C) 2026 the rlxkv authors. GPL-3.0-only.
  *
@@ -37,13 +37,13 @@ typedef enum rlxkv_status {
     RLXKV_ERR_CORRUPT = -3,     /* fields disagree (past_len, token range, trailing bytes) */
     RLXKV_ERR_NOMEM = -4,       /* allocation failed */
     RLXKV_ERR_NOSPACE = -5,     /* the entry cannot fit beside the pinned entries */
-    RLXKV_ERR_IO = -6,          /* a file operation failed */
-    RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded */
+    RLXKV_ERR_IO = -6,          /* a file operation failed (a store's: JS) */
+    RLXKV_ERR_QUOTA = -7,       /* disk full or storage quota exceeded (a store's: JS) */
     RLXKV_ERR_INVALID = -8,     /* a bad argument */
     RLXKV_ERR_NOTFOUND = -9,    /* no such entry or blob */
     RLXKV_ERR_SHAPE = -10,      /* blocks do not match the cache's layout */
-    RLXKV_ERR_CHANGED = -11,    /* a file changed while it was read */
-    RLXKV_ERR_LIMIT = -12       /* a valid blob beyond this reader's limits (RLXKV_MAX_LAYERS, address space) */
+    RLXKV_ERR_CHANGED = -11,    /* a file changed while it was read (a store's: JS) */
+    RLXKV_ERR_LIMIT = -12       /* a valid blob past this reader's limits (RLXKV_MAX_LAYERS; in JS, a file too large to read) */
 } rlxkv_status;
 
 /* A static, human-readable text for any status. Never NULL. */
@@ -174,7 +174,7 @@ typedef struct rlxkv_hit {
 } rlxkv_hit;
 
 /* cap_bytes == 0 disables the cache: inserts store nothing. The fingerprint
- * names the model whose KV this cache holds (used by the store). Returns
+ * names the model whose KV this cache holds (the names of its blobs). Returns
  * NULL when out of memory. Free with rlxkv_cache_free. */
 rlxkv_cache *rlxkv_cache_new(size_t cap_bytes, uint64_t fingerprint);
 void rlxkv_cache_free(rlxkv_cache *c);   /* NULL: a harmless no-op */
@@ -312,7 +312,7 @@ void rlxkv_piece_block(const rlxkv_piece *p, size_t i, rlxkv_span *out);
  * entries that way.
  * ---------------------------------------------------------------------- */
 
-/* Off by default (the native store loads whole entries instead). */
+/* Off by default. */
 void rlxkv_cache_set_stored_index(rlxkv_cache *c, int on);
 
 /* Records a stored-only entry of n_tokens tokens and n_values values of
@@ -451,196 +451,26 @@ int rlxkv_decode(const uint8_t *buf, size_t len, const uint64_t *expect_fp,
                  rlxkv_entry **out, uint64_t *fp_out);
 
 /* ------------------------------------------------------------------------
- * Store: a directory of blobs, one file per entry, named from a hash of
- * (fingerprint, tokens): "<16 hex digits>.rlxkv" (rlxkv_blob_name). A
- * blob or page a cache's store wrote under its page name (rlxkv_page_name,
- * 32 hex digits) is as much its own. Saves stream the blob
- * into a temporary file and rename it over the name: atomic. Plain POSIX,
- * so it runs natively and on Emscripten's NODEFS alike (the CLI and Node's
- * rlx.openStore; caches use store/tiers.js).
- *
- * One judge, one rule. Only regular files (symlinks are followed to one;
- * removing a symlinked blob removes the link) named "*.rlxkv" (shorter
- * than RLXKV_PAGE_NAME_CAP characters) are blobs (or pages, see Pages);
- * fifos, sockets, devices and directories are never opened. Every blob is
- * judged the same way by load, list and prune, from its header, tokens and block lengths (its values are skipped,
- * not read), with the checks of rlxkv_decode:
- *   ok / stale   valid, under its own name; of the fingerprint asked for
- *                (or any, with RLXKV_ANY_FINGERPRINT) or not;
- *   foreign      valid, under another name (copied in by hand, renamed):
- *                never loaded, never removed; `rlxkv rewrite FILE DIR`
- *                stores it under its own name;
- *   corrupt      not a valid blob (error: BAD_MAGIC, TRUNCATED, CORRUPT),
- *                whatever fingerprint its head names;
- *   too large    valid (as far as read), but not for this process: more
- *                than RLXKV_MAX_LAYERS layers (LIMIT) or too large to hold
- *                (NOMEM); never removed as corrupt;
- *   unreadable   an I/O error, or the file changed while it was read
- *                (IO, CHANGED): not judged, never removed.
- * A save's temporary file is "temp" while its writer may be alive, and
- * "abandoned" once it cannot be: over an hour old, or (natively) its
- * writer's PID, which its name holds, is no running process of this PID
- * namespace. Prune removes abandoned ones.
- *
- * Recency: rlxkv_store_flush stamps the blob of every cached entry with an
- * mtime in the cache's recency order (the most recently used newest), so
- * load and prune, which go by mtime, follow use, not save time.
+ * Names: what a store calls the blob or page of an entry (FORMATS.md,
+ * Names), the same in every tab, process and machine. The store itself is
+ * JavaScript's (store/ in the package: IndexedDB, OPFS, a Node directory);
+ * these are the names it gives and judges files by.
  * ---------------------------------------------------------------------- */
-typedef struct rlxkv_store rlxkv_store;
-
-/* The file operations the store uses; tests inject faults through it.
- * Each returns 0 on success, -1 with errno set on failure. The directory
- * itself (mkdir, opendir, stat, utimensat) is not in here. */
-typedef struct rlxkv_io {
-    void *ctx;
-    int (*open)(void *ctx, const char *path, int flags, int mode);   /* fd */
-    long (*read)(void *ctx, int fd, void *buf, size_t n);             /* bytes or -1 */
-    long (*write)(void *ctx, int fd, const void *buf, size_t n);      /* bytes or -1 */
-    int (*sync)(void *ctx, int fd);
-    int (*close)(void *ctx, int fd);
-    int (*rename)(void *ctx, const char *from, const char *to);
-    int (*unlink)(void *ctx, const char *path);
-    /* lseek(2): SEEK_SET or SEEK_END; the new offset, or -1. Judging a
-     * blob seeks over its values; SEEK_END tells a file's size as opened
-     * (and fails on a pipe). */
-    int64_t (*seek)(void *ctx, int fd, int64_t offset, int whence);
-} rlxkv_io;
-
-/* The POSIX file operations (the default). */
-const rlxkv_io *rlxkv_io_posix(void);
-
-typedef enum rlxkv_blob_status {
-    RLXKV_BLOB_OK = 0,          /* valid, named right, of the fingerprint (or any) */
-    RLXKV_BLOB_STALE = 1,       /* valid, named right, of another fingerprint */
-    RLXKV_BLOB_CORRUPT = 2,     /* invalid: error is BAD_MAGIC, TRUNCATED or CORRUPT */
-    RLXKV_BLOB_FOREIGN = 3,     /* valid, under a name that is not its own */
-    RLXKV_BLOB_TOO_LARGE = 4,   /* valid, too large for this process: error LIMIT or NOMEM */
-    RLXKV_BLOB_UNREADABLE = 5,  /* error IO or CHANGED */
-    RLXKV_BLOB_TEMP = 6,        /* a save's temporary file, its writer maybe alive */
-    RLXKV_BLOB_ABANDONED = 7    /* a dead save's temporary file */
-} rlxkv_blob_status;
-
-/* Longest name in a rlxkv_blob_info, NUL included (temporary names too). */
-#define RLXKV_NAME_CAP 80
-
-typedef struct rlxkv_blob_info {
-    char name[RLXKV_NAME_CAP];  /* file name inside the directory */
-    uint64_t file_bytes;
-    uint64_t n_tokens;          /* 0 unless judged valid (ok, stale, foreign) */
-    uint64_t kv_bytes;          /* values x dtype size, when judged valid */
-    int64_t mtime;              /* seconds since the epoch */
-    uint64_t fingerprint;       /* when its head was read (ok, stale, foreign, too large), else 0 */
-    int32_t mtime_ns;           /* nanoseconds of mtime */
-    int status;                 /* rlxkv_blob_status */
-    int error;                  /* the rlxkv_status behind corrupt, too large, unreadable, else 0 */
-    int dtype;                  /* rlxkv_dtype when valid, else -1 */
-    int page;                   /* 1 for a page (RLXKVPG1, RLXKVPH1) when sized, else 0 */
-} rlxkv_blob_info;
-
-/* All counts and sizes are 64-bit: a directory may outgrow a 32-bit size_t. */
-typedef struct rlxkv_load_report {
-    uint64_t loaded;        /* entries put in the cache */
-    uint64_t stale;         /* valid blobs of other fingerprints, left alone */
-    uint64_t corrupt;       /* invalid blobs, skipped */
-    uint64_t skipped;       /* valid blobs left out: the cap is full, pinned entries
-                               leave no room, or the cache holds these tokens */
-    uint64_t bytes;         /* KV bytes loaded */
-    uint64_t foreign;       /* valid blobs under names not their own, left alone */
-    uint64_t too_large;     /* valid blobs this process could not hold (LIMIT, NOMEM) */
-    uint64_t unreadable;    /* files that could not be read or changed while read */
-    uint64_t shape;         /* valid blobs that do not fit the cache's layout (SHAPE) */
-} rlxkv_load_report;
-
-typedef struct rlxkv_prune_report {
-    uint64_t removed;           /* blobs removed (or that would be, on a dry run) */
-    uint64_t removed_bytes;     /* their file bytes */
-    uint64_t kept;              /* blobs left */
-    uint64_t kept_bytes;
-    uint64_t temps_removed;     /* abandoned temporary files removed (would be) */
-    uint64_t temps_removed_bytes;
-    uint64_t temps_kept;        /* temporary files of saves that may be running */
-    uint64_t temps_kept_bytes;  /* (counted against max_bytes) */
-} rlxkv_prune_report;
-
-/* Opens (creating if missing) the directory `dir`. io may be NULL for POSIX.
- * Returns NULL on failure (*status says why, if given). Free with
- * rlxkv_store_close. */
-rlxkv_store *rlxkv_store_open(const char *dir, const rlxkv_io *io, int *status);
-void rlxkv_store_close(rlxkv_store *s);   /* NULL: a harmless no-op */
-/* The errno behind the last RLXKV_ERR_IO or RLXKV_ERR_QUOTA the store met
- * (a call's result, or a blob's error in a list), as sqlite3_system_errno
- * keeps it: EACCES, ENOTDIR, ENOSPC... 0 before any failure, or when the
- * last had no errno (a write that wrote nothing). A later failure replaces
- * it; a success leaves it. NULL: 0. */
-int rlxkv_store_errno(const rlxkv_store *s);
-
-/* The file name of (fingerprint, tokens) into name (at least 32 bytes):
- * 16 hex digits of a 64-bit hash, then ".rlxkv". */
-void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
 
 /* Longest page name, NUL included. */
 #define RLXKV_PAGE_NAME_CAP 48
 /* A page's key (FORMATS.md, Pages): a 128-bit hash chained over the
  * fingerprint and the tokens one at a time, then the dtype and the count;
- * its name is the key's 32 hex digits, then ".rlxkv". What a cache's store
- * names each page it writes: the same prefix of the same model and dtype
- * gets the same name in every tab and on every machine. */
+ * its name is the key's 32 hex digits, then ".rlxkv". What a store names
+ * each blob and page it writes: the same prefix of the same model and
+ * dtype gets the same name everywhere. */
 void rlxkv_page_key(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n, uint64_t key[2]);
 void rlxkv_page_name(uint64_t fingerprint, int dtype, const uint32_t *tokens, size_t n,
                      char name[RLXKV_PAGE_NAME_CAP]);
-
-/* Writes one entry's blob atomically, in its dtype's format, streamed from
- * the entry (no copy of the whole blob is made). A page (an entry of a
- * paging cache with start > 0) is not a whole blob: RLXKV_ERR_INVALID, as
- * rlxkv_encode says; the store is for caches of whole entries. */
-int rlxkv_store_save(rlxkv_store *s, const rlxkv_entry *e, uint64_t fingerprint);
-/* Saves every dirty entry of the cache (under the cache's fingerprint) and
- * marks each clean once its rename succeeded, then stamps the blobs of all
- * its entries in recency order (best effort; see Recency). Stops at the
- * first failed save and returns it; entries saved before stay saved and
- * clean. */
-int rlxkv_store_flush(rlxkv_store *s, rlxkv_cache *c);
-/* Reads the blobs of the cache's fingerprint into it, newest first, while
- * the cap holds them (the first one always), then puts them oldest first
- * (so the newest files are the most recently used). Blobs past the cap
- * are judged, not read. Every blob lands in one count of the report; a
- * blob that cannot be held (out of memory) or does not fit the cache's
- * layout is counted and skipped, not an error. Loaded entries are clean.
- * report may be NULL. Fails only when the directory cannot be read or the
- * store's own bookkeeping cannot be allocated. */
-int rlxkv_store_load(rlxkv_store *s, rlxkv_cache *c, rlxkv_load_report *report);
-/* Reads and decodes the blob file `name` (*out owned by the caller), under
- * any name. RLXKV_STALE (*out NULL) when expect_fp is given and differs;
- * NOTFOUND when there is no such regular file; CHANGED when it changed
- * while read. */
-int rlxkv_store_read(rlxkv_store *s, const char *name, const uint64_t *expect_fp,
-                     rlxkv_entry **out);
-
-#define RLXKV_PRUNE_DRY_RUN   1   /* report, remove nothing */
-#define RLXKV_PRUNE_KEEP_STALE 2  /* leave other fingerprints' blobs alone */
-#define RLXKV_ANY_FINGERPRINT 4   /* every valid blob counts as the fingerprint's (list, prune) */
-#define RLXKV_PRUNE_ANY_FINGERPRINT RLXKV_ANY_FINGERPRINT
-#define RLXKV_PRUNE_KEEP_PINNED 8 /* only the pinned entries of `keep` are kept */
-
-/* Lists the directory's blobs and temporary files, judged against
- * `fingerprint` (flags: RLXKV_ANY_FINGERPRINT, then every valid blob is
- * ok), in name order, reading no values. *out is an array of *n infos
- * allocated with malloc: the caller frees it with free(). */
-int rlxkv_store_list(rlxkv_store *s, uint64_t fingerprint, unsigned flags,
-                     rlxkv_blob_info **out, size_t *n);
-int rlxkv_store_remove(rlxkv_store *s, const char *name);  /* OK / NOTFOUND / IO */
-
-/* Removes corrupt and (unless KEEP_STALE) stale blobs and abandoned
- * temporary files, then the least recently used (oldest mtime) blobs of
- * `fingerprint` until they and the live temporary files total at most
- * max_bytes (UINT64_MAX: no budget; stale files kept under KEEP_STALE do
- * not count). Foreign, too large and unreadable files are never removed,
- * nor counted against the budget. Blobs of the resident entries of `keep`
- * (may be NULL; with KEEP_PINNED, only its pinned ones) are never removed;
- * its stored-only entries do not protect theirs. report may be NULL. */
-int rlxkv_store_prune(rlxkv_store *s, uint64_t fingerprint, uint64_t max_bytes,
-                      unsigned flags, const rlxkv_cache *keep,
-                      rlxkv_prune_report *report);
+/* The name stores gave a blob before pages (and still take as its own):
+ * 16 hex digits of rlxkv_hash64 of the tokens (little-endian u32s) seeded
+ * with the fingerprint, then ".rlxkv", into name (at least 32 bytes). */
+void rlxkv_blob_name(uint64_t fingerprint, const uint32_t *tokens, size_t n, char name[32]);
 
 #ifdef __cplusplus
 }

@@ -38,9 +38,10 @@
 //   stamp, OPFS's writers' markers, IndexedDB's census), that an index of
 //   `count` records describes every blob
 // @property {() => Promise<Uint8Array|null>} readIndex  the index as it is now
-// @property {() => Promise<{blobs: string[], temporaries: BlobStat[], swept: number}>} names
+// @property {(opts?: {sweep?: boolean}) => Promise<{blobs: string[], temporaries: BlobStat[], swept: number}>} names
 //   every blob's name; temporary files of writers that are gone are deleted
-//   (swept), those of live writers listed
+//   (swept), those of live writers listed (with sweep: false, a tool
+//   store's, none is deleted and every one is listed)
 // @property {(names?: string[]) => Promise<{blobs: BlobStat[]}>} list  these blobs (or every one), those gone left out
 // @property {(name: string, n: number) => Promise<Uint8Array|null>} head  up to n bytes from the start; null: gone
 // @property {(name: string) => Promise<Uint8Array|null>} read  the whole blob; null: gone

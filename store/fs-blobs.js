@@ -2,25 +2,33 @@
 // store (store/tiers.js) reads and writes in Node. Bytes only, no format: one
 // file per blob, named by its caller; saves are atomic (a temporary file in
 // the same directory, synced, then renamed over the name), so a blob is old
-// or new, never torn, and the directory is the one src/store.c and the CLI
-// read. All I/O is async, in chunks, so a large flush never blocks the
-// event loop for long.
+// or new, never torn. The one writer of a Node store directory: caches,
+// rlx.openStore and the CLI (rlxkv rewrite) all save through write() here.
+// All I/O is async, in chunks, so a large flush never blocks the event loop
+// for long.
 import { RlxkvError } from '../wasm/errors.js';
 import { commitFiles } from './backend.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
 const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
 const SUFFIX = '.rlxkv';
-/** A save's temporary file: <16 or 32 hex>.rlxkv.<pid>-<time>-<seq>.tmp (hex), as src/store.c names its own. */
+/**
+ * Temporary files, the one rule (FORMATS.md, "A store directory"): a save
+ * writes NAME.rlxkv.<pid>-<time>-<seq>.tmp (hex: the writer's process id,
+ * the low 24 bits of Date.now(), a counter), an index update
+ * .rlxkv-index.<pid>-<time>-<seq>.tmp. Nothing else is ever taken for one.
+ * One is abandoned (isAbandoned) once no live writer can own it: its
+ * process is gone (this machine's, by its pid), or it is ABANDONED_MS old
+ * whoever wrote it (a save writes its file in one go).
+ */
 const TEMP = /^[0-9a-f]{16}(?:[0-9a-f]{16})?\.rlxkv\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
 const ABANDONED_MS = 3600e3;
 /**
  * The directory's index (format/store-index.js: RLXKVIX4, FORMATS.md), so that an
  * open reads one file and the listing of names, not every blob's first
- * bytes. Only a cache of what the directory holds: a name no blob has
- * (src/store.c and the CLI leave it alone), replaced whole by a temporary
- * file and a rename, its temporary named apart from blobs' so that no
- * reader takes it for one.
+ * bytes. Only a cache of what the directory holds: a name no blob has,
+ * replaced whole by a temporary file and a rename, its temporary named
+ * apart from blobs' so that no reader takes it for one.
  */
 const INDEX_NAME = '.rlxkv-index';
 /**
@@ -34,6 +42,10 @@ const INDEX_NAME = '.rlxkv-index';
  */
 const STAMP_MS = 0.777, STAMP_AGE_MS = 2000;
 const INDEX_TEMP = /^\.rlxkv-index\.([0-9a-f]{1,8})-[0-9a-f]{1,16}-[0-9a-f]{1,16}\.tmp$/;
+
+let seq = 0;
+/** The temporary file of a write of `name` (a blob's, or the index's), by the rule above. */
+const tempName = (name) => `${name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`;
 
 /** Whether process pid runs here (signal 0 probes; EPERM: it runs, as another user). */
 function alive(pid) {
@@ -76,8 +88,7 @@ export function fsError(err, what) {
 
 /**
  * The absolute path of store directory `dir`, made if missing: IO (naming
- * it) when it cannot be made or is not a directory. The one check of a
- * Node store directory, for this backend and for wasm/storage.js.
+ * it) when it cannot be made or is not a directory.
  */
 export async function storeDirectory(dir) {
   const fs = await nodeFs();
@@ -90,8 +101,6 @@ export async function storeDirectory(dir) {
   }
   return root;
 }
-
-let seq = 0;
 
 export class FsBlobs {
   /** Opens (creating if missing) the directory `dir`. */
@@ -223,7 +232,7 @@ export class FsBlobs {
    * writers (stat'ed: they are few), swept: how many of dead writers were
    * deleted (sweep()) }.
    */
-  async names() {
+  async names({ sweep = true } = {}) {
     let names;
     try {
       names = await fsp.readdir(this.root);
@@ -236,7 +245,7 @@ export class FsBlobs {
       else if (name.endsWith('.tmp') && (TEMP.test(name) || INDEX_TEMP.test(name))) temps.push(name);
     }
     const temporaries = temps.length ? (await this.list(temps)).temporaries : [];
-    const swept = await this.sweep(temporaries);
+    const swept = sweep ? await this.sweep(temporaries) : [];
     const left = temporaries.filter((t) => !swept.includes(t.name));
     this.#temporariesLeft = left.length;
     return { blobs, temporaries: left, swept: swept.length };
@@ -285,7 +294,7 @@ export class FsBlobs {
     let next = update(cur, new Set(found.filter(Boolean).map((f) => f.name)));
     if (next && next.bytes) next = next.bytes;
     if (!next) return;
-    const tmp = this.#path(`${INDEX_NAME}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
+    const tmp = this.#path(tempName(INDEX_NAME));
     try {
       await fsp.writeFile(tmp, next, { mode: 0o644 });
       await fsp.rename(tmp, this.#path(INDEX_NAME));
@@ -320,15 +329,44 @@ export class FsBlobs {
     await fsp.utimes(this.#path(INDEX_NAME), since / 1000, mtime).catch(() => {});
   }
 
-  /**
-   * Deletes the temporary files no live writer can own: those of processes
-   * of this machine that are gone, and (whoever wrote them) those untouched
-   * for an hour. The names deleted.
-   */
+  /** Whether no live writer can own temporary file { pid, mtimeMs } (list()'s), by the rule above. */
+  isAbandoned({ pid, mtimeMs }) {
+    return Date.now() - mtimeMs > ABANDONED_MS || !alive(pid);
+  }
+
+  /** Deletes the temporary files no live writer can own (isAbandoned). The names deleted. */
   async sweep(temporaries) {
     if (this.readOnly) return [];
-    const dead = temporaries.filter(({ pid, mtimeMs }) => Date.now() - mtimeMs > ABANDONED_MS || !alive(pid));
-    return this.remove(dead.map((t) => t.name));
+    return this.remove(temporaries.filter((t) => this.isAbandoned(t)).map((t) => t.name));
+  }
+
+  /**
+   * A tool store (TieredStore asToolStore: listAll, pruneAll, close) with
+   * the temporary files its open found (list()'s, none swept): listed
+   * beside its blobs, in name order, 'temp' or 'abandoned' (isAbandoned,
+   * judged at each call); a prune removes the abandoned ones and counts the
+   * live ones against its budget (its report's temps* counts).
+   */
+  toolStore(tool, temporaries) {
+    let temps = temporaries;
+    const bytes = (ts) => ts.reduce((n, t) => n + t.bytes, 0);
+    const info = (t) => ({
+      name: t.name, tokens: 0, bytes: t.bytes, mtime: new Date(t.mtimeMs), fingerprint: 0n,
+      status: this.isAbandoned(t) ? 'abandoned' : 'temp', error: 0, dtype: null, kvBytes: 0, page: false,
+    });
+    return {
+      listAll: (fp, any) => [...tool.listAll(fp, any), ...temps.map(info)].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      pruneAll: async (fp, opts) => {
+        const dead = temps.filter((t) => this.isAbandoned(t)), live = temps.filter((t) => !dead.includes(t));
+        const report = await tool.pruneAll(fp, { ...opts, maxBytes: opts.maxBytes - bytes(live) });
+        if (!opts.dryRun && dead.length) {
+          await this.remove(dead.map((t) => t.name));
+          temps = live;
+        }
+        return { ...report, tempsRemoved: dead.length, tempsRemovedBytes: bytes(dead), tempsKept: live.length, tempsKeptBytes: bytes(live) };
+      },
+      close: () => tool.close(),
+    };
   }
 
   /** Up to n bytes from the start of blob `name`; null if it is gone. */
@@ -398,7 +436,7 @@ export class FsBlobs {
   async write(items, done = () => {}) {
     for await (const item of items) {
       if (this.readOnly) throw new RlxkvError('IO', `saving ${item.name}: the store ${this.root} is read-only`);
-      const tmp = this.#path(`${item.name}.${process.pid.toString(16)}-${(Date.now() & 0xffffff).toString(16)}-${(seq++).toString(16)}.tmp`);
+      const tmp = this.#path(tempName(item.name));
       let fh = null;
       try {
         fh = await fsp.open(tmp, 'wx', 0o644).catch(async (err) => {

@@ -30,6 +30,8 @@ export function infoOf(r, status) {
     status, // ok, stale, corrupt, foreign, too-large, unreadable
     error: status === 'corrupt' ? STATUS.CORRUPT : status === 'too-large' ? STATUS.LIMIT : status === 'unreadable' ? STATUS.IO : 0,
     dtype: r.dtype ?? null,
+    kvBytes: r.nValues * (r.dtype === 'f16' ? 2 : 4) || 0,
+    page: !!r.start,
   };
 }
 
@@ -42,10 +44,13 @@ export function ownName(native, r) {
   return r.name === native.pageName(r.tokens, r.dtype, r.fingerprint) || r.name === native.blobName(r.tokens, r.fingerprint);
 }
 
-/** How many stored pages name each blob as their parent (name -> count). */
+/**
+ * How many stored pages name each blob as their parent (name -> count): of
+ * the store's fingerprint or another (a tool store's are all stale to it).
+ */
 export function childCounts(records) {
   const out = new Map();
-  for (const r of records) if (r.start && r.status === 'ok') out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
+  for (const r of records) if (r.start && (r.status === 'ok' || r.status === 'stale')) out.set(r.parent, (out.get(r.parent) ?? 0) + 1);
   return out;
 }
 

@@ -42,7 +42,6 @@ import {
 import { LITTLE_ENDIAN } from '../format/f16.js';
 import { checkShape } from '../format/layout.js';
 import { copyPages, entryOfRows, rowRuns } from './chain.js';
-import { serialQueue } from './queue.js';
 import {
   FLAG_CORRUPT, FLAG_SKIP, KnownRecords, indexColumns, keyOfName, mergeIndex, newestOf, pageOf, parseIndex,
 } from '../format/store-index.js';
@@ -70,9 +69,11 @@ export class TieredStore {
    * @param native  wasm/native-cache.js NativeCache
    * @param {'fs'|'idb'|'opfs'} kind
    * @param {string} path
-   * @param {{fingerprint: bigint, layout: object|null, watch?: boolean}} opts
+   * @param {{fingerprint: bigint, layout: object|null, watch?: boolean, tool?: boolean}} opts
    *   watch: learn at once of the blobs other caches on this store save
-   *   and delete (other tabs, workers, threads), not only at the next open
+   *   and delete (other tabs, workers, threads), not only at the next open;
+   *   tool: a store without a cache (asToolStore): its open sweeps no
+   *   temporary file (its backend's toolStore lists and prunes them)
    */
   static async open(native, kind, path, opts) {
     if (opts.watch && typeof BroadcastChannel !== 'function') {
@@ -112,8 +113,11 @@ export class TieredStore {
   #channelName = null;
   /** What this flush saved, told to the watchers at its end. */
   #savedRecords = [];
-  /** What the open found of saves' temporary files (Node). */
+  /** What the open found of saves' temporary files (Node): counts, and the files left (FsBlobs list()'s). */
   #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
+  #temporaryFiles = [];
+  /** A store without a cache (opts.tool). */
+  #tool;
   /**
    * name -> when its removal was asked for (#step): blobs to delete at the
    * next flush, kept apart from #known, whose record a save replaces. A
@@ -133,8 +137,9 @@ export class TieredStore {
   /** The cache's onEvent (Cache #emit), or null. */
   #onEvent;
 
-  constructor(native, blobs, { fingerprint, layout, onEvent = null }) {
+  constructor(native, blobs, { fingerprint, layout, onEvent = null, tool = false }) {
     this.#native = native;
+    this.#tool = tool;
     this.#blobs = blobs;
     this.#fp = fingerprint;
     this.#layout = layout;
@@ -255,7 +260,8 @@ export class TieredStore {
       blobs.opened({ listed: false, current: true, written: true, newest: adopted.newest }).catch(() => {}); // a head start, not waited for
       return;
     }
-    const { blobs: names, temporaries, swept } = await blobs.names();
+    const { blobs: names, temporaries, swept } = await blobs.names({ sweep: !this.#tool });
+    this.#temporaryFiles = temporaries;
     this.#temporaries = { temporaries: temporaries.length, temporaryBytes: temporaries.reduce((n, t) => n + t.bytes, 0), swept };
     const present = new Set(names);
     const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
@@ -569,7 +575,7 @@ export class TieredStore {
     // Deleted by another cache (heard) while it was read: in memory, not stored.
     if (!record) this.#native.blobGone(tokens);
     else record.lastUse = Date.now();
-    // In their index (at the next flush); a directory in file times too, for the CLI's prune.
+    // In their index (at the next flush); a directory in file times too, which an open that rebuilds its index reads.
     if (this.#blobs.touch) this.#touchSoon(name);
     this.#used.add(name);
     return true;
@@ -1018,9 +1024,9 @@ export class TieredStore {
     return [...this.#known.values()].map((r) => infoOf(r, r.status === 'refused' ? 'ok' : r.status));
   }
 
-  // ---- a store without a cache (rlx.openStore on IndexedDB or OPFS) ------
+  // ---- a store without a cache (rlx.openStore, the CLI) ------------------
 
-  /** Every blob judged against fingerprint (any: every valid blob is ok), as the C store judges. */
+  /** Every blob judged against fingerprint (any: every valid blob is ok): its record's status, then its name, then its fingerprint. */
   #judged(fingerprint, any) {
     return [...this.#known.values()].map((r) => {
       if (r.status === 'corrupt' || r.status === 'too-large' || r.status === 'unreadable') return [r, r.status];
@@ -1031,22 +1037,18 @@ export class TieredStore {
 
   listAll(fingerprint, any) { return this.#judged(fingerprint, any).map(([r, status]) => infoOf(r, status)); }
 
-  /** The interface js/store.js drives (wasm/storage.js's for the C store). */
-  asToolStore() {
-    // One at a time, as a cache's calls are: a prune's removals and its index update are one step.
-    const serial = serialQueue();
-    return {
-      kind: this.kind,
-      list: (fp, any) => this.listAll(fp, any),
-      prune: (fp, { anyFingerprint, ...opts }) => serial(() => this.pruneAll(fp, { ...opts, any: anyFingerprint })),
-      close: () => serial(() => this.close()),
-    };
-  }
+  /**
+   * What js/store.js drives (listAll, pruneAll, close): this store, or in
+   * a Node directory its backend's wrap of it, which adds the temporary
+   * files the open found (FsBlobs toolStore).
+   */
+  asToolStore() { return this.#blobs.toolStore?.(this, this.#temporaryFiles) ?? this; }
 
   /**
    * Store.prune over these blobs: corrupt ones, stale ones when `stale`,
    * then the least recently used of those that count (the fingerprint's,
-   * or with `any` every valid one) until they total at most maxBytes.
+   * or with `any` every valid one) until they total at most maxBytes (a
+   * number).
    */
   async pruneAll(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false, any = false } = {}) {
     const gone = [], counted = [];

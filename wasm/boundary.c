@@ -1,10 +1,9 @@
-/* The C side of the wasm boundary: what wasm/native-cache.js and
- * wasm/storage.js call instead of reading C structs themselves. A cache is
+/* The C side of the wasm boundary: what wasm/native-cache.js calls instead
+ * of reading C structs itself. A cache is
  * wrapped with a token scratch area and a result record, so that a lookup
  * is one copy of the tokens in, one call, and reads of one flat record of
  * u32s out. Everything else is called straight from the library (see
  * exports.txt). wasm32 only: pointers and size_t are 32 bits here. */
-#include <errno.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -375,40 +374,6 @@ void rlxkv_web_stats(const rlxkv_cache *c, double out[STATS_FIELDS]) {
     out[9] = (double)s.stored_entries;
     out[10] = (double)s.stored_bytes;
 }
-
-/* wasm/storage.js reads rlxkv_blob_info records at these offsets (wasm32). */
-_Static_assert(offsetof(rlxkv_blob_info, file_bytes) == 80, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, n_tokens) == 88, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, kv_bytes) == 96, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, mtime) == 104, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, fingerprint) == 112, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, mtime_ns) == 120, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, status) == 124, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, error) == 128, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, dtype) == 132, "blob_info layout");
-_Static_assert(offsetof(rlxkv_blob_info, page) == 136, "blob_info layout");
-size_t rlxkv_web_blob_info_size(void) { return sizeof(rlxkv_blob_info); }
-
-/* The name of an errno (rlxkv_store_errno), "EACCES": JS cannot name one
- * itself, since Emscripten's numbers are WASI's, not the host's. Names
- * only, of those a file operation meets: libc's strerror would bring its
- * whole table of texts into the wasm (1.5 KB gzipped). NULL for others. */
-const char *rlxkv_web_errno_name(int err) {
-    switch (err) {
-#define NAME(e) case e: return #e;
-        NAME(EACCES) NAME(EPERM) NAME(ENOENT) NAME(ENOTDIR) NAME(EISDIR) NAME(ELOOP)
-        NAME(ENAMETOOLONG) NAME(EROFS) NAME(ENOSPC) NAME(EDQUOT) NAME(EFBIG) NAME(EIO)
-        NAME(EBUSY) NAME(EEXIST) NAME(ENOTEMPTY) NAME(EXDEV) NAME(EMFILE) NAME(ENFILE)
-        NAME(ENOMEM) NAME(EINVAL) NAME(EBADF) NAME(ESTALE) NAME(EAGAIN)
-#undef NAME
-    default: return NULL;
-    }
-}
-
-/* The load and prune reports are all uint64_t: storage.js reads them as
- * BigUint64 fields. */
-_Static_assert(sizeof(rlxkv_load_report) == 9 * sizeof(uint64_t), "load_report layout");
-_Static_assert(sizeof(rlxkv_prune_report) == 8 * sizeof(uint64_t), "prune_report layout");
 
 /* The C codec over the cache's entries, for the tests that hold the JS
  * codec (format/blob.js) to it. Encodes the entry of the n scratch tokens into

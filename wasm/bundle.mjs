@@ -13,8 +13,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = (p) => fileURLToPath(new URL(p, import.meta.url));
 
-// core.js imports the universal glue; browsers get the one without Node's
-// file system.
+// core.js imports the universal glue; browsers get wasm/web-glue.mjs's
+// loader of their own wasm.
 const browserGlue = {
   name: 'browser-glue',
   setup(b) {
@@ -22,9 +22,9 @@ const browserGlue = {
   },
 };
 
-// What only Node runs (the C store on a Node directory, node:fs blobs, the
-// wasm read from its file): in the bundle, a module that says so if reached.
-const NODE_ONLY = /\/(wasm\/storage|store\/fs-blobs|wasm\/node-wasm)\.js$/;
+// What only Node runs (a Node directory's blobs, the wasm read from its
+// file): in the bundle, a module that says so if reached.
+const NODE_ONLY = /\/(store\/fs-blobs|wasm\/node-wasm)\.js$/;
 const nodeOnly = (file) => (file === 'node-wasm.js' ? file : `${file} (storage 'fs')`);
 const noNode = {
   name: 'no-node',
@@ -36,7 +36,7 @@ export {};`,
     }));
     b.onLoad({ filter: NODE_ONLY }, (args) => ({
       contents: `const no = () => { throw new Error(${JSON.stringify(`rlxkv: ${nodeOnly(args.path.split('/').pop())} is Node only`)}); };
-export const BlobStore = { open: no }, FsBlobs = { open: no }, readWasm = no, readPath = no;`,
+export const FsBlobs = { open: no }, readWasm = no, readPath = no;`,
     }));
   },
 };

@@ -1,8 +1,8 @@
 // The wasm module: fetches and checks its bytes (in Node, reads them:
 // node-wasm.js), instantiates it and gives the rest of wasm/ its heap
-// helpers (allocation, C strings, statuses). With native-cache.js and
-// storage.js, the only JS that knows the C ABI; js/ calls those, never the
-// module. Arguments arrive here already validated by js/.
+// helpers (allocation, C strings, statuses). With native-cache.js, the only
+// JS that knows the C ABI; js/ calls those, never the module. Arguments
+// arrive here already validated by js/.
 import createRlxkvCore, { wasmUrls } from './dist/rlxkv_core.mjs';
 import { RlxkvError, statusError } from './errors.js';
 import { readWasm } from './node-wasm.js';

@@ -462,7 +462,7 @@ export class NativeCache {
     return core.cstringAt(name);
   }
 
-  /** The 64-bit blob name (rlxkv_blob_name) of an entry of these tokens under this cache's fingerprint (or another): what stores before pages, and the C store, name blobs. */
+  /** The 64-bit blob name (rlxkv_blob_name) of an entry of these tokens under this cache's fingerprint (or another): what stores before pages named blobs. */
   blobName(tokens, fingerprint = this.#fp) {
     const core = this.#core;
     const p = this.#scratch(tokens, 8); // 32 bytes for the name after the tokens

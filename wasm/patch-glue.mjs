@@ -1,16 +1,8 @@
-// Copies Emscripten 3.1.6's ES-module glue to wasm/dist, patched for
-// faults of that version:
-//   - stat() reports mtimes in whole seconds (st_mtim.tv_nsec is always 0),
-//     so the store could not tell the order of blobs saved within one
-//     second: we fill in the milliseconds that MEMFS/IDBFS/NODEFS keep.
-//   - with --node: under Node the glue calls require() and __dirname, which
-//     an ES module lacks (fixed upstream in 3.1.27). We define both from
-//     import.meta.url, only when running under Node, so browsers and workers
-//     never touch node: modules.
-//   - with --node: NODEFS refuses to make a node for anything but a file,
-//     directory or link (EINVAL), so one fifo or socket beside the blobs
-//     failed every readdir-and-stat of the store (rlxkv ls, openStore):
-//     such a node is made (the store then skips it as no regular file).
+// Copies Emscripten 3.1.6's ES-module glue to wasm/dist, patched for a
+// fault of that version: with --node, under Node the glue calls require()
+// and __dirname, which an ES module lacks (fixed upstream in 3.1.27). We
+// define both from import.meta.url, only when running under Node, so
+// browsers and workers never touch node: modules.
 // (The browser build's glue is not Emscripten's: wasm/web-glue.mjs.)
 // The glue also exports wasmUrls(), where its wasm is (wasm/core.js reads
 // and checks it, then hands the glue its bytes): beside the glue, and the
@@ -36,11 +28,6 @@ function fail(what) {
 
 let glue = readFileSync(from, 'utf8');
 
-// doStat writes tv_sec of st_mtim at buf+64 and a zero tv_nsec at buf+68.
-const mtimeNsec = 'HEAP32[buf+68>>>2]=0';
-if (glue.split(mtimeNsec).length !== 2) fail(`exactly one "${mtimeNsec}"`);
-glue = glue.replace(mtimeNsec, 'HEAP32[buf+68>>>2]=stat.mtime.getTime()%1e3*1e6|0');
-
 if (node) {
   for (const needle of ['require("fs")', '__dirname', 'import.meta.url']) {
     if (!glue.includes(needle)) fail(`"${needle}"`);
@@ -50,11 +37,6 @@ const require = (typeof process === 'object' && process.versions && process.vers
   ? (await import('node:module')).createRequire(import.meta.url) : undefined;
 const __dirname = require ? require('node:path').dirname(require('node:url').fileURLToPath(import.meta.url)) : '';
 ` + glue;
-}
-if (node) {
-  const refuse = 'if(!FS.isDir(mode)&&!FS.isFile(mode)&&!FS.isLink(mode)){throw new FS.ErrnoError(28)}';
-  if (glue.split(refuse).length !== 2) fail(`exactly one NODEFS createNode check "${refuse}"`);
-  glue = glue.replace(refuse, '');
 }
 {
   const name = from.split('/').pop().replace(/\.mjs$/, '.wasm');

@@ -1,28 +1,22 @@
-# The WebAssembly builds (emcmake cmake), copied to wasm/dist/:
-#   rlxkv_core.mjs/.wasm      browsers, workers and Node (MEMFS + NODEFS), the
-#                             glue patched to load as ESM under Node; exports
-#                             wasm/exports.txt and wasm/exports-node.txt (the C
-#                             store)
-#   rlxkv_core_web.mjs/.wasm  browsers and workers only (no file system), for
-#                             the minified browser bundle (wasm/bundle.mjs);
-#                             exports wasm/exports.txt alone, so the linker
-#                             leaves out the C store and codec that browsers
-#                             never call (their stores are reached from JS);
-#                             its glue is wasm/web-glue.mjs's small loader,
-#                             written from the one Emscripten links
+# The WebAssembly builds (emcmake cmake), copied to wasm/dist/. Both export
+# wasm/exports.txt, the cache JS drives: every store, a Node directory
+# included, is reached from JS (store/), so neither has Emscripten's file
+# system, and the linker leaves out the C codec, which no export calls.
+#   rlxkv_core.mjs/.wasm      browsers, workers and Node, the glue patched to
+#                             load as ESM under Node (wasm/patch-glue.mjs)
+#   rlxkv_core_web.mjs/.wasm  browsers and workers only, for the minified
+#                             browser bundle (wasm/bundle.mjs), without folds
+#                             (below); its glue is wasm/web-glue.mjs's small
+#                             loader, written from the one Emscripten links
 #   build/wasm/test/rlxkv_core_test.mjs/.wasm
 #                             the tests' own: the universal build plus
 #                             wasm/exports-test.txt (the C codec that
 #                             tests/node/blob.test.js holds format/blob.js to);
 #                             never shipped
-# The universal and test glues get the patches of wasm/patch-glue.mjs. IndexedDB and OPFS are
-# reached from JS (store/idb-blobs.js, store/opfs-blobs.js), not by Emscripten's IDBFS.
 # Included from CMakeLists.txt when EMSCRIPTEN.
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports.txt RLXKV_EXPORTS REGEX "^_")
-file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-node.txt RLXKV_NODE_EXPORTS REGEX "^_")
 file(STRINGS ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-test.txt RLXKV_TEST_EXPORTS REGEX "^_")
-string(REPLACE ";" "," RLXKV_TEST_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS};${RLXKV_TEST_EXPORTS}")
-string(REPLACE ";" "," RLXKV_NODE_EXPORTS "${RLXKV_EXPORTS};${RLXKV_NODE_EXPORTS}")
+string(REPLACE ";" "," RLXKV_TEST_EXPORTS "${RLXKV_EXPORTS};${RLXKV_TEST_EXPORTS}")
 string(REPLACE ";" "," RLXKV_EXPORTS "${RLXKV_EXPORTS}")
 
 set(RLXKV_LINK_OPTIONS
@@ -46,25 +40,20 @@ add_executable(rlxkv_core_test wasm/boundary.c)
 # Folds), whose code (~1.5 KB of wasm, 0.7 KB gzipped) the bundle's size
 # budget has no room for: its opens place every page of an index at once.
 # (The universal build, Node's and unbundled ESM's, folds.)
-add_library(rlxkv_web STATIC src/util.c src/entry.c src/cache.c src/codec.c src/store.c)
+add_library(rlxkv_web STATIC ${RLXKV_SOURCES})
 target_include_directories(rlxkv_web PUBLIC src)
 target_compile_definitions(rlxkv_web PRIVATE RLXKV_FOLDS=0)
 foreach(t rlxkv_core rlxkv_core_web rlxkv_core_test)
   target_link_libraries(${t} $<IF:$<STREQUAL:${t},rlxkv_core_web>,rlxkv_web,rlxkv>)
   # Relinked (and so patched again) when the exports or the glue patch change.
   set_property(TARGET ${t} APPEND PROPERTY LINK_DEPENDS
-    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-node.txt
-    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-test.txt
+    ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports.txt ${CMAKE_CURRENT_SOURCE_DIR}/wasm/exports-test.txt
     ${CMAKE_CURRENT_SOURCE_DIR}/wasm/patch-glue.mjs ${CMAKE_CURRENT_SOURCE_DIR}/wasm/web-glue.mjs)
   set_target_properties(${t} PROPERTIES SUFFIX ".mjs")
   target_link_options(${t} PRIVATE ${RLXKV_LINK_OPTIONS})
 endforeach()
-# The universal build carries Emscripten's file system for the C store
-# (rlx.openStore on a Node directory, the CLI); browsers reach their stores
-# from JS (store/tiers.js), so the browser glue has none.
-set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -lnodefs.js
-  -sFILESYSTEM=1 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=FS,NODEFS,HEAPU8,HEAPU32,HEAPF32)
-target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_NODE_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
+set(RLXKV_UNIVERSAL_OPTIONS -sENVIRONMENT=web,worker,node -sFILESYSTEM=0 -sEXPORTED_RUNTIME_METHODS=HEAPU8,HEAPU32)
+target_link_options(rlxkv_core PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
 target_link_options(rlxkv_core_test PRIVATE -sEXPORTED_FUNCTIONS=${RLXKV_TEST_EXPORTS} ${RLXKV_UNIVERSAL_OPTIONS})
 # The browser build's glue is written by wasm/web-glue.mjs from the one
 # linked here (its names of the exports and the import); the options below

@@ -1,6 +1,7 @@
 /* Codec tests: the reference vectors byte for byte, bit-exact floats, a
  * hostile-input sweep (every truncation, huge lengths, bad fields), the f16
- * variant, the exact widening of every binary16 value and the layer limit. */
+ * variant, the exact widening of every binary16 value, the layer limit and
+ * the names of blobs and pages. */
 #define _POSIX_C_SOURCE 200809L /* strtok_r */
 #include <inttypes.h>
 #include <math.h>
@@ -761,6 +762,78 @@ static void test_layer_limit(void) {
     }
 }
 
+/* ---------------------------------------------------------------------- *
+ * Names (FORMATS.md, Names)
+ * ---------------------------------------------------------------------- */
+
+/* A blob's 64-bit name is rlxkv_hash64 of its tokens (little-endian u32s),
+ * seeded with the fingerprint, in 16 hex digits. */
+static void test_blob_name(void) {
+    uint32_t t[3] = {7, 0x01020304u, UINT32_MAX};
+    uint8_t le[12];
+    char name[32], want[32];
+    for (size_t i = 0; i < 3; i++)
+        for (size_t b = 0; b < 4; b++) le[4 * i + b] = (uint8_t)(t[i] >> (8 * b));
+    for (size_t n = 0; n <= 3; n++) {
+        rlxkv_blob_name(0xABCD, t, n, name);
+        snprintf(want, sizeof want, "%016" PRIx64 ".rlxkv", rlxkv_hash64(le, 4 * n, 0xABCD));
+        CHECK(!strcmp(name, want));
+        CHECK_EQ(strlen(name), 22);
+    }
+    rlxkv_blob_name(0xABCE, t, 3, want);
+    CHECK(strcmp(name, want) != 0); /* the fingerprint seeds the name */
+    /* Seed and first token must not cancel out: (1, [1]) vs (2, [2]). */
+    {
+        uint32_t one = 1, two = 2;
+        rlxkv_blob_name(1, &one, 1, name);
+        rlxkv_blob_name(2, &two, 1, want);
+        CHECK(strcmp(name, want) != 0);
+    }
+    rlxkv_blob_name(0, NULL, 0, name);
+    CHECK_EQ(strlen(name), 22);
+}
+
+/* Names are zero-padded hex, formatted by hand (no printf in the wasm):
+ * hashes with leading zero digits. */
+static void test_blob_name_padding(void) {
+    uint32_t t[1];
+    char name[32], want[32];
+    int found = 0;
+    for (uint32_t i = 0; i < 100000 && found < 3; i++) {
+        uint8_t le[4] = {(uint8_t)i, (uint8_t)(i >> 8), (uint8_t)(i >> 16), (uint8_t)(i >> 24)};
+        uint64_t h = rlxkv_hash64(le, 4, 0x1111222233334444ull);
+        if (h >> 56) continue; /* two leading zeros at least */
+        t[0] = i;
+        rlxkv_blob_name(0x1111222233334444ull, t, 1, name);
+        snprintf(want, sizeof want, "%016" PRIx64 ".rlxkv", h);
+        CHECK(!strcmp(name, want));
+        found++;
+    }
+    CHECK_EQ(found, 3);
+}
+
+/* A page name is its key's 32 hex digits; every token, the count, the
+ * fingerprint and the dtype change it. */
+static void test_page_names(void) {
+    const uint32_t t[3] = {90, 91, 92};
+    char page[RLXKV_PAGE_NAME_CAP], other[RLXKV_PAGE_NAME_CAP], want[RLXKV_PAGE_NAME_CAP];
+    uint64_t key[2];
+    rlxkv_page_name(1, RLXKV_F32, t, 3, page);
+    rlxkv_page_key(1, RLXKV_F32, t, 3, key);
+    CHECK(key[0] != 0);
+    snprintf(want, sizeof want, "%016" PRIx64 "%016" PRIx64 ".rlxkv", key[0], key[1]);
+    CHECK(!strcmp(page, want));
+    CHECK_EQ(strlen(page), 32 + 6);
+    rlxkv_page_name(1, RLXKV_F16, t, 3, other);
+    CHECK(strcmp(page, other) != 0);
+    rlxkv_page_name(2, RLXKV_F32, t, 3, other);
+    CHECK(strcmp(page, other) != 0);
+    rlxkv_page_name(1, RLXKV_F32, t, 2, other);
+    CHECK(strcmp(page, other) != 0);
+    rlxkv_page_name(1, RLXKV_F32, (const uint32_t[]){90, 91, 93}, 3, other);
+    CHECK(strcmp(page, other) != 0);
+}
+
 int main(void) {
     g_nvec = load_vectors(g_vec, sizeof g_vec / sizeof g_vec[0]);
     RUN(test_manifest_present);
@@ -783,6 +856,9 @@ int main(void) {
     RUN(test_f16_round_trip);
     RUN(test_encode_f32_widens);
     RUN(test_layer_limit);
+    RUN(test_blob_name);
+    RUN(test_blob_name_padding);
+    RUN(test_page_names);
     free_vectors();
     return check_report();
 }

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { STATUS } from '../../wasm/errors.js';
 import { REC, DTYPE, ORDER, STATS, STORED_HEAD } from '../../wasm/native-cache.js';
-import { PRUNE } from '../../wasm/storage.js';
 
 const header = readFileSync(new URL('../../src/rlxkv.h', import.meta.url), 'utf8');
 const boundary = readFileSync(new URL('../../wasm/boundary.c', import.meta.url), 'utf8');
@@ -26,14 +25,10 @@ test('every rlxkv_status has the same value in wasm/errors.js', () => {
   assert.deepEqual(js, c);
 });
 
-test('dtypes, orders and prune flags match the header', () => {
+test('dtypes and orders match the header', () => {
   assert.deepEqual(cEnum(header, 'rlxkv_dtype'), { RLXKV_F32: DTYPE.f32, RLXKV_F16: DTYPE.f16 });
   assert.deepEqual(cEnum(header, 'rlxkv_order'),
     { RLXKV_ORDER_ANY: ORDER.any, RLXKV_TOKEN_MAJOR: ORDER['token-major'], RLXKV_HEAD_MAJOR: ORDER['head-major'] });
-  const flags = {};
-  for (const [, key, value] of header.matchAll(/#define RLXKV_PRUNE_(\w+)\s+(\d+)/g)) flags[key] = Number(value);
-  flags.ANY_FINGERPRINT = Number(header.match(/#define RLXKV_ANY_FINGERPRINT\s+(\d+)/)[1]); // list's flag too
-  assert.deepEqual(PRUNE, flags);
 });
 
 test('the lookup record is read at the offsets wasm/boundary.c writes', () => {

@@ -3,7 +3,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import {
-  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmdirSync, mkdirSync,
+  readFileSync, writeFileSync, readdirSync, copyFileSync, utimesSync, truncateSync, chmodSync, rmSync, mkdirSync, symlinkSync,
 } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -11,7 +11,7 @@ import init from 'rlxkv';
 import { vectorsDir, tempDir, kvFor, range, storeFiles } from './helpers.js';
 import { encodeBlob, widenF16, u64Bytes } from '../../format/blob.js';
 import { main } from '../../js/cli.js';
-import { loadCore } from '../../wasm/core.js';
+import { Store } from '../../js/store.js';
 
 const cli = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
 const small = join(vectorsDir, 'seed_small.rlxkv');
@@ -92,18 +92,12 @@ test('ls and prune on a directory written by the API', async () => {
 test('prune without a fingerprint budgets every blob, oldest first', async () => {
   const dir = tempDir();
   const rlx = await init();
-  const seen = new Set();
   for (const fp of [1n, 2n, 3n]) {
+    // Saved one after another: the blob of fingerprint 1 is the least recently used.
     const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: fp, storage: 'fs', path: dir });
     cache.insert([Number(fp)], kvFor(1));
     await cache.close();
-    // Distinct ages without waiting (mtimes are whole seconds in wasm): the
-    // blobs of fingerprints 1, 2, 3 are 3, 2, 1 hours old.
-    const hoursAgo = new Date(Date.now() - (4 - Number(fp)) * 3600 * 1000);
-    for (const name of storeFiles(dir).filter((n) => !seen.has(n))) {
-      seen.add(name);
-      utimesSync(join(dir, name), hoursAgo, hoursAgo);
-    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
   }
   const each = JSON.parse(rlxkv('ls', '--json', dir).out).blobs[0].bytes;
   const r = rlxkv('prune', dir, '--max-bytes', String(each));
@@ -113,6 +107,11 @@ test('prune without a fingerprint budgets every blob, oldest first', async () =>
   assert.deepEqual(ls.blobs.map((b) => b.status), ['ok'], 'the newest stays');
 });
 
+/** A pid above any pid_max: no process has it (store/fs-blobs.js judges a temporary file by its writer's pid). */
+const DEAD_PID = (0x7ffffffe).toString(16);
+/** This test's pid: a writer alive while the CLI runs. */
+const LIVE_PID = process.pid.toString(16);
+
 test('prune also removes what a save killed mid-write left behind', async () => {
   const dir = tempDir();
   const rlx = await init();
@@ -120,15 +119,17 @@ test('prune also removes what a save killed mid-write left behind', async () => 
   cache.insert([1, 2, 3], kvFor(3));
   await cache.close();
   const [blob] = storeFiles(dir);
-  const crashed = `${blob}.2a-7f00aa-3.tmp`, inProgress = `${blob}.2a-7f00aa-4.tmp`;
-  for (const name of [crashed, inProgress, 'notes.tmp']) writeFileSync(join(dir, name), 'RLXKV0');
+  // Abandoned: an hour old whoever wrote it, or its writer's process gone.
+  const crashed = `${blob}.${LIVE_PID}-7f00aa-3.tmp`, killed = `${blob}.${DEAD_PID}-7f00aa-5.tmp`, inProgress = `${blob}.${LIVE_PID}-7f00aa-4.tmp`;
+  for (const name of [crashed, killed, inProgress, 'notes.tmp']) writeFileSync(join(dir, name), 'RLXKV0');
   const twoHoursAgo = new Date(Date.now() - 2 * 3600 * 1000);
   utimesSync(join(dir, crashed), twoHoursAgo, twoHoursAgo);
   utimesSync(join(dir, 'notes.tmp'), twoHoursAgo, twoHoursAgo);
   assert.equal(rlxkv('prune', dir, '--dry-run').code, 0);
-  assert.equal(storeFiles(dir).length, 4, 'a dry run removes nothing');
+  assert.equal(storeFiles(dir).length, 5, 'a dry run removes nothing');
   const r = rlxkv('prune', dir);
   assert.equal(r.code, 0, r.err);
+  assert.match(r.out, /removed 2 abandoned temporaries/);
   assert.deepEqual(storeFiles(dir).sort(), [blob, inProgress, 'notes.tmp'].sort());
 });
 
@@ -214,7 +215,7 @@ test('ls shows the temporaries of saves and prune counts them', async () => {
   cache.insert([1, 2], kvFor(2));
   await cache.close();
   const [blob] = storeFiles(dir);
-  const live = `${blob}.2a-1-1.tmp`, dead = `${blob}.2a-1-2.tmp`;
+  const live = `${blob}.${LIVE_PID}-1-1.tmp`, dead = `${blob}.${LIVE_PID}-1-2.tmp`;
   writeFileSync(join(dir, live), Buffer.alloc(1000));
   writeFileSync(join(dir, dead), Buffer.alloc(3000));
   const old = new Date(Date.now() - 2 * 3600 * 1000);
@@ -251,7 +252,19 @@ test('a fifo and a socket beside the blobs: ls lists the blobs, prune and a cach
   await cache.close();
 });
 
-test('verify and inspect call a valid blob of more than 2 GiB too large, as ls does', () => {
+test('a symlink named like a blob is no blob: ls does not list it, prune leaves it and its target', () => {
+  const dir = tempDir(), elsewhere = join(tempDir(), 'junk.rlxkv');
+  writeFileSync(elsewhere, 'junk');
+  symlinkSync(elsewhere, join(dir, '0123456789abcdef.rlxkv'));
+  assert.equal(rlxkv('rewrite', small, dir).code, 0);
+  const ls = JSON.parse(rlxkv('ls', '--json', dir).out);
+  assert.deepEqual(ls.blobs.map((b) => b.status), ['ok']);
+  assert.equal(rlxkv('prune', dir, '--max-bytes', '0').code, 0);
+  assert.deepEqual(storeFiles(dir), ['0123456789abcdef.rlxkv']);
+  assert.equal(readFileSync(elsewhere, 'utf8'), 'junk');
+});
+
+test('verify and inspect call a valid blob of more than 2 GiB too large (they read a file whole); ls lists it valid from its header', () => {
   const dir = tempDir();
   // One layer whose K block claims 2^29 floats: a blob of 2 GiB and 56
   // bytes, all but its head a hole of a sparse file. The V block's length,
@@ -265,7 +278,9 @@ test('verify and inspect call a valid blob of more than 2 GiB too large, as ls d
   writeFileSync(junk, 'junk');
   truncateSync(junk, blob.length + 4 * n);
 
-  assert.equal(JSON.parse(rlxkv('ls', '--json', dir).out).blobs.find((b) => b.name === 'big.rlxkv').status, 'too-large');
+  // A store reads such a blob straight into its entry (tests/node/bad-input.test.js): valid, and foreign under this name.
+  const listed = JSON.parse(rlxkv('ls', '--json', dir).out).blobs;
+  assert.deepEqual(listed.map((b) => [b.name, b.status]).sort(), [['big.rlxkv', 'foreign'], ['junk.rlxkv', 'corrupt']]);
   for (const cmd of ['verify', 'inspect', 'tokens']) {
     const r = rlxkv(cmd, big);
     assert.equal(r.code, 1, cmd);
@@ -286,15 +301,18 @@ test('ls and prune name the directory they cannot read and the errno', async () 
     assert.equal(r.code, 1, cmd);
     assert.ok(r.err.includes(`${join(file, 'store')}: cannot open the directory: ENOTDIR`), r.err);
   }
-  // A store whose directory became a file since it was opened: ENOTDIR from
-  // the C store, for root too.
+  // A store whose directory became a file since it was opened: it lists
+  // what its open found; a prune that must remove something rejects with
+  // IO naming ENOTDIR, for root too.
   const gone = join(dir, 'store');
+  mkdirSync(gone);
+  writeFileSync(join(gone, '0123456789abcdef.rlxkv'), 'junk');
   const rlx = await init();
-  const store = await rlx.openStore(gone);
-  rmdirSync(gone);
+  const store = await rlx.openStore({ storage: 'fs', path: gone });
+  rmSync(gone, { recursive: true });
   writeFileSync(gone, 'x');
-  assert.throws(() => store.list(), { code: 'IO', message: `listing the store ${gone}: I/O error: ENOTDIR` });
-  await assert.rejects(store.prune(), { code: 'IO', message: `pruning the store ${gone}: I/O error: ENOTDIR` });
+  assert.deepEqual(store.list().map((b) => b.status), ['corrupt']);
+  await assert.rejects(store.prune(), (err) => err.code === 'IO' && /0123456789abcdef\.rlxkv: ENOTDIR/.test(err.message));
   await store.close();
 });
 
@@ -312,23 +330,30 @@ test('ls and prune name the errno of a directory this user may not read', { skip
   }
 });
 
-test('prune --max-bytes reaches the store exactly, up to 2^64 - 1; 2^64 is refused', async () => {
+test('prune --max-bytes reaches Store.prune exactly, up to 2^64 - 1; 2^64 is refused', async () => {
   const dir = tempDir();
-  const { M } = await loadCore(); // the module the CLI runs on, in this process
-  // The glue binds an export at its first call, replacing what is set here:
-  // a call that fails at once (no store) binds it first.
-  M._rlxkv_store_prune(0, 0n, 0n, 0, 0, 0);
-  const prune = M._rlxkv_store_prune, budgets = [];
-  M._rlxkv_store_prune = (store, fp, budget, ...rest) => { budgets.push(budget); return prune(store, fp, budget, ...rest); };
+  const prune = Store.prototype.prune, budgets = [];
+  Store.prototype.prune = function (fp, opts) { budgets.push(opts.maxBytes); return prune.call(this, fp, opts); };
   const out = { log() {}, error(s) { throw new Error(s); } };
   try {
     for (const n of ['18446744073709551615', '9007199254740993', '16777215t', '0']) {
       assert.equal(await main(['prune', dir, '--max-bytes', n, '--dry-run'], out), 0, n);
     }
   } finally {
-    M._rlxkv_store_prune = prune;
+    Store.prototype.prune = prune;
   }
   assert.deepEqual(budgets, [2n ** 64n - 1n, 2n ** 53n + 1n, 16777215n << 40n, 0n]);
+  // A bigint budget is compared exactly below 2^53; past it, every store is within it.
+  const rlx = await init();
+  const cache = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 5n, storage: 'fs', path: dir });
+  cache.insert([1, 2], kvFor(2));
+  await cache.close();
+  const store = await rlx.openStore({ storage: 'fs', path: dir });
+  const [{ bytes }] = store.list();
+  for (const [maxBytes, removed] of [[2n ** 64n - 1n, 0], [BigInt(bytes), 0], [BigInt(bytes - 1), 1], [0n, 1]]) {
+    assert.equal((await store.prune(5n, { maxBytes, dryRun: true })).removed, removed, String(maxBytes));
+  }
+  await store.close();
   for (const n of ['18446744073709551616', '16777216t']) {
     const r = rlxkv('prune', dir, '--max-bytes', n);
     assert.equal(r.code, 2, n);

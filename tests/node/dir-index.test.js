@@ -251,23 +251,23 @@ test('fs: two writers on one directory: whichever index is written last, the nex
   await cache.close();
 });
 
-test('fs: the CLI ignores the index and its temporaries; a dead writer\'s index temporary is swept at the open', async () => {
+test('fs: the CLI lists the index\'s temporary by the rule of every temporary file, and a prune removes a dead writer\'s; the index stays', async () => {
   const path = await storeOf(3);
   const cli = (...args) => spawnSync(process.execPath, [join(import.meta.dirname, '../../js/cli.js'), ...args], { encoding: 'utf8' });
   const deadTemp = `${INDEX_FILE}.7fffffff-1-2.tmp`; // no process has that pid
   writeFileSync(join(path, deadTemp), 'RLXKVIX4 half');
   const ls = JSON.parse(cli('ls', '--json', path).stdout);
-  assert.equal(ls.blobs.length, 3);
-  assert.equal(ls.totals.temps ?? 0, 0, 'neither the index nor its temporary is a save\'s');
+  assert.equal(ls.blobs.length, 3, 'the index is no blob');
+  assert.deepEqual(ls.temps.map((t) => [t.name, t.status]), [[deadTemp, 'abandoned']]);
   assert.equal(cli('verify', ...storeFiles(path).filter((n) => n.endsWith('.rlxkv')).map((n) => join(path, n))).status, 0);
   assert.equal(cli('prune', path, '--max-bytes', '0').status, 0);
   assert.ok(existsSync(join(path, INDEX_FILE)), 'prune leaves the index alone');
   assert.deepEqual(storeFiles(path).filter((n) => n.endsWith('.rlxkv')), []);
-  // The pruned blobs are gone from what the next open finds; the temporary is swept.
+  assert.equal(existsSync(join(path, deadTemp)), false);
+  // The pruned blobs are gone from what the next open finds.
   const cache = await open(path);
   assert.equal(cache.restoreReport.indexed, 0);
-  assert.equal(cache.restoreReport.swept, 1);
-  assert.equal(existsSync(join(path, deadTemp)), false);
+  assert.equal(cache.restoreReport.swept, 0);
   await cache.close();
 });
 

@@ -3,6 +3,8 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { loadCore } from '../../wasm/core.js';
+import { NativeCache } from '../../wasm/native-cache.js';
 
 /** A Node store directory's index file (store/fs-blobs.js): only a cache of its listing and blobs. */
 export const INDEX_FILE = '.rlxkv-index';
@@ -10,6 +12,16 @@ export const INDEX_FILE = '.rlxkv-index';
 export const storeFiles = (dir) => readdirSync(dir).filter((n) => n !== INDEX_FILE);
 /** Removes a store directory's index, as a store written before it has none: the next open reads every blob's first bytes. */
 export const dropIndex = (dir) => rmSync(join(dir, INDEX_FILE), { force: true });
+
+/** The 64-bit name (rlxkv_blob_name) a store before pages gave the blob of (fingerprint, tokens). */
+export async function legacyBlobName(fingerprint, tokens) {
+  const naming = new NativeCache(await loadCore(), { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
+  try {
+    return naming.blobName(Uint32Array.from(tokens), fingerprint);
+  } finally {
+    naming.free();
+  }
+}
 
 export const vectorsDir = fileURLToPath(new URL('../../../shared/vectors/', import.meta.url));
 

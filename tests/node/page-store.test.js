@@ -10,8 +10,7 @@ import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import init from 'rlxkv';
-import { modelKv, storeFiles, tempDir } from './helpers.js';
-import { blobName } from '../../js/cli.js';
+import { legacyBlobName, modelKv, storeFiles, tempDir } from './helpers.js';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -194,7 +193,7 @@ test('a store written with whole entries (before pages) opens and extends with p
   const dir = where('fs');
   const one = conversation(5, 1);
   // A blob written whole under its 64-bit name, as 0.1 wrote every entry.
-  writeFileSync(join(dir, blobName(FP, Uint32Array.from(one))), encodeWhole(one));
+  writeFileSync(join(dir, await legacyBlobName(FP, one)), encodeWhole(one));
   const cache = await open('fs', dir);
   const two = conversation(5, 2);
   const hit = await cache.match(two);

@@ -670,7 +670,7 @@ test('fs: a flush writes blobs in pieces equal to encodeBlob, and an entry repla
   await again.close();
 });
 
-test('idb: openStore lists and prunes an IndexedDB store without a cache, judged as the C store judges', async () => {
+test('idb: openStore lists and prunes an IndexedDB store without a cache, judged as a cache\'s open judges', async () => {
   const path = await storeOf('idb', 3);
   const rlx = await page();
   const other = await rlx.openCache({ capBytes: 1 << 20, fingerprint: 0x99n, storage: 'idb', path });
