@@ -530,6 +530,11 @@ export interface Rlxkv {
    * and '.rlxkv', a 128-bit key chained over the fingerprint, the tokens and the dtype (FORMATS.md, Names).
    */
   pageName(tokens: Tokens, fingerprint: Fingerprint, dtype?: 'f32' | 'f16'): string;
+  /**
+   * pageName of each prefix of `tokens` that ends at one of `ends` (ascending, none past the tokens), in
+   * one pass over the tokens: a publisher's or client's grid of names costs the prompt's length once.
+   */
+  pageNames(tokens: Tokens, ends: number[], fingerprint: Fingerprint, dtype?: 'f32' | 'f16'): string[];
 }
 
 export interface InitOptions {

@@ -256,9 +256,19 @@ class Rlxkv {
    * (FORMATS.md, Names). The same in every tab, process and server.
    */
   pageName(tokens, fingerprint, dtype = 'f32') {
+    const t = toTokens(tokens);
+    return this.pageNames(t, [t.length], fingerprint, dtype)[0];
+  }
+
+  /** pageName of each prefix of `tokens` that ends at one of `ends` (ascending), in one pass over the tokens. */
+  pageNames(tokens, ends, fingerprint, dtype = 'f32') {
     if (dtype !== 'f32' && dtype !== 'f16') throw new RangeError(`dtype must be 'f32' or 'f16', got ${String(dtype)}`);
+    const t = toTokens(tokens);
+    if (!Array.isArray(ends) || ends.some((e, i) => !Number.isSafeInteger(e) || e < (ends[i - 1] ?? 0) || e > t.length)) {
+      throw new RangeError(`ends must be an array of ascending integers from 0 to the ${t.length} tokens`);
+    }
     this.#namer ??= new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
-    return this.#namer.pageName(toTokens(tokens), dtype, toFingerprint(fingerprint));
+    return this.#namer.pageNames(t, dtype, ends, toFingerprint(fingerprint));
   }
 
   #namer = null;

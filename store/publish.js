@@ -38,39 +38,38 @@ export async function publishPages(rlx, sources, outDir, { layout, fingerprint =
   const tails = new Map();
   let skipped = 0, unread = 0;
   /**
-   * Page start..end of the entry `tokens` after page `parent` (a name, null
-   * for the first), written once. blocks(): the entry's K then V blocks,
-   * all its tokens' (asked again for each page: a view hit's arrays are
-   * re-derived if the heap moved).
+   * The page `name` of tokens start..end-1 of the entry `tokens` after
+   * page `parent` (a name, null for the first), written once. blocks():
+   * the entry's K then V blocks, all its tokens' (asked again for each
+   * page: a view hit's arrays are re-derived if the heap moved).
    */
-  const writePage = async (fp, tokens, dtype, blocks, start, end, parent) => {
+  const writePage = async (fp, tokens, blocks, start, end, name, parent) => {
+    if (written.has(name)) return;
     const path = tokens.subarray(0, end);
-    const name = rlx.pageName(path, fp, dtype);
-    if (!written.has(name)) {
-      const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
-      const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
-      await writeAtomically(join(outDir, name), bytes);
-      written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
-    }
-    return name;
+    const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
+    const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
+    await writeAtomically(join(outDir, name), bytes);
+    written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
   };
   // ends: where entries end within `tokens` (its own end among them), each
-  // given a tail page past its last grid point.
+  // given a tail page past its last grid point. Every page's name comes
+  // from one pass over the tokens.
   const publish = async ({ fingerprint: fp, tokens, dtype, blocks, ends = [tokens.length] }) => {
     if (tokens.length < pageTokens) {
       skipped++;
       return;
     }
-    const grid = [null]; // grid[i]: the name of the page ending at i * pageTokens
-    for (let end = pageTokens; end <= tokens.length; end += pageTokens) {
-      grid.push(await writePage(fp, tokens, dtype, blocks, end - pageTokens, end, grid.at(-1)));
-    }
-    for (const end of ends) {
-      const at = Math.floor(end / pageTokens);
-      if (!at || end % pageTokens === 0) continue;
-      await writePage(fp, tokens, dtype, blocks, at * pageTokens, end, grid[at]);
-      if (!tails.has(grid[at])) tails.set(grid[at], new Set());
-      tails.get(grid[at]).add(end);
+    const grid = Array.from({ length: Math.floor(tokens.length / pageTokens) }, (_, i) => (i + 1) * pageTokens);
+    const tailEnds = [...new Set(ends)].filter((e) => e > pageTokens && e % pageTokens);
+    const cuts = [...grid, ...tailEnds].sort((a, b) => a - b).filter((e, i, all) => e !== all[i - 1]);
+    const names = new Map(rlx.pageNames(tokens, cuts, fp, dtype).map((name, i) => [cuts[i], name]));
+    const nameAt = (end) => names.get(end) ?? null; // null at 0: no parent
+    for (const end of grid) await writePage(fp, tokens, blocks, end - pageTokens, end, nameAt(end), nameAt(end - pageTokens));
+    for (const end of tailEnds) {
+      const at = Math.floor(end / pageTokens) * pageTokens;
+      await writePage(fp, tokens, blocks, at, end, nameAt(end), nameAt(at));
+      if (!tails.has(nameAt(at))) tails.set(nameAt(at), new Set());
+      tails.get(nameAt(at)).add(end);
     }
   };
   const publishDecoded = (e) => {

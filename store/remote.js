@@ -8,14 +8,14 @@
 // file of the last grid point it reaches: where published entries end
 // past it (a system prompt's end), each a tail page it may ask for next.
 //
-//   match:  names of the grid pages past the longest local hit, fetched at
-//           once (at most maxInFlight in flight, maxPages in all), in
-//           order; each checked as a stored page is (format, fingerprint,
-//           its tokens, its parent's key, the layout's shape). The run
-//           from the first that arrived whole and right is put in memory
-//           as one entry (dirty: the next flush keeps it in local
-//           storage). A 404, a failure or a bad page ends the run there:
-//           a shorter hit, never a rejected match().
+//   match:  names of the grid pages past the longest local hit (one pass
+//           over the tokens), fetched at once (at most maxInFlight in
+//           flight, maxPages in all), in order; each checked as a stored
+//           page is (format, fingerprint, its tokens, its parent's key,
+//           the layout's shape). The run from the first that arrived whole
+//           and right is put in memory as one entry (dirty: the next flush
+//           keeps it in local storage). A 404, a failure or a bad page ends
+//           the run there: a shorter hit, never a rejected match().
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
 // browser bundle, importing nothing of the main one: the cache passes in
@@ -61,9 +61,9 @@ export class RemoteTier {
     const start = Math.floor(held / P) * P;
     const end = Math.min(Math.floor(upTo / P), start / P + this.#o.maxPages) * P;
     if (end <= held || end <= start) return null;
-    const names = [];
-    for (let g = start; g <= end; g += P) names.push(g ? this.#native.pageName(tokens.subarray(0, g), this.#o.dtype) : null);
     const wanted = (end - start) / P;
+    const grid = Array.from({ length: wanted + 1 }, (_, i) => start + i * P).filter(Boolean);
+    const names = [...(start ? [] : [null]), ...this.#native.pageNames(tokens, this.#o.dtype, grid)];
     // One timeout for the whole run; each request its own abort, so that a
     // page that fails cuts off the pages after it, not those before.
     const shared = AbortSignal.any([AbortSignal.timeout(this.#o.timeoutMs), ...[this.#o.signal, signal].filter(Boolean)]);
@@ -110,11 +110,12 @@ export class RemoteTier {
    */
   async #fetchTail(tokens, at, atName, upTo, ends, signal) {
     const fit = (await ends).filter((e) => e > at && e < at + this.#o.pageTokens && e <= upTo).slice(0, TAIL_TRIES);
-    for (const e of fit) {
+    if (!fit.length) return null;
+    const names = this.#native.pageNames(tokens, this.#o.dtype, [...fit].reverse()).reverse(); // ascending, in one pass
+    for (let i = 0; i < fit.length; i++) {
       const cut = new AbortController();
-      const page = await this.#fetchPage(this.#native.pageName(tokens.subarray(0, e), this.#o.dtype), tokens, at, e, atName,
-        AbortSignal.any([cut.signal, signal]), cut.signal);
-      if (page) return { from: at, to: e, page };
+      const page = await this.#fetchPage(names[i], tokens, at, fit[i], atName, AbortSignal.any([cut.signal, signal]), cut.signal);
+      if (page) return { from: at, to: fit[i], page };
     }
     return null;
   }
