@@ -359,9 +359,9 @@ uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache
  * tokens that end at ends[0..m), ascending (JS checks), in one pass over the
  * tokens: a prefix's chain is the one before it fed on, so the names of a
  * prompt's grid points cost its length, not its length times theirs. dtype
- * as rlxkv_page_key mixes it in. Each key as four u32s from keys[4i]: its
- * first half's high and low words, then its second's (JS makes the hex
- * without BigInt). */
+ * as rlxkv_page_key mixes it in (2: a published q8 page's, which no entry
+ * has). Each key as four u32s from keys[4i]: its first half's high and low
+ * words, then its second's (JS makes the hex without BigInt). */
 void rlxkv_web_page_keys(uint64_t fingerprint, int dtype, const uint32_t *tokens, const uint32_t *ends,
                          size_t m, uint32_t *keys) {
     rlxkv_chain c = rlxkv_chain_init(fingerprint);

@@ -14,6 +14,8 @@ export const REC = {
 export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
 /** rlxkv_dtype (src/rlxkv.h) */
 export const DTYPE = { f32: 0, f16: 1 };
+/** A page name's dtype (rlxkv_page_key): rlxkv_dtype's, and 2 for a published q8 page (FORMATS.md), which no entry has. */
+const NAME_DTYPE = { ...DTYPE, q8: 2 };
 /** rlxkv_order (src/rlxkv.h) */
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
@@ -460,15 +462,15 @@ export class NativeCache {
 
   /**
    * The page names of the prefixes of `tokens` that end at each of `ends`
-   * (ascending, none past the tokens: the caller checks), of dtype ('f32'
-   * or 'f16'), in one pass over the tokens (wasm/boundary.c,
+   * (ascending, none past the tokens: the caller checks), of dtype ('f32',
+   * 'f16' or 'q8'), in one pass over the tokens (wasm/boundary.c,
    * rlxkv_web_page_keys).
    */
   pageNames(tokens, dtype, ends, fingerprint = this.#fp) {
     const n = tokens.length, m = ends.length;
     const p = this.#scratch(tokens, 5 * m) >>> 2; // the ends, then four words of key each
     this.#core.u32.set(ends, p + n);
-    this.#C.rlxkv_web_page_keys(fingerprint, DTYPE[dtype], 4 * p, 4 * (p + n), m, 4 * (p + n + m));
+    this.#C.rlxkv_web_page_keys(fingerprint, NAME_DTYPE[dtype], 4 * p, 4 * (p + n), m, 4 * (p + n + m));
     const u32 = this.#core.u32, hex = (i) => u32[i].toString(16).padStart(8, '0');
     return ends.map((_, i) => {
       const at = p + n + m + 4 * i;

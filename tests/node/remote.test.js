@@ -299,7 +299,7 @@ test('rlxkv publish writes the pages of a store and verify checks the published 
   rmSync(out, { recursive: true, force: true });
 });
 
-test('a prompt\'s page names from one pass are the C rlxkv_page_name of each prefix, for f32 and f16', async () => {
+test('a prompt\'s page names from one pass are the C rlxkv_page_name of each prefix, for f32, f16 and q8', async () => {
   const M = await createTestCore({ wasmBinary: readFileSync(testWasmUrls()[0]) });
   const cName = (tokens, fp, dtype) => {
     const p = M._malloc(4 * tokens.length + 48);
@@ -310,16 +310,16 @@ test('a prompt\'s page names from one pass are the C rlxkv_page_name of each pre
     return name;
   };
   const ends = [0, 1, 2, 63, 64, 64, 65, 300, 599, 600];
-  for (const [dtype, code] of [['f32', 0], ['f16', 1]]) {
+  for (const [dtype, code] of [['f32', 0], ['f16', 1], ['q8', 2]]) {
     for (const fp of [0n, FP, 2n ** 64n - 1n]) {
       const names = rlx.pageNames(system, ends, fp, dtype);
       assert.deepEqual(names, ends.map((e) => cName(system.subarray(0, e), fp, code)), `${dtype} ${fp}`);
       assert.equal(rlx.pageName(system.subarray(0, 300), fp, dtype), names[7]);
     }
   }
-  assert.equal(new Set(['f32', 'f16'].map((d) => rlx.pageName(system, FP, d))).size, 2, 'the dtype is in the name');
+  assert.equal(new Set(['f32', 'f16', 'q8'].map((d) => rlx.pageName(system, FP, d))).size, 3, 'the dtype is in the name');
   assert.throws(() => rlx.pageNames(system, [64, 63], FP), /ascending/);
   assert.throws(() => rlx.pageNames(system, [601], FP), /ascending integers from 0 to the 600 tokens/);
   assert.throws(() => rlx.pageNames(system, [1.5], FP), RangeError);
-  assert.throws(() => rlx.pageName(system, FP, 'q4'), /'f32' or 'f16'/);
+  assert.throws(() => rlx.pageName(system, FP, 'q4'), /'f32', 'f16' or 'q8'/);
 });
