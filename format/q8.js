@@ -175,7 +175,7 @@ export function decodeQ8(bytes, expectFp) {
     need(rows * (group + 2) <= len - at);
     blocks.push({ length: n, at });
     for (let r = 0; r < rows; r++, at += group + 2) {
-      need((bytes[at] | (bytes[at + 1] << 8)) < SCALE_LIMIT, 'CORRUPT', `block ${b} row ${r}: a scale that is negative, infinite or NaN`);
+      if ((bytes[at] | (bytes[at + 1] << 8)) >= SCALE_LIMIT) fail('CORRUPT', `block ${b} row ${r}: a scale that is negative, infinite or NaN`);
     }
   }
   need(at === len, 'CORRUPT', 'bytes after the last block');
