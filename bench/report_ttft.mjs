@@ -50,18 +50,20 @@ export function ttftMarkdown(dir) {
 
 /** The remote tier's first visits (issue #28): from the same run's JSON. */
 function remoteSection(d, title) {
-  const r = d.remote, cdn = r.cdn;
+  const r = d.remote, cdn = r.cdn, q8 = Object.values(r.trees).some((t) => t.dtype === 'q8');
   const md = [title, ''];
   md.push(`The same model and prompts, on a first visit: a fresh worker and an empty IndexedDB store. The KV of the system prompt's cached entry was published as pages (store/publish.js, as \`rlxkv publish\` cuts entries) on a loopback server standing for a CDN: ${n0(cdn.delayMs)} ms before each answer, every body through one ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s link shared by all of them; the cache opened with \`remote: { url, dtype, pageTokens }\`, and its match fetched the pages past what it held (none), at most 6 at once. "Computed" is the same first visit with no remote tier. Medians of ${d.config.reps}.`);
   md.push('');
-  md.push('| First visit | TTFT | Tokens reused | Fetched (pages, bytes) | Fetch, in the TTFT | vs computed | Target (≤ 0.2×) |');
-  md.push('|---|---:|---:|---:|---:|---:|---|');
-  md.push(`| Computed (no remote tier) | ${ms(r.cold_ttft_ms)} | 0 | — | — | ${times(1)} | — |`);
+  md.push('| First visit | TTFT | Tokens reused | Fetched (pages, bytes) | Fetch, in the TTFT | vs computed | Target (≤ 0.2×) | Greedy token as computed |');
+  md.push('|---|---:|---:|---:|---:|---:|---|---|');
+  md.push(`| Computed (no remote tier) | ${ms(r.cold_ttft_ms)} | 0 | — | — | ${times(1)} | — | — |`);
   for (const [tree, t] of Object.entries(r.trees)) {
-    md.push(`| Remote, ${t.dtype} pages of ${n0(t.page_tokens)} tokens (${tree}) | ${ms(t.ttft_ms)} | ${n0(t.reused)} | ${n0(t.pages)}, ${mib(t.bytes)} | ${ms(t.fetch_ms)} | ${times(t.over_cold)} | ${t.target_met ? 'met' : 'missed'} |`);
+    const asCold = t.runs === undefined ? '—' : `${t.tokens_as_cold} of ${t.runs}`;
+    md.push(`| Remote, ${t.dtype} pages of ${n0(t.page_tokens)} tokens (${tree}) | ${ms(t.ttft_ms)} | ${n0(t.reused)} | ${n0(t.pages)}, ${mib(t.bytes)} | ${ms(t.fetch_ms)} | ${times(t.over_cold)} | ${t.target_met ? 'met' : 'missed'} | ${asCold} |`);
   }
   md.push('');
-  md.push(`A client finds pages by the names of its tokens at grid points, and past the last grid point a published entry's end through its hint file (a tail page). The entry published here is the first visit's whole prompt (the system prompt and a user turn): another user's prompt parts from it inside its user turn, before that end, so the tokens past the last grid point before the parting are computed: with the default 256-token grid, 768 of the 1,000-token system prompt. A publisher that keeps the system prompt as an entry of its own (as the demo's does) has it reused whole. At ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s the fetch takes about the bytes over the link's speed: f32 KV of this shape is ${n0(d.kv_bytes_per_token)} B a token.`);
+  md.push(`A client finds pages by the names of its tokens at grid points, and past the last grid point a published entry's end through its hint file (a tail page). The entry published here is the first visit's whole prompt (the system prompt and a user turn): another user's prompt parts from it inside its user turn, before that end, so the tokens past the last grid point before the parting are computed: with the default 256-token grid, 768 of the 1,000-token system prompt. A publisher that keeps the system prompt as an entry of its own (as the demo's does) has it reused whole. At ${n0(cdn.bitsPerSecond / 1e6)} Mbit/s the fetch takes about the bytes over the link's speed: f32 KV of this shape is ${n0(d.kv_bytes_per_token)} B a token, f16 half that${q8 ? `, and q8 (one int8 a value and one f16 scale a row of ${d.config.model.head_dim}) ${n0(Math.round((d.kv_bytes_per_token / 4) * (1 + 2 / d.config.model.head_dim)))} B` : ''}.`);
+  if (q8) md.push('', `q8 pages are lossy (\`rlxkv publish --dtype q8\`, \`remote: { dtype: 'q8' }\`): the KV restored is each value within half its row's scale (about 1/254 of the row's largest magnitude) of the model's, published and opened under the model's fingerprint folded with "remote-q8" so that it never mixes with computed KV. Its greedy tokens are not held to the computed run's (every other first visit's and warm run's are): "Greedy token as computed" counts the runs whose first token is the same.`);
   md.push('');
   return md;
 }

@@ -185,11 +185,14 @@ export async function reload({ storage, msg, after, preload = false }) {
  * A first visit (a fresh worker, an empty store) through the remote tier:
  * a cache on IndexedDB, emptied first, with remote: { url, dtype,
  * pageTokens }, and one request whose match fetches the published pages.
- * With url null, the same visit with no remote tier: cold, computed.
+ * With url null, the same visit with no remote tier: cold, computed. With
+ * dtype 'q8' (approximate KV) the cache's fingerprint is the model's
+ * folded with 'remote-q8', as README advises, and the tree's.
  */
 export async function remote({ url, dtype, pageTokens, msg, path }) {
   const e = await setup();
-  const { rlx, layout, fingerprint } = e;
+  const { rlx, layout, model } = e;
+  const fingerprint = dtype === 'q8' ? rlx.fingerprintOf(`${model.config.rlxkv.fingerprint_key} remote-q8`) : e.fingerprint;
   const events = [];
   const cache = await rlx.openCache({
     capBytes: CAP, fingerprint, layout, storage: 'idb', path, onEvent: (ev) => events.push(ev),

@@ -8,7 +8,7 @@ import { serialQueue } from '../store/queue.js';
 import { TieredStore } from '../store/tiers.js';
 import { remoteStats } from '../store/remote-options.js';
 import { nameOfKey } from '../format/store-index.js';
-import { copyPages, entryOfRows } from '../store/chain.js';
+import { copyPages, entryOfRows, rowRuns } from '../store/chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from '../format/blob.js';
 
@@ -267,7 +267,7 @@ export class Cache {
    * server (stats.remote counts those); the match's signal does.
    */
   async #fromRemote(t, maxMatched, held, signal) {
-    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey }));
+    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey, copyPages, rowRuns }));
     let tier;
     try {
       tier = await this.#remoteTier;
@@ -280,11 +280,10 @@ export class Cache {
     const run = await tier.fetchRun(t, held, maxMatched, signal);
     const native = this.#live();
     if (!run || (run.start && !native.paging)) return false;
-    const { start, end, pages } = run, dtype = this.#remote.dtype, l = this.#layout, rows = end - start;
-    const made = entryOfRows(native, t.subarray(0, end), start, l, dtype, pages[0].page.k.length);
+    const made = entryOfRows(native, t.subarray(0, run.end), run.start, this.#layout, run.dtype, run.layers);
     if (typeof made === 'number') return false;
     try {
-      copyPages(native.valuesOf(made), l, rows, start, pages.map(({ from, to, page }) => ({ from, to, dtype, blocks: [...page.k, ...page.v] })));
+      tier.fill(native.valuesOf(made), run);
     } catch (err) {
       native.entryFree(made);
       throw err;

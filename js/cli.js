@@ -14,6 +14,7 @@ import { NativeCache } from '../wasm/native-cache.js';
 import { nameOfKey } from '../format/store-index.js';
 import { FsBlobs } from '../store/fs-blobs.js';
 import { ownName } from '../store/records.js';
+import { decodeQ8, isQ8 } from '../format/q8.js';
 
 const HELP = {
   main: `usage: rlxkv <command> [options]
@@ -27,7 +28,7 @@ commands:
                                    drop corrupt and stale blobs, then the oldest
   tokens FILE                      the token ids, as JSON
   rewrite [--as RLXKV001] IN OUT   decode and encode again (validates; OUT may be a store DIR)
-  publish --layout L STORE_OR_BLOB... OUTDIR
+  publish --layout L [--dtype q8] STORE_OR_BLOB... OUTDIR
                                    pages for a remote tier, served by any static server
   fingerprint TEXT                 the fingerprint of a model id (rlx.fingerprintOf), as --fingerprint takes it
 
@@ -39,12 +40,14 @@ whether every block is row-major (a multiple of the token count). --json
 prints one object per file (an array for several). Only regular files are
 read.`,
   verify: `usage: rlxkv verify [--fingerprint HEX] FILE_OR_DIR...
-Exit 0 when every file is a valid blob, RLXKV001 or RLXKVF16 (of that
-fingerprint, if given); else exit 1 with a line per bad file naming it and
-the reason. A directory is checked as a published tree (rlxkv publish):
-every .rlxkv file in it a valid blob or page under its own name, and every
-page's parent there.`,
-  publish: `usage: rlxkv publish --layout ORDER,HEADS,HEAD_DIM [--fingerprint HEX] [--page-tokens N] STORE_OR_BLOB... OUTDIR
+Exit 0 when every file is a valid blob, RLXKV001 or RLXKVF16, or a page (a
+published 8-bit one, RLXKVPQ8, too: every scale read) of that fingerprint,
+if given; else exit 1 with a line per bad file naming it and the reason. A
+directory is checked as a published tree (rlxkv publish): every .rlxkv
+file in it a valid blob or page under its own name, and every page's
+parent there.`,
+  publish: `usage: rlxkv publish --layout ORDER,HEADS,HEAD_DIM [--fingerprint HEX] [--page-tokens N]
+                     [--dtype f32|f16|q8] [--as-fingerprint HEX] STORE_OR_BLOB... OUTDIR
 Cuts every entry of the store directories and whole blob files given into
 pages of N tokens (default 256) on a fixed grid, named by their tokens
 (FORMATS.md, Names), and writes them into OUTDIR, each page once: what a
@@ -55,7 +58,14 @@ end in the grid page's hint file, <name>.ends. ORDER is head-major or
 token-major, the KV's own layout: pages are cut by token, and nothing in a
 store says its order, so another order gives wrong KV (a head count or
 head size that does not fit is refused: exit 1). Only entries of
---fingerprint, if given. Prints each page's name and the total bytes.
+--fingerprint, if given. --dtype: the pages' (default: each entry's own;
+f32 and f16 convert), or q8: 8-bit pages, one f16 scale per row of
+HEAD_DIM values, about a quarter of f32's bytes and half of f16's, for
+clients with remote: { dtype: 'q8' }. q8 is lossy: publish it under a
+fingerprint of its own, --as-fingerprint HEX (with --fingerprint), the one
+those clients open their caches with (e.g. rlx.fingerprintOf('<model>
+remote-q8')), so approximate KV never shares a fingerprint with computed
+KV. Prints each page's name and the total bytes.
 Serve the .rlxkv files as they are, with Cache-Control: public,
 max-age=31536000, immutable and Content-Type: application/octet-stream
 (and CORS headers for other origins); compressed (Content-Encoding) if
@@ -250,7 +260,7 @@ const commands = {
     }
     for (const file of rest.filter((f) => !isDirectory(f))) {
       try {
-        const e = decodeBlob(readBlobFile(file));
+        const e = decodeAny(readBlobFile(file));
         if (fp !== undefined && e.fingerprint !== fp) {
           throw new Error(`${file}: stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
         }
@@ -345,7 +355,7 @@ const commands = {
   },
 
   async publish(rlx, args, out) {
-    const { flags, rest } = parse(args, { value: ['--layout', '--fingerprint', '--page-tokens'] });
+    const { flags, rest } = parse(args, { value: ['--layout', '--fingerprint', '--page-tokens', '--dtype', '--as-fingerprint'] });
     if (flags.help) return out.log(HELP.publish);
     if (rest.length < 2) throw new UsageError('publish needs at least one STORE_OR_BLOB and OUTDIR');
     const m = /^(head-major|token-major),(\d+),(\d+)$/.exec(flags.layout || '');
@@ -353,9 +363,14 @@ const commands = {
     const layout = { order: m[1], heads: Number(m[2]), headDim: Number(m[3]), layers: 0 };
     const pageTokens = flags['page-tokens'] === undefined ? undefined : Number(flags['page-tokens']);
     if (pageTokens !== undefined && !(Number.isSafeInteger(pageTokens) && pageTokens > 0)) throw new UsageError(`--page-tokens: a positive integer, got ${flags['page-tokens']}`);
+    if (flags.dtype !== undefined && !['f32', 'f16', 'q8'].includes(flags.dtype)) throw new UsageError(`--dtype: f32, f16 or q8, got ${flags.dtype}`);
+    if (flags['as-fingerprint'] !== undefined && flags.fingerprint === undefined) throw new UsageError('--as-fingerprint needs --fingerprint: the one model whose entries it renames');
     const sources = rest.slice(0, -1).map((p) => (isDirectory(p) ? { storage: 'fs', path: p } : p));
     const { publishPages } = await import('../store/publish.js');
-    const report = await publishPages(rlx, sources, rest.at(-1), { layout, fingerprint: parseFingerprint(flags.fingerprint) ?? null, pageTokens });
+    const report = await publishPages(rlx, sources, rest.at(-1), {
+      layout, fingerprint: parseFingerprint(flags.fingerprint) ?? null, pageTokens, dtype: flags.dtype ?? null,
+      asFingerprint: parseFingerprint(flags['as-fingerprint']) ?? null,
+    });
     for (const p of report.pages) out.log(`${p.name} ${String(p.tokens).padStart(8)} tokens ${String(p.bytes).padStart(12)} bytes`);
     out.log(`${counted(report.pages.length, 'page')}, ${counted(report.bytes, 'byte')}` +
       (report.hints ? `; ${counted(report.hints, 'hint file')} of where entries end (.ends)` : '') +
@@ -423,10 +438,11 @@ function verifyTree(rlx, naming, dir, fp, out) {
   for (const name of names) {
     const file = join(dir, name);
     try {
-      const e = decodeBlob(readBlobFile(file));
+      const e = decodeAny(readBlobFile(file));
       if (fp !== undefined && e.fingerprint !== fp) throw new Error(`stale: fingerprint ${hex(e.fingerprint)}, expected ${hex(fp)}`);
-      if (!ownName(naming, { name, tokens: e.tokens, dtype: e.dtype, fingerprint: e.fingerprint })) {
-        throw new Error(`not under its own name (${rlx.pageName(e.tokens, e.fingerprint, e.dtype)})`);
+      const dtype = e.format === 'RLXKVPQ8' ? 'q8' : e.dtype;
+      if (!ownName(naming, { name, tokens: e.tokens, dtype, fingerprint: e.fingerprint })) {
+        throw new Error(`not under its own name (${rlx.pageName(e.tokens, e.fingerprint, dtype)})`);
       }
       if (e.page && !present.has(nameOfKey(e.page.parent))) {
         throw new Error(`its parent ${nameOfKey(e.page.parent)} (${e.page.parentN} tokens) is not in ${dir}`);
@@ -446,6 +462,9 @@ function verifyTree(rlx, naming, dir, fp, out) {
   out.log(`${dir}: ${counted(names.length - bad, 'page')} ok${bad ? `, ${bad} bad` : ''}`);
   return bad;
 }
+
+/** A blob or page of any format, an 8-bit page's (RLXKVPQ8) among them, checked whole; its errors as decodeBlob's. */
+const decodeAny = (bytes) => (isQ8(bytes.subarray(0, 8)) ? decodeQ8(bytes) : decodeBlob(bytes));
 
 /** n and its noun, singular for one: '1 blob', '2 blobs'. */
 const counted = (n, one, many = `${one}s`) => `${n} ${n === 1 || n === 1n ? one : many}`;

@@ -154,7 +154,7 @@ export interface RemoteStats {
   notFound: number;
   /** Network errors, other HTTP errors, no answer within timeoutMs. */
   failed: number;
-  /** Bodies that were not the page their name says (format, fingerprint, tokens, parent, shape). */
+  /** Bodies that were not the page their name says (format, fingerprint, tokens, parent, shape; a q8 page's scales). */
   refused: number;
   /** The last failure or refusal, with the page's name; null if none. */
   lastError: string | null;
@@ -178,8 +178,16 @@ export interface RemoteOptions {
   maxInFlight?: number;
   /** Aborts the remote requests under way (a shorter hit, not an error). */
   signal?: AbortSignal;
-  /** The dtype of the published pages to ask for (their names differ): 'f32' (default) or 'f16'. */
-  dtype?: 'f32' | 'f16';
+  /**
+   * The dtype of the published pages to ask for (their names differ): 'f32' (default), 'f16', or 'q8':
+   * 8-bit pages (`rlxkv publish --dtype q8`, FORMATS.md "8-bit pages"), a quarter of f32's bytes,
+   * dequantized into entries of the dtype they were published from. **q8 is lossy**: the KV restored is
+   * close to the model's (each value within half its row's scale, about 1/254 of its largest magnitude),
+   * not equal, and it is kept in memory and local storage like computed KV. Open a cache that uses it
+   * with a fingerprint of its own, e.g. `rlx.fingerprintOf('<model> remote-q8')`, and publish under
+   * that one (`--as-fingerprint`), so that exact and approximate KV never share a fingerprint unknowingly.
+   */
+  dtype?: 'f32' | 'f16' | 'q8';
   /** Tokens a published page holds: the publisher's (default 256). */
   pageTokens?: number;
 }
@@ -534,7 +542,12 @@ export interface Rlxkv {
    * The name a store and a remote tier give the page (or blob) that ends after these tokens: 32 hex digits
    * and '.rlxkv', a 128-bit key chained over the fingerprint, the tokens and the dtype (FORMATS.md, Names).
    */
-  pageName(tokens: Tokens, fingerprint: Fingerprint, dtype?: 'f32' | 'f16'): string;
+  pageName(tokens: Tokens, fingerprint: Fingerprint, dtype?: 'f32' | 'f16' | 'q8'): string;
+  /**
+   * pageName of each prefix of `tokens` that ends at one of `ends` (ascending, none past the tokens), in
+   * one pass over the tokens: a publisher's or client's grid of names costs the prompt's length once.
+   */
+  pageNames(tokens: Tokens, ends: number[], fingerprint: Fingerprint, dtype?: 'f32' | 'f16' | 'q8'): string[];
 }
 
 export interface InitOptions {

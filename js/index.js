@@ -251,14 +251,25 @@ class Rlxkv {
 
   /**
    * The name a store and a remote tier give the page (or blob) that ends
-   * after these tokens, of this fingerprint and dtype ('f32' or 'f16'): a
-   * 128-bit key chained over the tokens, as 32 hex digits and '.rlxkv'
-   * (FORMATS.md, Names). The same in every tab, process and server.
+   * after these tokens, of this fingerprint and dtype ('f32', 'f16', or
+   * 'q8': a published 8-bit page's): a 128-bit key chained over the
+   * tokens, as 32 hex digits and '.rlxkv' (FORMATS.md, Names). The same in
+   * every tab, process and server.
    */
   pageName(tokens, fingerprint, dtype = 'f32') {
-    if (dtype !== 'f32' && dtype !== 'f16') throw new RangeError(`dtype must be 'f32' or 'f16', got ${String(dtype)}`);
+    const t = toTokens(tokens);
+    return this.pageNames(t, [t.length], fingerprint, dtype)[0];
+  }
+
+  /** pageName of each prefix of `tokens` that ends at one of `ends` (ascending), in one pass over the tokens. */
+  pageNames(tokens, ends, fingerprint, dtype = 'f32') {
+    if (!['f32', 'f16', 'q8'].includes(dtype)) throw new RangeError(`dtype must be 'f32', 'f16' or 'q8', got ${String(dtype)}`);
+    const t = toTokens(tokens);
+    if (!Array.isArray(ends) || ends.some((e, i) => !Number.isSafeInteger(e) || e < (ends[i - 1] ?? 0) || e > t.length)) {
+      throw new RangeError(`ends must be an array of ascending integers from 0 to the ${t.length} tokens`);
+    }
     this.#namer ??= new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
-    return this.#namer.pageName(toTokens(tokens), dtype, toFingerprint(fingerprint));
+    return this.#namer.pageNames(t, dtype, ends, toFingerprint(fingerprint));
   }
 
   #namer = null;

@@ -8,69 +8,84 @@
 // shared system prompt) a tail page is published too, from that grid
 // point to the end, and the end is listed in the grid point's hint file,
 // `<its page's key>.ends` (FORMATS.md, A published tree). Pages that two
-// entries share are written once.
+// entries share are written once. Pages are of the entries' dtype, or of
+// another: f32 and f16 convert, and 'q8' quantizes (format/q8.js).
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeBlob, encodeBlob } from '../format/blob.js';
+import { narrowF32, widenF16 } from '../format/f16.js';
+import { encodeQ8 } from '../format/q8.js';
 import { cutRows } from './chain.js';
 import { PAGE_TOKENS } from './remote-options.js';
 import { keyOfName } from '../format/store-index.js';
+
+const DTYPES = ['f32', 'f16', 'q8'];
 
 /**
  * Writes the pages of `sources` into directory `outDir`: { storage: 'fs',
  * path } stores, paths of blob files, or entries { fingerprint, tokens, k,
  * v } already in memory. layout: the KV's (pages are cut by token);
- * fingerprint: only entries of this one (default: every one). Resolves to
- * { pages: [{ name, tokens, bytes, fingerprint }], bytes, skipped, hints,
- * unread } (skipped: entries shorter than one page; hints: hint files
- * written; unread: a store's entries that could not be read whole with
- * this layout, or at all). Nothing in a store says its layout's order:
- * pages cut with the wrong one are wrong KV, so give the KV's own.
+ * fingerprint: only entries of this one (default: every one); dtype: the
+ * pages' ('f32', 'f16', or 'q8': 8-bit, lossy; default: each entry's
+ * own); asFingerprint: the fingerprint the pages are written under, when
+ * not the entries' own (with `fingerprint`: one model's entries), such as
+ * the one a q8 tree's clients open their caches with (approximate KV
+ * under a fingerprint of its own: README). Resolves to { pages: [{ name,
+ * tokens, bytes, fingerprint, dtype }], bytes, skipped, hints, unread }
+ * (skipped: entries shorter than one page; hints: hint files written;
+ * unread: a store's entries that could not be read whole with this layout,
+ * or at all). Nothing in a store says its layout's order: pages cut with
+ * the wrong one are wrong KV, so give the KV's own. A value q8 cannot hold
+ * (not finite, or past 127 × 65504) rejects with a RangeError.
  */
-export async function publishPages(rlx, sources, outDir, { layout, fingerprint = null, pageTokens = PAGE_TOKENS }) {
+export async function publishPages(rlx, sources, outDir, { layout, fingerprint = null, pageTokens = PAGE_TOKENS, dtype = null, asFingerprint = null }) {
   if (!layout || (layout.order !== 'head-major' && layout.order !== 'token-major')) {
     throw new TypeError("publish needs a layout whose order is 'head-major' or 'token-major': pages are cut by token");
   }
   if (!Number.isSafeInteger(pageTokens) || pageTokens < 1) throw new RangeError(`pageTokens must be a positive integer, got ${pageTokens}`);
+  if (dtype !== null && !DTYPES.includes(dtype)) throw new RangeError(`dtype must be 'f32', 'f16' or 'q8', got ${String(dtype)}`);
+  if (asFingerprint !== null && fingerprint === null) throw new TypeError('asFingerprint needs fingerprint: one model\'s entries under another fingerprint');
   await mkdir(outDir, { recursive: true });
   const written = new Map();
   /** Grid page name → the ends of tail pages after it. */
   const tails = new Map();
   let skipped = 0, unread = 0;
   /**
-   * Page start..end of the entry `tokens` after page `parent` (a name, null
-   * for the first), written once. blocks(): the entry's K then V blocks,
-   * all its tokens' (asked again for each page: a view hit's arrays are
-   * re-derived if the heap moved).
+   * The page `name` of tokens start..end-1 of the entry `tokens` (of
+   * dtype `own`) after page `parent` (a name, null for the first), in
+   * dtype `as` under fingerprint fp, written once. blocks(): the entry's K
+   * then V blocks, all its tokens' (asked again for each page: a view
+   * hit's arrays are re-derived if the heap moved).
    */
-  const writePage = async (fp, tokens, dtype, blocks, start, end, parent) => {
-    const path = tokens.subarray(0, end);
-    const name = rlx.pageName(path, fp, dtype);
-    if (!written.has(name)) {
-      const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
-      const bytes = encodeBlob(path, cutRows(blocks(), layout, tokens.length, start, end), fp, undefined, { page });
-      await writeAtomically(join(outDir, name), bytes);
-      written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp });
-    }
-    return name;
+  const writePage = async (fp, tokens, own, as, blocks, start, end, name, parent) => {
+    if (written.has(name)) return;
+    const path = tokens.subarray(0, end), cut = cutRows(blocks(), layout, tokens.length, start, end);
+    const page = start ? { start, parentN: start, parent: keyOfName(parent) } : undefined;
+    const bytes = as === 'q8' ? encodeQ8(path, own === 'f16' ? cut.map((b) => widenF16(b)) : cut, fp, { dtype: own, group: layout.headDim, page })
+      : encodeBlob(path, as === own ? cut : cut.map((b) => (as === 'f16' ? narrowF32(b) : widenF16(b))), fp, undefined, { page });
+    await writeAtomically(join(outDir, name), bytes);
+    written.set(name, { name, tokens: end, bytes: bytes.length, fingerprint: fp, dtype: as });
   };
   // ends: where entries end within `tokens` (its own end among them), each
-  // given a tail page past its last grid point.
-  const publish = async ({ fingerprint: fp, tokens, dtype, blocks, ends = [tokens.length] }) => {
+  // given a tail page past its last grid point. Every page's name comes
+  // from one pass over the tokens.
+  const publish = async ({ fingerprint: entryFp, tokens, dtype: own, blocks, ends = [tokens.length] }) => {
     if (tokens.length < pageTokens) {
       skipped++;
       return;
     }
-    const grid = [null]; // grid[i]: the name of the page ending at i * pageTokens
-    for (let end = pageTokens; end <= tokens.length; end += pageTokens) {
-      grid.push(await writePage(fp, tokens, dtype, blocks, end - pageTokens, end, grid.at(-1)));
-    }
-    for (const end of ends) {
-      const at = Math.floor(end / pageTokens);
-      if (!at || end % pageTokens === 0) continue;
-      await writePage(fp, tokens, dtype, blocks, at * pageTokens, end, grid[at]);
-      if (!tails.has(grid[at])) tails.set(grid[at], new Set());
-      tails.get(grid[at]).add(end);
+    const fp = asFingerprint ?? entryFp, as = dtype ?? own, last = Math.floor(tokens.length / pageTokens);
+    const grid = Array.from({ length: last }, (_, i) => (i + 1) * pageTokens);
+    const tailEnds = [...new Set(ends)].filter((e) => e > pageTokens && e % pageTokens);
+    const cuts = [...grid, ...tailEnds].sort((a, b) => a - b).filter((e, i, all) => e !== all[i - 1]);
+    const names = new Map(rlx.pageNames(tokens, cuts, fp, as).map((name, i) => [cuts[i], name]));
+    const nameAt = (end) => names.get(end) ?? null; // null at 0: no parent
+    for (const end of grid) await writePage(fp, tokens, own, as, blocks, end - pageTokens, end, nameAt(end), nameAt(end - pageTokens));
+    for (const end of tailEnds) {
+      const at = Math.floor(end / pageTokens) * pageTokens;
+      await writePage(fp, tokens, own, as, blocks, at, end, nameAt(end), nameAt(at));
+      if (!tails.has(nameAt(at))) tails.set(nameAt(at), new Set());
+      tails.get(nameAt(at)).add(end);
     }
   };
   const publishDecoded = (e) => {

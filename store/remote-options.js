@@ -4,7 +4,8 @@
 
 /** Tokens a published page holds, by default (LMCache's chunk). */
 export const PAGE_TOKENS = 256;
-const DTYPES = ['f32', 'f16'];
+/** 'q8': 8-bit pages (FORMATS.md), restored to the dtype they were published from. */
+const DTYPES = ['f32', 'f16', 'q8'];
 
 /**
  * The `remote` option of openCache, checked: { url (a base URL, ending
@@ -33,7 +34,7 @@ export function remoteOptions(remote, layout) {
     return v;
   };
   const dtype = remote.dtype ?? 'f32';
-  if (!DTYPES.includes(dtype)) throw new RangeError(`remote.dtype must be 'f32' or 'f16', got ${String(dtype)}`);
+  if (!DTYPES.includes(dtype)) throw new RangeError(`remote.dtype must be 'f32', 'f16' or 'q8', got ${String(dtype)}`);
   if (remote.signal !== undefined && !(remote.signal instanceof AbortSignal)) throw new TypeError('remote.signal must be an AbortSignal');
   return {
     url: url.href, fetch: fetchFn, timeoutMs: count('timeoutMs', 10000), maxPages: count('maxPages', 64),

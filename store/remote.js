@@ -8,19 +8,25 @@
 // file of the last grid point it reaches: where published entries end
 // past it (a system prompt's end), each a tail page it may ask for next.
 //
-//   match:  names of the grid pages past the longest local hit, fetched at
-//           once (at most maxInFlight in flight, maxPages in all), in
-//           order; each checked as a stored page is (format, fingerprint,
-//           its tokens, its parent's key, the layout's shape). The run
-//           from the first that arrived whole and right is put in memory
-//           as one entry (dirty: the next flush keeps it in local
-//           storage). A 404, a failure or a bad page ends the run there:
-//           a shorter hit, never a rejected match().
+//   match:  names of the grid pages past the longest local hit (one pass
+//           over the tokens), fetched at once (at most maxInFlight in
+//           flight, maxPages in all), in order; each checked as a stored
+//           page is (format, fingerprint, its tokens, its parent's key,
+//           the layout's shape). The run from the first that arrived whole
+//           and right is put in memory as one entry (dirty: the next flush
+//           keeps it in local storage). A 404, a failure or a bad page ends
+//           the run there: a shorter hit, never a rejected match().
+//
+// With dtype 'q8' the pages are 8-bit (format/q8.js), each checked whole
+// (every scale too) as it arrives, and dequantized straight into the
+// entry, in the dtype they were published from: what memory and local
+// storage then hold is f32 or f16 KV close to the model's, not equal.
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
-// browser bundle, importing nothing of the main one: the cache passes in
-// the page checks it uses); store/remote-options.js checks the option at
-// openCache.
+// browser bundle, importing nothing of the main one but format/q8.js: the
+// cache passes in the page checks and copies it uses);
+// store/remote-options.js checks the option at openCache.
+import { decodeQ8, dequantRows } from '../format/q8.js';
 
 /** Tail pages asked for after one grid point at most: a prompt that parts from the listed entries costs a few 404s. */
 const TAIL_TRIES = 3;
@@ -32,7 +38,7 @@ export class RemoteTier {
   #layout;
   /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
   stats;
-  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js). */
+  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js), copyPages and rowRuns (store/chain.js). */
   #checks;
 
   constructor(options, native, fingerprint, layout, stats, checks) {
@@ -51,8 +57,9 @@ export class RemoteTier {
    * The grid pages of `tokens` past the grid point at or before `held`
    * (the tokens memory holds), up to the last grid point at or before
    * `upTo`, then a tail page to where a published entry ends, fetched and
-   * checked: { start, end, pages } (pages: { from, to, page }, page
-   * decodeBlob's, in order, tiling start..end), or null when none arrived
+   * checked: { start, end, dtype, layers, pages } (dtype: the entry's to
+   * fill, f32 or f16; pages: { from, to, page }, page decodeBlob's or
+   * decodeQ8's, in order, tiling start..end), or null when none arrived
    * right. Never rejects for the network or the server: signal (the
    * match's) aborting does.
    */
@@ -61,9 +68,9 @@ export class RemoteTier {
     const start = Math.floor(held / P) * P;
     const end = Math.min(Math.floor(upTo / P), start / P + this.#o.maxPages) * P;
     if (end <= held || end <= start) return null;
-    const names = [];
-    for (let g = start; g <= end; g += P) names.push(g ? this.#native.pageName(tokens.subarray(0, g), this.#o.dtype) : null);
     const wanted = (end - start) / P;
+    const grid = Array.from({ length: wanted + 1 }, (_, i) => start + i * P).filter(Boolean);
+    const names = [...(start ? [] : [null]), ...this.#native.pageNames(tokens, this.#o.dtype, grid)];
     // One timeout for the whole run; each request its own abort, so that a
     // page that fails cuts off the pages after it, not those before.
     const shared = AbortSignal.any([AbortSignal.timeout(this.#o.timeoutMs), ...[this.#o.signal, signal].filter(Boolean)]);
@@ -89,12 +96,15 @@ export class RemoteTier {
     await Promise.all(Array.from({ length: Math.min(this.#o.maxInFlight, wanted) }, worker));
     signal?.throwIfAborted();
     let n = 0;
-    while (n < wanted && pages[n]) n++;
+    while (n < wanted && this.#sameRun(pages[0], pages[n], names[n + 1])) n++;
     if (!n) return null;
-    const run = { start, end: start + n * P, pages: pages.slice(0, n).map((page, i) => ({ from: start + i * P, to: start + (i + 1) * P, page })) };
+    const run = {
+      start, end: start + n * P, dtype: pages[0].dtype, layers: pages[0].k.length,
+      pages: pages.slice(0, n).map((page, i) => ({ from: start + i * P, to: start + (i + 1) * P, page })),
+    };
     const tail = await this.#fetchTail(tokens, run.end, names[n], upTo, n === wanted ? lastHint : this.#fetchEnds(names[n], shared), shared);
     signal?.throwIfAborted();
-    if (tail) {
+    if (tail && this.#sameRun(pages[0], tail.page, tail.name)) {
       run.pages.push(tail);
       run.end = tail.to;
     }
@@ -102,19 +112,51 @@ export class RemoteTier {
   }
 
   /**
+   * Whether `page` (named `name`) arrived and may join a run that begins
+   * with `first`: 8-bit pages restore to the dtype they were published
+   * from, one for the whole run (a tree published twice, from f32 and f16
+   * KV under one fingerprint, is refused where it changes).
+   */
+  #sameRun(first, page, name) {
+    if (!page || page.dtype === first.dtype) return !!page;
+    this.stats.refused++;
+    this.stats.lastError = `${name}: refused: a q8 page of ${page.dtype} values after ${first.dtype} ones`;
+    return false;
+  }
+
+  /**
+   * Copies (or, for 8-bit pages, dequantizes) the pages of `run`
+   * (fetchRun's) into `values`: an entry's (entryOfRows, store/chain.js)
+   * of run.dtype that holds the run's tokens from run.start on.
+   */
+  fill(values, { start, end, dtype, pages }) {
+    const l = this.#layout, rows = end - start, { copyPages, rowRuns } = this.#checks;
+    if (this.#o.dtype !== 'q8') {
+      copyPages(values, l, rows, start, pages.map(({ from, to, page }) => ({ from, to, dtype, blocks: [...page.k, ...page.v] })));
+      return;
+    }
+    for (const { from, to, page } of pages) {
+      [...page.k, ...page.v].forEach(({ at }, b) => {
+        for (const run of rowRuns(values, l, dtype, rows, b, from - start, to - from)) at = dequantRows(page.bytes, at, run, page.group, dtype);
+      });
+    }
+  }
+
+  /**
    * The tail page after grid point `at` (its page `atName`) to the
    * longest end the hint `ends` lists that `tokens` reach (at most upTo):
-   * { from, to, page }, or null. A prompt that parts from a listed entry
-   * before its end finds no page under its name (404): the next shorter
-   * end is asked, up to TAIL_TRIES.
+   * { from, to, page, name }, or null. A prompt that parts from a listed
+   * entry before its end finds no page under its name (404): the next
+   * shorter end is asked, up to TAIL_TRIES.
    */
   async #fetchTail(tokens, at, atName, upTo, ends, signal) {
     const fit = (await ends).filter((e) => e > at && e < at + this.#o.pageTokens && e <= upTo).slice(0, TAIL_TRIES);
-    for (const e of fit) {
+    if (!fit.length) return null;
+    const names = this.#native.pageNames(tokens, this.#o.dtype, [...fit].reverse()).reverse(); // ascending, in one pass
+    for (let i = 0; i < fit.length; i++) {
       const cut = new AbortController();
-      const page = await this.#fetchPage(this.#native.pageName(tokens.subarray(0, e), this.#o.dtype), tokens, at, e, atName,
-        AbortSignal.any([cut.signal, signal]), cut.signal);
-      if (page) return { from: at, to: e, page };
+      const page = await this.#fetchPage(names[i], tokens, at, fit[i], atName, AbortSignal.any([cut.signal, signal]), cut.signal);
+      if (page) return { from: at, to: fit[i], page, name: names[i] };
     }
     return null;
   }
@@ -167,11 +209,14 @@ export class RemoteTier {
     try {
       // Its fingerprint (else null), dtype, tokens, place after its parent and shape: the page its name says.
       const { decodeBlob, checkShape, nameOfKey } = this.#checks;
-      const page = decodeBlob(bytes, this.#fp, true), p = page?.page, want = tokens.subarray(0, to);
-      if (!page || page.dtype !== this.#o.dtype || page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i]) ||
+      const q8 = this.#o.dtype === 'q8';
+      const page = q8 ? decodeQ8(bytes, this.#fp) : decodeBlob(bytes, this.#fp, true), p = page?.page, want = tokens.subarray(0, to);
+      if (!page || (!q8 && page.dtype !== this.#o.dtype) || page.tokens.length !== to || page.tokens.some((t, i) => t !== want[i]) ||
         (from ? !p || p.start !== from || p.parentN !== from || nameOfKey(p.parent) !== parentName : p)) {
         throw new Error(`not the ${this.#o.dtype} page of tokens ${from}..${to - 1} after ${parentName ?? 'none'} its name says`);
       }
+      // A q8 page's scales are per row: one a head_dim of values.
+      if (q8 && page.group !== this.#layout.headDim) throw new Error(`rows of ${page.group} values a scale, but the layout's head_dim is ${this.#layout.headDim}`);
       checkShape(to - from, page, this.#layout, 'page');
       s.pages++;
       return page;

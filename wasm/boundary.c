@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hash.h"
 #include "rlxkv.h"
 
 _Static_assert(sizeof(void *) == 4 && sizeof(size_t) == 4, "wasm32: the record holds pointers as u32");
@@ -352,6 +353,28 @@ int rlxkv_web_put(web_cache *w, rlxkv_entry *e, int loaded) {
 }
 
 uint32_t rlxkv_web_generation(const web_cache *w) { return (uint32_t)rlxkv_cache_generation(w->cache); }
+
+/* The page keys (rlxkv_page_key, FORMATS.md "Names") of the prefixes of
+ * tokens that end at ends[0..m), ascending (JS checks), in one pass over the
+ * tokens: a prefix's chain is the one before it fed on, so the names of a
+ * prompt's grid points cost its length, not its length times theirs. dtype
+ * as rlxkv_page_key mixes it in (2: a published q8 page's, which no entry
+ * has). Each key as four u32s from keys[4i]: its first half's high and low
+ * words, then its second's (JS makes the hex without BigInt). */
+void rlxkv_web_page_keys(uint64_t fingerprint, int dtype, const uint32_t *tokens, const uint32_t *ends,
+                         size_t m, uint32_t *keys) {
+    rlxkv_chain c = rlxkv_chain_init(fingerprint);
+    size_t at = 0;
+    for (size_t i = 0; i < m; i++) {
+        uint64_t key[2];
+        for (; at < ends[i]; at++) rlxkv_chain_token(&c, tokens[at]);
+        rlxkv_chain_final(&c, dtype, ends[i], key);
+        keys[4 * i] = (uint32_t)(key[0] >> 32);
+        keys[4 * i + 1] = (uint32_t)key[0];
+        keys[4 * i + 2] = (uint32_t)(key[1] >> 32);
+        keys[4 * i + 3] = (uint32_t)key[1];
+    }
+}
 
 /* Stats as doubles, in this order: entries, bytes, cap_bytes,
  * pinned_entries, pinned_bytes, hits, misses, evictions, tokens_reused,

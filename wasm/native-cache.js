@@ -14,6 +14,8 @@ export const REC = {
 export const REC_FLAG = { RESIDENT: 1, DIRTY: 2, PINNED: 4 };
 /** rlxkv_dtype (src/rlxkv.h) */
 export const DTYPE = { f32: 0, f16: 1 };
+/** A page name's dtype (rlxkv_page_key): rlxkv_dtype's, and 2 for a published q8 page (FORMATS.md), which no entry has. */
+const NAME_DTYPE = { ...DTYPE, q8: 2 };
 /** rlxkv_order (src/rlxkv.h) */
 export const ORDER = { any: 0, 'token-major': 1, 'head-major': 2 };
 
@@ -35,7 +37,6 @@ const HAS_F16 = typeof globalThis.Float16Array === 'function';
  */
 const C_FUNCTIONS = [
   'rlxkv_blob_name',
-  'rlxkv_page_name',
   'rlxkv_cache_clear',
   'rlxkv_cache_get',
   'rlxkv_cache_is_dirty',
@@ -63,6 +64,7 @@ const C_FUNCTIONS = [
   'rlxkv_web_lookup',
   'rlxkv_web_mark',
   'rlxkv_web_match',
+  'rlxkv_web_page_keys',
   'rlxkv_web_put',
   'rlxkv_web_put_index',
   'rlxkv_web_put_stored',
@@ -455,11 +457,25 @@ export class NativeCache {
    * another): what a cache's store names what it saves.
    */
   pageName(tokens, dtype, fingerprint = this.#fp) {
-    const core = this.#core;
-    const p = this.#scratch(tokens, 12); // 48 bytes for the name after the tokens
-    const name = p + 4 * tokens.length;
-    this.#C.rlxkv_page_name(fingerprint, DTYPE[dtype], p, tokens.length, name);
-    return core.cstringAt(name);
+    return this.pageNames(tokens, dtype, [tokens.length], fingerprint)[0];
+  }
+
+  /**
+   * The page names of the prefixes of `tokens` that end at each of `ends`
+   * (ascending, none past the tokens: the caller checks), of dtype ('f32',
+   * 'f16' or 'q8'), in one pass over the tokens (wasm/boundary.c,
+   * rlxkv_web_page_keys).
+   */
+  pageNames(tokens, dtype, ends, fingerprint = this.#fp) {
+    const n = tokens.length, m = ends.length;
+    const p = this.#scratch(tokens, 5 * m) >>> 2; // the ends, then four words of key each
+    this.#core.u32.set(ends, p + n);
+    this.#C.rlxkv_web_page_keys(fingerprint, NAME_DTYPE[dtype], 4 * p, 4 * (p + n), m, 4 * (p + n + m));
+    const u32 = this.#core.u32, hex = (i) => u32[i].toString(16).padStart(8, '0');
+    return ends.map((_, i) => {
+      const at = p + n + m + 4 * i;
+      return `${hex(at)}${hex(at + 1)}${hex(at + 2)}${hex(at + 3)}.rlxkv`;
+    });
   }
 
   /** The 64-bit blob name (rlxkv_blob_name) of an entry of these tokens under this cache's fingerprint (or another): what stores before pages named blobs. */

@@ -5,7 +5,9 @@
 // tokens under a right name, a cut body, another model's page), match()
 // never rejects and never serves wrong KV: the hit is the longest run of
 // right pages. Past the last grid point, the published entry's end (its
-// tail page, listed in the grid page's hint file) is reused too.
+// tail page, listed in the grid page's hint file) is reused too. The names
+// of a prompt's grid come from one pass over it, each the C
+// rlxkv_page_name of its prefix.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
@@ -18,6 +20,7 @@ import init from '../../js/index.js';
 import { publishPages } from '../../store/publish.js';
 import { modelKv, tempDir } from './helpers.js';
 import { narrowF32 } from '../../format/f16.js';
+import createTestCore, { wasmUrls as testWasmUrls } from '../../build/wasm/test/rlxkv_core_test.mjs';
 
 const rlx = await init();
 const cliPath = fileURLToPath(new URL('../../js/cli.js', import.meta.url));
@@ -294,4 +297,29 @@ test('rlxkv publish writes the pages of a store and verify checks the published 
   assert.equal(broken.status, 1);
   assert.match(broken.stdout + broken.stderr, /parent/);
   rmSync(out, { recursive: true, force: true });
+});
+
+test('a prompt\'s page names from one pass are the C rlxkv_page_name of each prefix, for f32, f16 and q8', async () => {
+  const M = await createTestCore({ wasmBinary: readFileSync(testWasmUrls()[0]) });
+  const cName = (tokens, fp, dtype) => {
+    const p = M._malloc(4 * tokens.length + 48);
+    M.HEAPU32.set(tokens, p >>> 2);
+    M._rlxkv_page_name(fp, dtype, p, tokens.length, p + 4 * tokens.length);
+    const at = p + 4 * tokens.length, name = new TextDecoder().decode(M.HEAPU8.subarray(at, M.HEAPU8.indexOf(0, at)));
+    M._free(p);
+    return name;
+  };
+  const ends = [0, 1, 2, 63, 64, 64, 65, 300, 599, 600];
+  for (const [dtype, code] of [['f32', 0], ['f16', 1], ['q8', 2]]) {
+    for (const fp of [0n, FP, 2n ** 64n - 1n]) {
+      const names = rlx.pageNames(system, ends, fp, dtype);
+      assert.deepEqual(names, ends.map((e) => cName(system.subarray(0, e), fp, code)), `${dtype} ${fp}`);
+      assert.equal(rlx.pageName(system.subarray(0, 300), fp, dtype), names[7]);
+    }
+  }
+  assert.equal(new Set(['f32', 'f16', 'q8'].map((d) => rlx.pageName(system, FP, d))).size, 3, 'the dtype is in the name');
+  assert.throws(() => rlx.pageNames(system, [64, 63], FP), /ascending/);
+  assert.throws(() => rlx.pageNames(system, [601], FP), /ascending integers from 0 to the 600 tokens/);
+  assert.throws(() => rlx.pageNames(system, [1.5], FP), RangeError);
+  assert.throws(() => rlx.pageName(system, FP, 'q4'), /'f32', 'f16' or 'q8'/);
 });

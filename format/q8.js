@@ -1,0 +1,213 @@
+// The 8-bit page of a published tree, RLXKVPQ8 (FORMATS.md, "8-bit pages"):
+// its writer (store/publish.js), its reader and dequantizer (the remote
+// tier, store/remote.js; `rlxkv verify`). Each row of head_dim values (one
+// token of one head) is one f16 scale and head_dim int8s, as ggml's Q8_0
+// block is one scale and 32 int8s. Imports nothing: the remote tier's chunk
+// of the browser bundle carries it alone.
+
+const MAGIC = [82, 76, 88, 75, 86, 80, 81, 56]; // 'RLXKVPQ8'
+const HEAD = 32; // magic, fingerprint, start, n_tokens
+/** After the tokens: parent_n and the parent's key (two u64s), then dtype, group and n_layers. */
+const AFTER_TOKENS = 48;
+const MAX_LAYERS = 4096; // RLXKV_MAX_LAYERS, as every blob's
+const MAX_GROUP = 65536;
+const DTYPES = ['f32', 'f16'];
+/** The largest finite binary16, and the first scale bits that are not a finite non-negative one (0x7c00: +Inf). */
+const F16_MAX = 65504, SCALE_LIMIT = 0x7c00;
+const F16 = globalThis.Float16Array;
+
+function fail(code, what) {
+  throw Object.assign(new Error(`decoding q8 page: ${what ?? code.toLowerCase()}`), { code });
+}
+function need(ok, code = 'TRUNCATED', what) {
+  if (!ok) fail(code, what);
+}
+const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
+function setU64(dv, at, n) {
+  dv.setUint32(at, n >>> 0, true);
+  dv.setUint32(at + 4, n / 2 ** 32, true);
+}
+
+/** A scale's binary16 bits (finite, non-negative) as its value: exact. */
+const scaleOf = (bits) => {
+  const e = bits >>> 10, f = bits & 0x3ff;
+  return e ? (1024 + f) * 2 ** (e - 25) : f * 2 ** -24;
+};
+
+/** The bits of the smallest binary16 at least t (t >= 0 and finite); 0x7c00 (+Inf) past the largest. */
+function f16Up(t) {
+  if (t <= 0) return 0;
+  if (t < 2 ** -14) return Math.ceil(t * 2 ** 24); // subnormal (1024: the smallest normal's bits, right too)
+  let e = Math.floor(Math.log2(t));
+  if (2 ** e > t) e--;
+  else if (2 ** (e + 1) <= t) e++;
+  let f = Math.ceil((t / 2 ** e - 1) * 1024); // exact: t / 2^e is in [1, 2)
+  if (f === 1024) {
+    e++;
+    f = 0;
+  }
+  return e > 15 ? SCALE_LIMIT : ((e + 15) << 10) | f;
+}
+
+const wide = new Float32Array(1), wideBits = new Uint32Array(wide.buffer);
+/** x (finite) rounded to the nearest binary16, ties to even, at most ±65504: its bits. */
+function narrow(x) {
+  wide[0] = x;
+  const b = wideBits[0], sign = (b >>> 16) & 0x8000, exp = (b >>> 23) & 0xff, frac = b & 0x7fffff;
+  if (exp > 112) {
+    const r = frac & 0x1fff, base = ((exp - 112) << 10) | (frac >>> 13);
+    return sign | Math.min(base + (r > 0x1000 || (r === 0x1000 && (base & 1)) ? 1 : 0), 0x7bff);
+  }
+  if (exp > 101) {
+    const m = frac | 0x800000, shift = 126 - exp, r = m & ((1 << shift) - 1), half = 1 << (shift - 1), base = m >>> shift;
+    return sign | (base + (r > half || (r === half && (base & 1)) ? 1 : 0));
+  }
+  return sign;
+}
+
+// ---- writing ------------------------------------------------------------
+
+/** Bytes of the page of nTokens tokens whose blocks hold these many values each, `group` a scale. */
+export const q8Size = (nTokens, lengths, group) => lengths.reduce((n, len) => n + 8 + len + 2 * (len / group), HEAD + 8 * nTokens + AFTER_TOKENS);
+
+/**
+ * The RLXKVPQ8 page of tokens (Uint32Array: all of them, the parent's
+ * first) whose own values are `blocks` (every K block, then every V block:
+ * Float32Array, an f16 entry's widened), under `fingerprint`: each run of
+ * `group` values (a row: one token of one head) quantized with one scale,
+ * its largest magnitude over 127 rounded up to a binary16, so that every
+ * value comes back within half a scale. dtype: the entry's ('f32' or
+ * 'f16'), which a reader restores. page: null for a first page (start 0),
+ * else { start, parentN, parent: its key, two bigints }. RangeError for a
+ * block that is not whole rows, or a row with a value that is not finite
+ * or past 127 × 65504.
+ */
+export function encodeQ8(tokens, blocks, fingerprint, { dtype, group, page = null }) {
+  if (!DTYPES.includes(dtype)) throw new RangeError(`dtype must be 'f32' or 'f16', got ${String(dtype)}`);
+  if (!Number.isSafeInteger(group) || group < 1 || group > MAX_GROUP) throw new RangeError(`group must be an integer in [1, ${MAX_GROUP}], got ${group}`);
+  if (blocks.length / 2 > MAX_LAYERS) throw new RangeError(`${blocks.length / 2} layers, more than the ${MAX_LAYERS} a page may have`);
+  const out = new Uint8Array(q8Size(tokens.length, blocks.map((b) => b.length), group));
+  const dv = new DataView(out.buffer);
+  out.set(MAGIC);
+  dv.setBigUint64(8, fingerprint, true);
+  setU64(dv, 16, page ? page.start : 0);
+  setU64(dv, 24, tokens.length);
+  let at = HEAD;
+  for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
+  if (page) {
+    setU64(dv, at, page.parentN);
+    dv.setBigUint64(at + 8, page.parent[0], true);
+    dv.setBigUint64(at + 16, page.parent[1], true);
+  }
+  setU64(dv, at + 24, DTYPES.indexOf(dtype));
+  setU64(dv, at + 32, group);
+  setU64(dv, at + 40, blocks.length / 2);
+  at += AFTER_TOKENS;
+  const q = new Int8Array(out.buffer);
+  blocks.forEach((block, b) => {
+    if (block.length % group) throw new RangeError(`block ${b} has ${block.length} values, not rows of ${group}`);
+    setU64(dv, at, block.length);
+    at += 8;
+    for (let r = 0; r < block.length; r += group) {
+      let max = 0;
+      for (let j = r; j < r + group; j++) max = Math.max(max, Math.abs(block[j]));
+      if (!(max <= 127 * F16_MAX)) throw new RangeError(`block ${b} has a value that is not finite or past ±${127 * F16_MAX} (row at ${r}): not quantizable to q8`);
+      const bits = f16Up(max / 127);
+      dv.setUint16(at, bits, true);
+      at += 2;
+      const s = scaleOf(bits);
+      for (let j = r; j < r + group; j++) q[at++] = s ? Math.max(-127, Math.min(127, Math.round(block[j] / s))) : 0;
+    }
+  });
+  return out;
+}
+
+// ---- reading ------------------------------------------------------------
+
+/** Whether bytes start with the q8 page's magic (as far as they go). */
+export const isQ8 = (bytes) => MAGIC.every((m, i) => i >= bytes.length || bytes[i] === m);
+
+/**
+ * An RLXKVPQ8 page checked whole (FORMATS.md, "8-bit pages"): null when
+ * expectFp (a bigint) is given and the page's differs, else { fingerprint,
+ * format, dtype (the values' to restore: 'f32' or 'f16'), tokens, page
+ * (null for start 0, else { start, parentN, parent }), group, k, v, bytes }
+ * where each of k and v is a block per layer, { length: its values, at:
+ * the offset of its first row in bytes }. Throws an Error whose code is
+ * BAD_MAGIC, TRUNCATED, CORRUPT or LIMIT, every length checked against the
+ * bytes that remain before anything is sized from it, every scale read.
+ */
+export function decodeQ8(bytes, expectFp) {
+  const len = bytes.length;
+  need(isQ8(bytes.subarray(0, 8)), 'BAD_MAGIC', 'bad magic');
+  need(len >= 16);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, len);
+  const fingerprint = dv.getBigUint64(8, true);
+  if (expectFp !== undefined && fingerprint !== expectFp) return null;
+  need(len >= HEAD);
+  const start = getU64(dv, 16), nTokens = getU64(dv, 24);
+  need(start < nTokens, 'CORRUPT', `start ${start} is not before n_tokens ${nTokens}`);
+  need(nTokens <= (len - HEAD) / 8);
+  const tokens = new Uint32Array(nTokens);
+  let at = HEAD;
+  for (let i = 0; i < nTokens; i++, at += 8) {
+    need(!dv.getUint32(at + 4, true), 'CORRUPT', 'a token of 2^32 or more');
+    tokens[i] = dv.getUint32(at, true);
+  }
+  need(len - at >= AFTER_TOKENS);
+  const parentN = getU64(dv, at), parent = [dv.getBigUint64(at + 8, true), dv.getBigUint64(at + 16, true)];
+  if (start) need(parentN >= start, 'CORRUPT', `parent_n ${parentN} is less than start ${start}`);
+  else need(!parentN && !parent[0] && !parent[1], 'CORRUPT', 'a first page (start 0) that names a parent');
+  const dtype = DTYPES[getU64(dv, at + 24)], group = getU64(dv, at + 32), nLayers = getU64(dv, at + 40);
+  need(dtype !== undefined, 'CORRUPT', `dtype ${getU64(dv, at + 24)} is neither 0 (f32) nor 1 (f16)`);
+  need(group >= 1 && group <= MAX_GROUP, 'CORRUPT', `group ${group} is not in [1, ${MAX_GROUP}]`);
+  at += AFTER_TOKENS;
+  need(nLayers <= (len - at) / 16); // two 8-byte lengths per layer
+  need(nLayers <= MAX_LAYERS, 'LIMIT', `${nLayers} layers, more than the ${MAX_LAYERS} this reader builds`);
+  const blocks = [];
+  for (let b = 0; b < 2 * nLayers; b++) {
+    need(len - at >= 8);
+    const n = getU64(dv, at);
+    at += 8;
+    need(n <= len - at);
+    need(n % group === 0, 'CORRUPT', `block ${b} has ${n} values, not rows of ${group}`);
+    const rows = n / group;
+    need(rows * (group + 2) <= len - at);
+    blocks.push({ length: n, at });
+    for (let r = 0; r < rows; r++, at += group + 2) {
+      if ((bytes[at] | (bytes[at + 1] << 8)) >= SCALE_LIMIT) fail('CORRUPT', `block ${b} row ${r}: a scale that is negative, infinite or NaN`);
+    }
+  }
+  need(at === len, 'CORRUPT', 'bytes after the last block');
+  return {
+    fingerprint, format: 'RLXKVPQ8', dtype, tokens, page: start ? { start, parentN, parent } : null, group,
+    k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), bytes,
+  };
+}
+
+/**
+ * Dequantizes rows of a block decodeQ8 checked, from offset `at` of its
+ * page's bytes, into `out`: a Uint8Array over values of dtype ('f32' or
+ * 'f16', 4-byte or 2-byte aligned), as many rows of `group` as it holds,
+ * each value q × scale (exact in f32; for f16 rounded to nearest, ties to
+ * even, at most ±65504). One pass, no copy. Returns the offset after them.
+ */
+export function dequantRows(bytes, at, out, group, dtype) {
+  const q = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length);
+  const n = out.length / (dtype === 'f32' ? 4 : 2);
+  const f32 = dtype === 'f32', fast = f32 || F16;
+  const Type = f32 ? Float32Array : F16 ?? Uint16Array;
+  const dst = new Type(out.buffer, out.byteOffset, n);
+  let bits = fast ? null : dst;
+  for (let o = 0; o < n; o += group, at += group) {
+    const s = scaleOf(bytes[at] | (bytes[at + 1] << 8));
+    at += 2;
+    // Float16Array rounds as narrow() does, short of 127 × s past the largest f16 (its Inf, narrow()'s 65504).
+    if (fast && (f32 || 127 * s <= F16_MAX)) for (let j = 0; j < group; j++) dst[o + j] = q[at + j] * s;
+    else {
+      bits ??= new Uint16Array(out.buffer, out.byteOffset, n);
+      for (let j = 0; j < group; j++) bits[o + j] = narrow(q[at + j] * s);
+    }
+  }
+  return at;
+}
