@@ -37,6 +37,10 @@ const now = () => performance.now();
 // ---- the entries ---------------------------------------------------------------
 const TOKENS = 1000, SHARED = 500, LAYERS = 24, HEADS = 2, HEAD_DIM = 64;
 const BLOCK = HEADS * TOKENS * HEAD_DIM; // values per K or V block
+// Where an entry's marker goes: k[0] at head 0's first token past the shared
+// prefix (head-major). The shared tokens' KV is stored once, the first
+// entry's (pages), so a marker there would read entry 0's in every hit.
+const MARK = SHARED * HEAD_DIM;
 const FP = 0x5eed0005n;
 const layout = { order: 'head-major', heads: HEADS, headDim: HEAD_DIM, layers: LAYERS };
 const CAP = 256 << 20;
@@ -52,14 +56,14 @@ const f16Bits = (seed) => Uint16Array.from({ length: BLOCK }, (_, j) => {
   const h = mix32(seed * 131071 + j) & 0xffff;
   return (h & 0x7c00) === 0x7c00 ? h & 0xbfff : h;
 });
-/** One KV as f16 bits and as the same values in f32; entry i's marker in k[0][0] and v[last][last]. */
+/** One KV as f16 bits and as the same values in f32; entry i's marker in k[0][MARK] and v[last][last]. */
 function kvTemplate() {
   const k16 = Array.from({ length: LAYERS }, (_, l) => f16Bits(l + 1));
   const v16 = Array.from({ length: LAYERS }, (_, l) => f16Bits(l + 101));
   return { f16: { k: k16, v: v16 }, f32: { k: k16.map((b) => widenF16(b)), v: v16.map((b) => widenF16(b)) } };
 }
 function markEntry(kv, i) {
-  kv.k[0][0] = i;
+  kv.k[0][MARK] = i;
   kv.v[LAYERS - 1][BLOCK - 1] = -i;
 }
 const ENTRY_BYTES = 2 * LAYERS * BLOCK * 4;
@@ -108,7 +112,7 @@ const workloads = {
       const t0 = now();
       const h = await cache.match(q, { view: true });
       const t = now() - t0;
-      if (!h || h.matched !== TOKENS || h.k[0][0] !== i) throw new Error('hit-load: wrong hit');
+      if (!h || h.matched !== TOKENS || h.k[0][MARK] !== i) throw new Error('hit-load: wrong hit');
       return t;
     };
     const rawOne = async () => {
@@ -160,7 +164,7 @@ const workloads = {
       const before = procStatus();
       const h = await cache.match(queryOf(i), { view: true });
       const after = procStatus();
-      if (!h || h.k[0][0] !== i) throw new Error('peak: wrong hit');
+      if (!h || h.k[0][MARK] !== i) throw new Error('peak: wrong hit');
       gc();
       const settled = procStatus();
       return { peak_increase: after.hwm - before.rss, kept: settled.rss - before.rss };
@@ -182,7 +186,7 @@ const workloads = {
     const bad = [];
     for (let i = 0; i < Number(count); i++) {
       const h = await cache.match(queryOf(i), { view: true });
-      const good = h && h.matched === TOKENS && h.k[0][0] === i && h.v[LAYERS - 1][BLOCK - 1] === -i &&
+      const good = h && h.matched === TOKENS && h.k[0][MARK] === i && h.v[LAYERS - 1][BLOCK - 1] === -i &&
         sameValues(h.k[LAYERS >> 1], tpl.k[LAYERS >> 1]);
       if (good) ok++; else bad.push(i);
     }
@@ -245,7 +249,7 @@ const workloads = {
       const cache = await rlx.openCache({ capBytes: CAP, fingerprint: FP, storage: 'fs', path, layout, f16As: 'Uint16Array' });
       for (let i = 0; i < N; i++) {
         const kv = dtype === 'f16' ? tpl.f16 : tpl.f32;
-        if (dtype === 'f32') markEntry(kv, i); else { kv.k[0][0] = i; kv.v[LAYERS - 1][BLOCK - 1] = i; }
+        if (dtype === 'f32') markEntry(kv, i); else { kv.k[0][MARK] = i; kv.v[LAYERS - 1][BLOCK - 1] = i; }
         cache.insert(tokensOf(i), kv);
       }
       const r = { entries: N, cache_bytes: cache.bytes, wasm_growth: rlx.memoryBytes - mem0 };
