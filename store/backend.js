@@ -17,9 +17,9 @@
 // @typedef {object} Item  a blob to write
 // @property {string} name
 // @property {number} bytes
-// @property {Iterable<Uint8Array>} parts  written one after another; an
-//   iterator that throws RlxkvError CHANGED skips its item (nothing is
-//   written under its name)
+// @property {Iterable<Uint8Array>} parts  written one after another; for a
+//   `pieces` backend, an iterator that throws RlxkvError CHANGED skips its
+//   item (nothing is written under its name; onSkipped hears it)
 //
 // @typedef {object} Backend
 // @property {'fs'|'idb'|'opfs'} kind  for messages and channel names only
@@ -40,22 +40,30 @@
 // @property {() => Promise<Uint8Array|null>} readIndex  the index as it is now
 // @property {(opts?: {sweep?: boolean}) => Promise<{blobs: string[], temporaries: BlobStat[], swept: number}>} names
 //   every blob's name; temporary files of writers that are gone are deleted
-//   (swept), those of live writers listed (with sweep: false, a tool
-//   store's, none is deleted and every one is listed)
+//   (swept), those of live writers listed (a directory with sweep: false,
+//   a tool store's, deletes none and lists every one; OPFS always removes
+//   the strays whose writer's lock is free, and lists none)
 // @property {(names?: string[]) => Promise<{blobs: BlobStat[]}>} list  these blobs (or every one), those gone left out
 // @property {(name: string, n: number) => Promise<Uint8Array|null>} head  up to n bytes from the start; null: gone
 // @property {(name: string) => Promise<Uint8Array|null>} read  the whole blob; null: gone
 // @property {(name: string, fn: Function) => Promise<any>} [readWith]  (direct only)
-// @property {(name: string) => Promise<void>} [touch]  records a use in the blob's own time (a directory: for the CLI's prune)
+// @property {number} headReads  how many head() calls may run at once (files: each holds one
+//   open; IndexedDB reads a whole record for each, so one)
+// @property {(name: string) => Promise<void>} [touch]  records a use in the blob's own time (a
+//   directory, whose file times an open that rebuilds its index reads)
+// @property {Function} [toolStore]  a directory's wrap of a tool store (rlx.openStore), which
+//   adds its temporary files to the listing and the prune
 // @property {(changes: {items?: Iterable<Item>|AsyncIterable<Item>, removes?: string[], update?: Function|null, names?: string[]},
-//   calls?: {onSaved?: (item: Item) => void, onRemoved?: (name: string) => void, retry?: boolean}) => Promise<void>} commit
+//   calls?: {onSaved?: (item: Item) => void, onRemoved?: (name: string) => void,
+//   onSkipped?: (item: Item) => void, retry?: boolean}) => Promise<void>} commit
 //   removes the names, writes the items, and replaces the index with
 //   update(current bytes or null, the set of the changed names and of
 //   `names` that are present now, or null where the index is written with
 //   the blobs in one transaction, the items written) (nothing if it returns nothing). IndexedDB:
 //   one transaction per batch of items, all or nothing. Files: removals,
 //   then writes, one at a time, each told as it is done, then one index
-//   update for what was done, even after a failure. Rejects with the first
+//   update for what was done, even after a failure (a name whose removal
+//   failed stays in it). Rejects with the first
 //   failure (QUOTA or IO). retry: these removals failed before, so they
 //   wait less for readers to let go (OPFS).
 // @property {(open: {listed: boolean, current: boolean, written: boolean, newest: string|null}) => Promise<void>} opened
@@ -69,7 +77,7 @@
  * commit() of a backend whose blobs are files, over its remove(), write()
  * and updateIndex(): see Backend.commit.
  */
-export async function commitFiles(files, { items = [], removes = [], update = null, names = [] }, { onSaved, onRemoved, retry = false } = {}) {
+export async function commitFiles(files, { items = [], removes = [], update = null, names = [] }, { onSaved, onRemoved, onSkipped, retry = false } = {}) {
   const saved = [], removed = [];
   let failure = null;
   try {
@@ -80,13 +88,15 @@ export async function commitFiles(files, { items = [], removes = [], update = nu
     await files.write(items, (item) => {
       saved.push(item);
       onSaved?.(item);
-    });
+    }, onSkipped);
   } catch (err) {
     failure = err;
   }
   if (update && (!failure || saved.length || removed.length)) {
     try {
-      await files.updateIndex((cur, present) => update(cur, present, saved), [...saved.map((it) => it.name), ...removed, ...names]);
+      // Every name asked to go is looked up, not only those that went: one
+      // whose removal failed (or was never tried) stays in the index.
+      await files.updateIndex((cur, present) => update(cur, present, saved), [...saved.map((it) => it.name), ...removes, ...names]);
     } catch (err) {
       failure ??= err;
     }

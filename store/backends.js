@@ -44,10 +44,13 @@ export async function copyBlobs(from, to, isOwn) {
   try {
     dst = await BACKENDS[to.kind].open(to.path, null); // (null: its index is not read)
     const uses = parseIndex(await src.readIndex()) ?? new Map();
-    const { blobs: names } = await src.names();
-    const unindexed = names.filter((n) => !uses.has(n));
-    const times = new Map(unindexed.length ? (await src.list(unindexed)).blobs.map((b) => [b.name, b.mtimeMs]) : []);
-    const order = names.map((n) => [n, uses.get(n)?.lastUse ?? times.get(n) ?? 0]).sort((a, b) => a[1] - b[1]);
+    const { blobs: names } = await src.names({ sweep: false });
+    // A directory records uses in its files' times too (touch), more often
+    // than in its index: the later of the two. Elsewhere the index's, and
+    // the blob's time where the index lacks it.
+    const timed = src.touch ? names : names.filter((n) => !uses.has(n));
+    const times = new Map(timed.length ? (await src.list(timed)).blobs.map((b) => [b.name, b.mtimeMs]) : []);
+    const order = names.map((n) => [n, Math.max(uses.get(n)?.lastUse ?? 0, times.get(n) ?? 0)]).sort((a, b) => a[1] - b[1]);
     let copied = 0, bytes = 0;
     const items = async function* () {
       for (const [name, lastUse] of order) {

@@ -123,6 +123,7 @@ export class FsBlobs {
     this.direct = true;
     this.pieces = true;
     this.indexComplete = false;
+    this.headReads = 32; // each holds a file open (ulimit -n)
   }
 
   /**
@@ -429,11 +430,11 @@ export class FsBlobs {
    * another, or an iterator of them, asked for the next only once the one
    * before is written; items: an array or an iterator, sync or async)
    * atomically, one after the other. Calls done(item) after each rename.
-   * An item whose parts throw CHANGED is skipped. Rejects with QUOTA or IO
+   * An item whose parts throw CHANGED is skipped (skipped(item)). Rejects with QUOTA or IO
    * (or what the iterator throws) at the first failure, having removed its
    * temporary file; blobs written before stay.
    */
-  async write(items, done = () => {}) {
+  async write(items, done = () => {}, skipped = () => {}) {
     for await (const item of items) {
       if (this.readOnly) throw new RlxkvError('IO', `saving ${item.name}: the store ${this.root} is read-only`);
       const tmp = this.#path(tempName(item.name));
@@ -458,7 +459,10 @@ export class FsBlobs {
       } catch (err) {
         if (fh) await fh.close().catch(() => {});
         await fsp.unlink(tmp).catch(() => {});
-        if (err instanceof RlxkvError && err.code === 'CHANGED') continue; // its parts are no longer the entry's: skipped
+        if (err instanceof RlxkvError && err.code === 'CHANGED') { // its parts are no longer the entry's: skipped
+          skipped(item);
+          continue;
+        }
         throw fsError(err, `saving ${item.name}`);
       }
       done(item);

@@ -42,6 +42,7 @@ export class IdbBlobs {
     this.direct = false;
     this.pieces = false;
     this.indexComplete = true;
+    this.headReads = 1; // a head() reads the whole record
   }
 
   #factory;
@@ -134,13 +135,18 @@ export class IdbBlobs {
     return { blobs: await this.#keys(), temporaries: [], swept: 0 };
   }
 
-  /** Backend.list: each record read (IndexedDB gives a value's size only with the value). */
+  /**
+   * Backend.list: each record read, one at a time (IndexedDB gives a
+   * value's size only with the value: so that no more than one is in
+   * memory at once).
+   */
   async list(names = null) {
     names ??= await this.#keys();
     const blobs = [];
-    await Promise.all(names.map((name) => this.#record(name).then((rec) => {
+    for (const name of names) {
+      const rec = await this.#record(name);
       if (rec) blobs.push({ name, bytes: rec.contents.byteLength, mtimeMs: rec.timestamp instanceof Date ? rec.timestamp.getTime() : 0 });
-    })));
+    }
     return { blobs };
   }
 

@@ -160,6 +160,7 @@ export class OpfsBlobs {
     this.readOnly = false;
     this.pieces = false;
     this.indexComplete = true;
+    this.headReads = 32;
     this.#channelName = `rlxkv-opfs:${path}`;
     this.#kept = new KeptHandles(this.#channelName, { maxOpen: this.direct && readOnlyHandles() ? MAX_OPEN : 0, keepMs: KEEP_MS, maxNames: MAX_HANDLES });
   }

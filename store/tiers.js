@@ -53,7 +53,6 @@ import { childCounts, infoOf, leavesFirst, ownName, putFailed, recordOf, refuse,
 /** The restore report's count of a blob left out of the tree, by its status. */
 const ADMIT_COUNT = { corrupt: 'corrupt', 'too-large': 'tooLarge', stale: 'stale', foreign: 'foreign', unreadable: 'unreadable' };
 const HEAD_READ = 64 << 10;         // first bytes read to index a blob (a 8,000-token prompt)
-const HEAD_READS = 32;              // head reads at once: each holds a file open (ulimit -n)
 const NEWS_NAMES = 4096;            // names taken from one message of another store; more is junk
 
 /**
@@ -219,14 +218,12 @@ export class TieredStore {
   }
 
   /**
-   * The index checked against the store's names and repaired: the records
-   * #adoptIndex took (or none), those the index does not describe, or
-   * describes as bad, read (their first bytes) and added. The records to
-   * write back into the index.
+   * The blobs `missing` (the index lacks them, describes them as bad, or
+   * their path breaks in it: adopted's) read, their first bytes, and
+   * added. The records to write back into the index.
    */
-  async #repair(adopted, names) {
+  async #repair(adopted, missing) {
     const { bad = new Map(), unresolved = new Set() } = adopted ?? {};
-    const missing = names.filter((n) => !this.#known.has(n) || bad.has(n));
     const { blobs: files } = missing.length ? await this.#blobs.list(missing) : { blobs: [] };
     const repaired = await this.#headRecords(files);
     this.#admit(repaired);
@@ -238,8 +235,8 @@ export class TieredStore {
    * The open, the same over every backend (store/backend.js):
    *   1. the index is read and adopted (#adoptIndex); if the backend
    *      vouches that it describes every blob (a directory's stamp,
-   *      OPFS's writers' markers, IndexedDB's census) and every page's
-   *      path holds in it, that is all;
+   *      OPFS's writers' markers, IndexedDB's census), that is all but
+   *      the pages whose path breaks in it, read by name;
    *   2. else the names are listed: the records of blobs gone leave, and
    *      the blobs it does not describe (or describes as corrupt or too
    *      large, or whose path breaks in it) are read, their first bytes,
@@ -256,7 +253,9 @@ export class TieredStore {
     const blobs = this.#blobs;
     const { bytes, describes } = await blobs.openIndex();
     const adopted = this.#adoptIndex(bytes);
-    if (adopted && !adopted.unresolved.size && describes(adopted.count)) {
+    if (adopted && describes(adopted.count)) {
+      // Pages whose path breaks in it (orphans) are read by name, as they always are: nothing to list.
+      if (adopted.unresolved.size) await this.#repair(adopted, [...adopted.unresolved]);
       blobs.opened({ listed: false, current: true, written: true, newest: adopted.newest }).catch(() => {}); // a head start, not waited for
       return;
     }
@@ -266,7 +265,8 @@ export class TieredStore {
     const present = new Set(names);
     const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
     for (const name of dropped) this.#drop(name);
-    const news = await this.#repair(adopted, names);
+    const bad = adopted?.bad ?? new Map();
+    const news = await this.#repair(adopted, names.filter((n) => !this.#known.has(n) || bad.has(n)));
     const current = !!adopted && !news.length && !dropped.length;
     const written = (!news.length && !dropped.length) || await this.#writeRepairs(news, dropped).then(() => true, () => false);
     await blobs.opened({ listed: true, current, written, newest: newestOf([...this.#known.values()]) });
@@ -285,9 +285,9 @@ export class TieredStore {
     });
   }
 
-  /** #headRecord of each file, HEAD_READS at a time (each holds a file open), those gone left out. */
+  /** #headRecord of each file, as many at a time as the backend bears (headReads), those gone left out. */
   async #headRecords(files) {
-    return (await mapBounded(files, HEAD_READS, (file) => this.#headRecord(file))).filter(Boolean);
+    return (await mapBounded(files, this.#blobs.headReads, (file) => this.#headRecord(file))).filter(Boolean);
   }
 
   /**
@@ -741,7 +741,9 @@ export class TieredStore {
     let failure = null;
     if (dirty.length || this.#used.size) {
       try {
-        await this.#commit({ items: items(this) }, { onSaved: (item) => this.#saved(item) });
+        // A skipped save (its entry changed while written) is no longer under
+        // way: a page after it in this flush then goes whole (#encode).
+        await this.#commit({ items: items(this) }, { onSaved: (item) => this.#saved(item), onSkipped: (item) => this.#saving.delete(item.name) });
       } catch (err) {
         failure = err;
       } finally {
@@ -1158,7 +1160,7 @@ export class TieredStore {
   async #storeRecords(names) {
     const out = new Map();
     if (!this.#blobs.indexComplete) {
-      const files = await mapBounded(names, HEAD_READS, (name) => this.#blobs.stat(name));
+      const { blobs: files } = await this.#blobs.list(names);
       names.forEach((name) => out.set(name, null));
       for (const r of await this.#headRecords(files.filter(Boolean))) out.set(r.name, r);
       return out;

@@ -101,6 +101,57 @@ test('fs: an entry removed and inserted again while a flush runs is saved as ins
   await reopened.close();
 });
 
+test('fs: a page whose parent\'s save was skipped mid-flush (the parent changed) is saved whole, never as an orphan', async () => {
+  const dir = tempDir();
+  const cache = await openOn('fs', dir, { layout: { order: 'token-major', heads: 1, headDim: 64, layers: 1 } });
+  const parent = range(0, 8), child = range(0, 16);
+  cache.insert(parent, kv(1));
+  cache.insert(child, kvFor(16, { layers: 1, width: 64, seed: 2 })); // a page after parent: neither stored yet
+  // The parent's parts stop as a save in pieces does when its entry changes under it.
+  const undo = patch(FsBlobs, 'write', (write) => function (items, done, skipped) {
+    undo();
+    const changedFirst = (async function* () {
+      let first = true;
+      for await (const item of items) {
+        if (first) {
+          first = false;
+          yield { ...item, parts: { [Symbol.iterator]() { throw new RlxkvError('CHANGED', 'the entry changed while it was saved'); } } };
+        } else yield item;
+      }
+    })();
+    return write.call(this, changedFirst, done, skipped);
+  });
+  await cache.flush();
+  const stored = cache.listBlobs();
+  assert.deepEqual(stored.map((b) => [b.tokens, b.page]), [[16, false]], 'the child alone, whole: its parent was not saved');
+  await cache.close({ flush: false });
+  const reopened = await openOn('fs', dir, { layout: { order: 'token-major', heads: 1, headDim: 64, layers: 1 } });
+  const hit = await reopened.match(child);
+  assert.equal(hit.matched, 16, 'served after a restart');
+  await reopened.close();
+});
+
+test('fs commit: a removal that fails keeps its name, and the names never tried, in the index', async () => {
+  {
+    const dir = tempDir();
+    const b = await FsBlobs.open(dir);
+    const names = ['a', 'b', 'c'].map((c) => `${c.repeat(32)}.rlxkv`);
+    await b.commit({ items: names.map((name) => ({ name, bytes: 4, parts: [new Uint8Array(4)] })) });
+    const undo = patch(FsBlobs, 'remove', (remove) => async function (list, done) {
+      await remove.call(this, list.slice(0, 1), done); // a, then b is held
+      throw new RlxkvError('IO', `removing ${list[1]}: EPERM: operation not permitted`);
+    });
+    let present = null;
+    try {
+      await assert.rejects(b.commit({ removes: names, update: (cur, p) => { present = p; return undefined; } }), /EPERM/);
+    } finally {
+      undo();
+    }
+    assert.deepEqual([...present].sort(), names.slice(1), 'the index update sees b and c still there');
+    await b.close();
+  }
+});
+
 /** Posts msg on the store's channel as any script of the origin can. */
 function forge(kind, path, msg) {
   const ch = new BroadcastChannel(`rlxkv:${kind}:${kind === 'fs' ? resolve(path) : path}`);
