@@ -13,7 +13,7 @@
 // count of the records and their newest timestamp (#census()), and against
 // every key (names()) if they disagree.
 import { RlxkvError } from '../wasm/errors.js';
-import { STORE, openIdbfs, request, committed, idbError } from './idb.js';
+import { OBJECT_STORE, openIdbfs, request, committed, idbError } from './idb.js';
 
 export const INDEX_NAME = '.rlxkv-index';
 
@@ -84,7 +84,7 @@ export class IdbBlobs {
    * (names()) is most of an open's time otherwise.
    */
   #census() {
-    const both = this.#db().then((db) => this.#listIn(db.transaction([STORE], 'readonly').objectStore(STORE)))
+    const both = this.#db().then((db) => this.#listIn(db.transaction([OBJECT_STORE], 'readonly').objectStore(OBJECT_STORE)))
       .catch((err) => { throw idbError(err, 'listing IndexedDB'); });
     const index = both.then((b) => b.index), census = both.then((b) => b.census);
     // Whoever awaits one first must not leave the other's failure unhandled.
@@ -170,7 +170,7 @@ export class IdbBlobs {
   /** The blob names under the path (every key listed). */
   async #keys() {
     try {
-      const store = (await this.#db()).transaction([STORE], 'readonly').objectStore(STORE);
+      const store = (await this.#db()).transaction([OBJECT_STORE], 'readonly').objectStore(OBJECT_STORE);
       const keys = await request(store.getAllKeys(this.#range()));
       const at = this.path.length + 1;
       // A name that is not well-formed Unicode could not be written to an index (UTF-8) and read back.
@@ -204,7 +204,7 @@ export class IdbBlobs {
     this.#reads = null;
     let store;
     try {
-      store = (await this.#db()).transaction([STORE], 'readonly').objectStore(STORE);
+      store = (await this.#db()).transaction([OBJECT_STORE], 'readonly').objectStore(OBJECT_STORE);
     } catch (err) {
       for (const r of reads) r.reject(idbError(err, `reading ${r.name}`));
       return;
@@ -249,9 +249,9 @@ export class IdbBlobs {
   async #transact(items, removes, updateIndex) {
     if (!items.length && !removes.length && !updateIndex) return;
     try {
-      const tx = (await this.#db()).transaction([STORE], 'readwrite');
+      const tx = (await this.#db()).transaction([OBJECT_STORE], 'readwrite');
       const done = committed(tx);
-      const store = tx.objectStore(STORE);
+      const store = tx.objectStore(OBJECT_STORE);
       const now = new Date();
       for (const { name, parts } of items) store.put({ timestamp: now, mode: FILE_MODE, contents: joined(parts) }, this.#key(name));
       for (const name of removes) store.delete(this.#key(name));

@@ -5,7 +5,7 @@
 // transaction).
 import { storageError } from '../wasm/errors.js';
 
-export const STORE = 'FILE_DATA';
+export const OBJECT_STORE = 'FILE_DATA';
 export const VERSION = 21; // IDBFS.DB_VERSION in 3.1.6
 
 /** A DOMException from IndexedDB as an RlxkvError: QUOTA when storage is full, else IO. */
@@ -32,9 +32,9 @@ export async function openIdbfs(factory, name) {
   const req = factory.open(name, VERSION);
   req.onupgradeneeded = () => {
     const db = req.result;
-    const store = db.objectStoreNames.contains(STORE)
-      ? req.transaction.objectStore(STORE)
-      : db.createObjectStore(STORE);
+    const store = db.objectStoreNames.contains(OBJECT_STORE)
+      ? req.transaction.objectStore(OBJECT_STORE)
+      : db.createObjectStore(OBJECT_STORE);
     if (!store.indexNames.contains('timestamp')) {
       store.createIndex('timestamp', 'timestamp', { unique: false });
     }
