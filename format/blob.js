@@ -35,7 +35,7 @@ function need(ok, code = 'TRUNCATED') {
 // u64 fields as numbers: exact below 2^53, and above that still larger than
 // any length they are compared with.
 export const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
-function setU64(dv, at, n) {
+export function setU64(dv, at, n) {
   dv.setUint32(at, n >>> 0, true);
   dv.setUint32(at + 4, n / 2 ** 32, true); // setUint32 truncates to the high word
 }
@@ -122,17 +122,27 @@ export function encodeBlob(tokens, blocks, fingerprint, out, { as, bytewise = !L
 }
 
 /**
- * Magic, fingerprint, past_len (a page's start), n_tokens, the tokens, (a
- * page's parent: { start, parentN, parent: its key, two bigints }) and
- * n_layers at the start of out; the offset after.
+ * What every blob and page begins with (FORMATS.md): `magic` (8 bytes),
+ * fingerprint, past_len (a page's start), n_tokens and the tokens, at the
+ * start of out (dv its DataView); the offset after. RLXKVPQ8 pages
+ * (format/q8.js) begin so too.
  */
-function writePreamble(out, dv, format, fingerprint, tokens, nLayers, page) {
-  out.set(MAGICS[format]);
+export function writeHead(out, dv, magic, fingerprint, pastLen, tokens) {
+  out.set(magic);
   dv.setBigUint64(8, fingerprint, true);
-  setU64(dv, 16, page ? page.start : tokens.length); // past_len
+  setU64(dv, 16, pastLen);
   setU64(dv, 24, tokens.length);
   let at = HEAD;
   for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
+  return at;
+}
+
+/**
+ * writeHead, (a page's parent: { start, parentN, parent }) and n_layers
+ * at the start of out; the offset after.
+ */
+function writePreamble(out, dv, format, fingerprint, tokens, nLayers, page) {
+  let at = writeHead(out, dv, MAGICS[format], fingerprint, page ? page.start : tokens.length, tokens); // past_len
   if (page) {
     setU64(dv, at, page.parentN);
     dv.setBigUint64(at + 8, page.parent[0], true);

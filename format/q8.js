@@ -2,19 +2,25 @@
 // its writer (store/publish.js), its reader and dequantizer (the remote
 // tier, store/remote.js; `rlxkv verify`). Each row of head_dim values (one
 // token of one head) is one f16 scale and head_dim int8s, as ggml's Q8_0
-// block is one scale and 32 int8s. Imports nothing: the remote tier's chunk
-// of the browser bundle carries it alone.
+// block is one scale and 32 int8s. The reader: the remote tier's chunk of
+// the browser bundle carries it, and it imports nothing, so that the
+// chunk shares no module with the main file (a shared module becomes a
+// chunk every page loads). Its writer, format/q8-write.js, is the
+// publisher's (Node), and shares format/blob.js's.
 
-const MAGIC = [82, 76, 88, 75, 86, 80, 81, 56]; // 'RLXKVPQ8'
-const HEAD = 32; // magic, fingerprint, start, n_tokens
+export const MAGIC = [82, 76, 88, 75, 86, 80, 81, 56]; // 'RLXKVPQ8'
+export const HEAD = 32; // magic, fingerprint, start, n_tokens
 /** After the tokens: parent_n and the parent's key (two u64s), then dtype, group and n_layers. */
-const AFTER_TOKENS = 48;
-const MAX_LAYERS = 4096; // RLXKV_MAX_LAYERS, as every blob's
-const MAX_GROUP = 65536;
-const DTYPES = ['f32', 'f16'];
+export const AFTER_TOKENS = 48;
+export const MAX_LAYERS = 4096; // RLXKV_MAX_LAYERS, as every blob's
+export const MAX_GROUP = 65536;
+export const DTYPES = ['f32', 'f16'];
 /** The largest finite binary16, and the first scale bits that are not a finite non-negative one (0x7c00: +Inf). */
-const F16_MAX = 65504, SCALE_LIMIT = 0x7c00;
+export const F16_MAX = 65504, SCALE_LIMIT = 0x7c00;
 const F16 = globalThis.Float16Array;
+
+/** A u64 field as a number (as format/blob.js reads them; here so that the reader imports no codec of the main bundle). */
+const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
 
 function fail(code, what) {
   throw Object.assign(new Error(`decoding q8 page: ${what ?? code.toLowerCase()}`), { code });
@@ -22,32 +28,12 @@ function fail(code, what) {
 function need(ok, code = 'TRUNCATED', what) {
   if (!ok) fail(code, what);
 }
-const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
-function setU64(dv, at, n) {
-  dv.setUint32(at, n >>> 0, true);
-  dv.setUint32(at + 4, n / 2 ** 32, true);
-}
 
 /** A scale's binary16 bits (finite, non-negative) as its value: exact. */
-const scaleOf = (bits) => {
+export const scaleOf = (bits) => {
   const e = bits >>> 10, f = bits & 0x3ff;
   return e ? (1024 + f) * 2 ** (e - 25) : f * 2 ** -24;
 };
-
-/** The bits of the smallest binary16 at least t (t >= 0 and finite); 0x7c00 (+Inf) past the largest. */
-function f16Up(t) {
-  if (t <= 0) return 0;
-  if (t < 2 ** -14) return Math.ceil(t * 2 ** 24); // subnormal (1024: the smallest normal's bits, right too)
-  let e = Math.floor(Math.log2(t));
-  if (2 ** e > t) e--;
-  else if (2 ** (e + 1) <= t) e++;
-  let f = Math.ceil((t / 2 ** e - 1) * 1024); // exact: t / 2^e is in [1, 2)
-  if (f === 1024) {
-    e++;
-    f = 0;
-  }
-  return e > 15 ? SCALE_LIMIT : ((e + 15) << 10) | f;
-}
 
 const wide = new Float32Array(1), wideBits = new Uint32Array(wide.buffer);
 /** x (finite) rounded to the nearest binary16, ties to even, at most ±65504: its bits. */
@@ -63,63 +49,6 @@ function narrow(x) {
     return sign | (base + (r > half || (r === half && (base & 1)) ? 1 : 0));
   }
   return sign;
-}
-
-// ---- writing ------------------------------------------------------------
-
-/** Bytes of the page of nTokens tokens whose blocks hold these many values each, `group` a scale. */
-export const q8Size = (nTokens, lengths, group) => lengths.reduce((n, len) => n + 8 + len + 2 * (len / group), HEAD + 8 * nTokens + AFTER_TOKENS);
-
-/**
- * The RLXKVPQ8 page of tokens (Uint32Array: all of them, the parent's
- * first) whose own values are `blocks` (every K block, then every V block:
- * Float32Array, an f16 entry's widened), under `fingerprint`: each run of
- * `group` values (a row: one token of one head) quantized with one scale,
- * its largest magnitude over 127 rounded up to a binary16, so that every
- * value comes back within half a scale. dtype: the entry's ('f32' or
- * 'f16'), which a reader restores. page: null for a first page (start 0),
- * else { start, parentN, parent: its key, two bigints }. RangeError for a
- * block that is not whole rows, or a row with a value that is not finite
- * or past 127 × 65504.
- */
-export function encodeQ8(tokens, blocks, fingerprint, { dtype, group, page = null }) {
-  if (!DTYPES.includes(dtype)) throw new RangeError(`dtype must be 'f32' or 'f16', got ${String(dtype)}`);
-  if (!Number.isSafeInteger(group) || group < 1 || group > MAX_GROUP) throw new RangeError(`group must be an integer in [1, ${MAX_GROUP}], got ${group}`);
-  if (blocks.length / 2 > MAX_LAYERS) throw new RangeError(`${blocks.length / 2} layers, more than the ${MAX_LAYERS} a page may have`);
-  const out = new Uint8Array(q8Size(tokens.length, blocks.map((b) => b.length), group));
-  const dv = new DataView(out.buffer);
-  out.set(MAGIC);
-  dv.setBigUint64(8, fingerprint, true);
-  setU64(dv, 16, page ? page.start : 0);
-  setU64(dv, 24, tokens.length);
-  let at = HEAD;
-  for (let i = 0; i < tokens.length; i++, at += 8) setU64(dv, at, tokens[i]);
-  if (page) {
-    setU64(dv, at, page.parentN);
-    dv.setBigUint64(at + 8, page.parent[0], true);
-    dv.setBigUint64(at + 16, page.parent[1], true);
-  }
-  setU64(dv, at + 24, DTYPES.indexOf(dtype));
-  setU64(dv, at + 32, group);
-  setU64(dv, at + 40, blocks.length / 2);
-  at += AFTER_TOKENS;
-  const q = new Int8Array(out.buffer);
-  blocks.forEach((block, b) => {
-    if (block.length % group) throw new RangeError(`block ${b} has ${block.length} values, not rows of ${group}`);
-    setU64(dv, at, block.length);
-    at += 8;
-    for (let r = 0; r < block.length; r += group) {
-      let max = 0;
-      for (let j = r; j < r + group; j++) max = Math.max(max, Math.abs(block[j]));
-      if (!(max <= 127 * F16_MAX)) throw new RangeError(`block ${b} has a value that is not finite or past ±${127 * F16_MAX} (row at ${r}): not quantizable to q8`);
-      const bits = f16Up(max / 127);
-      dv.setUint16(at, bits, true);
-      at += 2;
-      const s = scaleOf(bits);
-      for (let j = r; j < r + group; j++) q[at++] = s ? Math.max(-127, Math.min(127, Math.round(block[j] / s))) : 0;
-    }
-  });
-  return out;
 }
 
 // ---- reading ------------------------------------------------------------

@@ -9,12 +9,12 @@
 // point to the end, and the end is listed in the grid point's hint file,
 // `<its page's key>.ends` (FORMATS.md, A published tree). Pages that two
 // entries share are written once. Pages are of the entries' dtype, or of
-// another: f32 and f16 convert, and 'q8' quantizes (format/q8.js).
+// another: f32 and f16 convert, and 'q8' quantizes (format/q8-write.js).
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeBlob, encodeBlob } from '../format/blob.js';
 import { narrowF32, widenF16 } from '../format/f16.js';
-import { encodeQ8 } from '../format/q8.js';
+import { encodeQ8 } from '../format/q8-write.js';
 import { cutRows } from './chain.js';
 import { PAGE_TOKENS } from './remote-options.js';
 import { keyOfName } from '../format/store-index.js';

@@ -17,7 +17,8 @@ import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
 import { publishPages } from '../../store/publish.js';
 import { narrowF32, widenF16 } from '../../format/f16.js';
-import { decodeQ8, dequantRows, encodeQ8 } from '../../format/q8.js';
+import { decodeQ8, dequantRows } from '../../format/q8.js';
+import { encodeQ8 } from '../../format/q8-write.js';
 import { storeFiles, tempDir } from './helpers.js';
 
 const rlx = await init();
