@@ -32,11 +32,12 @@
 //   removal in the index before it tells anyone of it: a rescan may read
 //   the index instead of the blobs (IndexedDB, OPFS; not a directory, whose
 //   writers of other processes update it last one winning)
-// @property {() => Promise<{bytes: Uint8Array|null, describes: (count: number) => boolean}>} openIndex
+// @property {() => Promise<{bytes: Uint8Array|null, describes: (count: number) => boolean, state?: any}>} openIndex
 //   an open's first read: the index's bytes (null: none, or unreadable),
-//   and whether the backend vouches, by its own evidence (a directory's
+//   whether the backend vouches, by its own evidence (a directory's
 //   stamp, OPFS's writers' markers, IndexedDB's census), that an index of
-//   `count` records describes every blob
+//   `count` records describes every blob, and that evidence (state), which
+//   the open hands back to opened()
 // @property {() => Promise<Uint8Array|null>} readIndex  the index as it is now
 // @property {(opts?: {sweep?: boolean}) => Promise<{blobs: string[], temporaries: BlobStat[], swept: number}>} names
 //   every blob's name; temporary files of writers that are gone are deleted
@@ -66,10 +67,13 @@
 //   failed stays in it). Rejects with the first
 //   failure (QUOTA or IO). retry: these removals failed before, so they
 //   wait less for readers to let go (OPFS).
-// @property {(open: {listed: boolean, current: boolean, written: boolean, newest: string|null}) => Promise<void>} opened
+// @property {(open: {listed: boolean, current: boolean, written: boolean, newest: () => string|null,
+//   temporaries: number, state?: any}) => Promise<void>} opened
 //   an open's end: listed (it listed the names), current (the listing
 //   agreed with the index), written (the index describes the store now),
-//   newest (the most recently used blob, the likeliest first hit)
+//   newest() (the most recently used blob, the likeliest first hit: asked
+//   only by a backend that readies it), temporaries (live writers' files
+//   the listing found), state (openIndex()'s)
 // @property {() => Promise<string[]>} destroy  deletes the store; the blob names it held
 // @property {() => Promise<void>} close
 

@@ -247,26 +247,18 @@ export class FsBlobs {
     }
     const temporaries = temps.length ? (await this.list(temps)).temporaries : [];
     const swept = sweep ? await this.sweep(temporaries) : [];
-    const left = temporaries.filter((t) => !swept.includes(t.name));
-    this.#temporariesLeft = left.length;
-    return { blobs, temporaries: left, swept: swept.length };
+    return { blobs, temporaries: temporaries.filter((t) => !swept.includes(t.name)), swept: swept.length };
   }
 
   /** Backend.openIndex: the index file, vouched for by its stamp (indexState()). */
   async openIndex() {
     const [bytes, state] = await Promise.all([this.readIndex(), this.indexState()]);
-    this.#openState = state;
-    return { bytes, describes: () => state.stamped };
+    return { bytes, describes: () => state.stamped, state };
   }
 
-  #openState = null;
-  #temporariesLeft = 0;
-
-  /** Backend.opened: a listing that agreed with the index, with no writer's temporary left, stamps it. */
-  async opened({ listed, current }) {
-    const state = this.#openState;
-    this.#openState = null;
-    if (listed && current && !this.#temporariesLeft) await this.stampIndex(state);
+  /** Backend.opened: a listing that agreed with the index, with no writer's temporary left, stamps it (state: indexState()'s). */
+  async opened({ listed, current, temporaries, state }) {
+    if (listed && current && !temporaries) await this.stampIndex(state);
   }
 
   /** The index file's bytes, or null if there is none or it cannot be read (the open rebuilds it). */

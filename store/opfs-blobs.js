@@ -361,24 +361,19 @@ export class OpfsBlobs {
    */
   async openIndex() {
     const [bytes, dead] = await Promise.all([this.readIndex(), this.deadMarkers()]);
-    this.#dead = dead;
-    return { bytes, describes: (count) => !!dead && !dead.length && count > 0 };
+    return { bytes, describes: (count) => !!dead && !dead.length && count > 0, state: dead };
   }
 
-  #dead = null; // openIndex()'s dead markers, until opened()
-
   /**
-   * Backend.opened: the reads are readied (ready(newest); waited for only
+   * Backend.opened (state: openIndex()'s dead markers): the reads are readied (ready(newest()); waited for only
    * after a listing); after one, the dead writers' markers go once the
    * index describes the directory, else this writer is marked behind so
    * that the next open lists it again.
    */
-  async opened({ listed, written, newest }) {
-    const ready = this.ready(newest);
-    const dead = this.#dead ?? [];
-    this.#dead = null;
+  async opened({ listed, written, newest, state: dead }) {
+    const ready = this.ready(newest());
     if (!listed) return;
-    if (written) await this.clearMarkers(dead);
+    if (written) await this.clearMarkers(dead ?? []);
     else await this.markBehind();
     await ready;
   }

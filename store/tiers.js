@@ -113,8 +113,8 @@ export class TieredStore {
   /** What this flush saved, told to the watchers at its end. */
   #savedRecords = [];
   /** What the open found of saves' temporary files (Node): counts, and the files left (FsBlobs list()'s). */
-  #temporaries = { temporaries: 0, temporaryBytes: 0, swept: 0 };
   #temporaryFiles = [];
+  #swept = 0;
   /** A store without a cache (opts.tool). */
   #tool;
   /**
@@ -154,7 +154,11 @@ export class TieredStore {
     await this.#openIndex();
     /** Whether the store can be read but not written (a read-only directory). */
     this.readOnly = !!this.#blobs.readOnly;
-    const report = { indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0, ...this.#temporaries };
+    const temporaries = this.#temporaryFiles;
+    const report = {
+      indexed: 0, stale: 0, corrupt: 0, skipped: 0, bytes: 0, foreign: 0, tooLarge: 0, unreadable: 0,
+      temporaries: temporaries.length, temporaryBytes: temporaries.reduce((n, t) => n + t.bytes, 0), swept: this.#swept,
+    };
     // Records an index gave are counted from its columns, not made (KnownRecords).
     this.#known.tally(report, (admitted, nValues, dtype, status) => {
       if (admitted) {
@@ -251,17 +255,17 @@ export class TieredStore {
    */
   async #openIndex() {
     const blobs = this.#blobs;
-    const { bytes, describes } = await blobs.openIndex();
+    const { bytes, describes, state } = await blobs.openIndex();
     const adopted = this.#adoptIndex(bytes);
     if (adopted && describes(adopted.count)) {
       // Pages whose path breaks in it (orphans) are read by name, as they always are: nothing to list.
       if (adopted.unresolved.size) await this.#repair(adopted, [...adopted.unresolved]);
-      blobs.opened({ listed: false, current: true, written: true, newest: adopted.newest }).catch(() => {}); // a head start, not waited for
+      blobs.opened({ listed: false, current: true, written: true, newest: () => adopted.newest, temporaries: 0, state }).catch(() => {}); // a head start, not waited for
       return;
     }
     const { blobs: names, temporaries, swept } = await blobs.names({ sweep: !this.#tool });
     this.#temporaryFiles = temporaries;
-    this.#temporaries = { temporaries: temporaries.length, temporaryBytes: temporaries.reduce((n, t) => n + t.bytes, 0), swept };
+    this.#swept = swept;
     const present = new Set(names);
     const dropped = [...this.#known.keys()].filter((n) => !present.has(n));
     for (const name of dropped) this.#drop(name);
@@ -269,7 +273,8 @@ export class TieredStore {
     const news = await this.#repair(adopted, names.filter((n) => !this.#known.has(n) || bad.has(n)));
     const current = !!adopted && !news.length && !dropped.length;
     const written = (!news.length && !dropped.length) || await this.#writeRepairs(news, dropped).then(() => true, () => false);
-    await blobs.opened({ listed: true, current, written, newest: newestOf([...this.#known.values()]) });
+    // newest: every record is made to find it, so only for a backend that asks (OPFS).
+    await blobs.opened({ listed: true, current, written, newest: () => newestOf([...this.#known.values()]), temporaries: temporaries.length, state });
   }
 
   /**
