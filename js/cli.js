@@ -304,9 +304,11 @@ const commands = {
       tempBytes: temps.reduce((s, r) => s + r.bytes, 0),
     };
     if (flags.json) return out.log(JSON.stringify({ dir: rest[0], blobs: rows, temps, totals }, null, 2));
-    out.log(`${'name'.padEnd(22)} ${'format'.padEnd(8)} ${'tokens'.padStart(8)} ${'bytes'.padStart(14)}  ${'modified'.padEnd(24)} status`);
+    // As wide as the longest name: a page's is 38 characters, a blob's 22, a temporary file's longer.
+    const width = Math.max(22, ...[...rows, ...temps].map((r) => r.name.length));
+    out.log(`${'name'.padEnd(width)} ${'format'.padEnd(8)} ${'tokens'.padStart(8)} ${'bytes'.padStart(14)}  ${'modified'.padEnd(24)} status`);
     for (const r of [...rows, ...temps]) {
-      out.log(`${r.name.padEnd(22)} ${(r.format || '-').padEnd(8)} ${String(r.tokens).padStart(8)} ${String(r.bytes).padStart(14)}  ${r.mtime.padEnd(24)} ${r.status}`);
+      out.log(`${r.name.padEnd(width)} ${(r.format || '-').padEnd(8)} ${String(r.tokens).padStart(8)} ${String(r.bytes).padStart(14)}  ${r.mtime.padEnd(24)} ${r.status}`);
     }
     const others = ['foreign', 'tooLarge', 'unreadable'].filter((k) => totals[k]).map((k) => `, ${totals[k]} ${k === 'tooLarge' ? 'too large' : k}`).join('');
     out.log(`${counted(totals.blobs, 'blob')}, ${counted(totals.bytes, 'byte')}: ${totals.ok} ok, ${totals.stale} stale, ${totals.corrupt} corrupt${others}` +
