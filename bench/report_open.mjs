@@ -39,18 +39,19 @@ export function openTargets(open) {
   });
 }
 
-// Where a missed open's time goes, from profiles of the open (store/tiers.js
-// #readDirIndex, #readIndex, #readIndexFile, #adoptIndex; wasm/boundary.c
-// rlxkv_web_put_index; src/cache.c rlxkv_cache_put_stored_many), run at
-// the branch open20 (bench_open --before: the figures against main).
+// Where a missed open's time goes, as the code does it (store/open.js,
+// store/backends.js, store/fs-blobs.js, store/idb-blobs.js,
+// store/opfs-blobs.js; wasm/boundary.c rlxkv_web_put_index; src/cache.c
+// rlxkv_cache_put_stored_many). No figure here: every figure in the
+// section comes from the run.
 const WHY = {
-  node: "The open reads the index file (1.9 MB here) and its columns, copies them into wasm memory and places the stored-only entries in one C call. Runs of pages are folded there (src/cache.c, Folds): 53 stubs and tree nodes for 10,401 pages, a page's own made when a lookup first reaches inside its run. What the call still does for every record is to check its columns, write its spec and copy its path into its chain's block: about 2.4 ms with V8's baseline compiler alone, touching some 3 MB of fresh wasm memory; on a busy machine V8's background TurboFan compiles of the call's long-running functions (a tier-up the call itself never uses) compete with it, and it takes 5-10 ms. Around it: the directory opened, its index stat'ed and read (3-4 ms), the columns (about 1 ms). The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of the 10,401 names and the check against it add some 30 ms here (the median open after a change, below). The machine is shared: the fastest of the 9 opens is given beside the median.",
-  idb: "The index record's get (1.9 MB, read whole: 5-10 ms of Chromium's IndexedDB; as 32 records of 60 KB it took twice as long), opening the database (about 2 ms), the columns into wasm memory (about 1 ms), and the C call: the browser build places every page at once (it is built without folds, whose code its 40 KB budget has no room for: 3-5 ms, against 1.6-2.9 ms with them). The census of the store (a count, the newest timestamp) runs beside them.",
-  opfs: "Loading the OPFS module, a chunk of its own (6-20 ms on a fresh page here, served no-cache), asking for the directory and reading the index file (a File read of 1.9 MB in a window, 8-17 ms; both now started beside the module's load), and the C call as for IndexedDB. The open no longer waits for the window's helper worker (a read waits for it instead).",
+  node: "The open reads the index file and its columns, copies them into wasm memory and places the stored-only entries in one C call. Runs of pages are folded there (src/cache.c, Folds): a page's own node is made when a lookup first reaches inside its run. What the call still does for every record is to check its columns, write its spec and copy its path into its chain's block; on a busy machine V8's background compiles of the call's long-running functions compete with it. Around it: the directory opened, its index stat'ed and read, the columns. The directory is not listed while it has not changed since an open found the index right (its mtime stamped on the index); after a change, one readdir of every name and the check against it (the median open after a change, below). The machine is shared: the fastest of the opens is given beside the median.",
+  idb: "The index record's get (read whole, as one record: as many small records it was slower), opening the database, the columns into wasm memory, and the C call: the browser build places every page at once (it is built without folds, whose code its 40 KB budget has no room for). The census of the store (a count, the newest timestamp) runs beside them.",
+  opfs: "Loading the OPFS module, a chunk of its own, asking for the directory and reading the index file (both started beside the module's load), and the C call as for IndexedDB. The open does not wait for the window's helper worker (a read waits for it instead).",
 };
 const FIX = {
-  node: "Less work per record at the open: a smaller index (names as bytes, 3-byte tokens, 4-byte counts: about 105 bytes a record instead of 182) whose records are checked and placed run by run, when a lookup reaches the run.",
-  idb: 'Folds in the browser build once its budget has room for their ~0.7 KB gzipped; a smaller index record (its get costs about 5 ms a MB).',
+  node: "Less work per record at the open: a smaller index (names as bytes, 3-byte tokens, 4-byte counts) whose records are checked and placed run by run, when a lookup reaches the run.",
+  idb: 'Folds in the browser build once its budget has room for them; a smaller index record.',
   opfs: "The OPFS chunk loaded with the page (a modulepreload, or in the main file once the budget allows); a smaller index file; folds in the browser build.",
 };
 

@@ -9,7 +9,7 @@ import { ms, mb, times } from './format.mjs';
 
 const LIMITS = { fs: 1.1, idb: 1.2, opfs: 0.5, gather: 0.8 };
 
-/** Copies from the stored bytes to the arrays a hit hands out, per path (from the code: store/fs-blobs.js, store/tiers.js, store/opfs-blobs.js, wasm/native-cache.js). */
+/** Copies from the stored bytes to the arrays a hit hands out, per path (from the code: store/fs-blobs.js, store/hits.js, store/direct-read.js, store/opfs-blobs.js, wasm/native-cache.js). */
 export const COPIES = {
   fs: { copy: 2, view_whole: 1, note: "readv() from the file straight into the entry's wasm memory (1), then match's arrays gathered out of it (2); view: true on a hit in one entry hands out views (1 in all)" },
   idb_window: { copy: 3, view_whole: 2, note: "the get's ArrayBuffer (1), decoded and put into wasm memory (2), gathered out (3); view: true on a one-entry hit: 2" },

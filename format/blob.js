@@ -5,7 +5,7 @@
 // validates exactly as src/codec.c does (same checks, same order, same
 // error codes, the same RLXKV_MAX_LAYERS; a test compares the two on
 // thousands of mutated blobs of each format). importBlob decodes here too,
-// and so does every store (store/tiers.js) a blob it reads.
+// and so does every store's hit (store/hits.js) a blob it reads.
 import { RlxkvError } from '../wasm/errors.js';
 import { LITTLE_ENDIAN, widenF16 } from './f16.js';
 

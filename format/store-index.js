@@ -2,7 +2,8 @@
 // file and a Node directory's file hold, so that an open reads it instead
 // of every blob. Its codec (encodeIndex, parseIndex, mergeIndex), its
 // columns read for an open (indexColumns) and the records an open takes
-// from them (KnownRecords); store/tiers.js reads and writes it.
+// from them (KnownRecords); a cache's open reads it (store/open.js), and
+// every commit of its store updates it (store/state.js).
 
 const INDEX_MAGIC = 'RLXKVIX4';
 const INDEX_MAGIC_V3 = 'RLXKVIX3'; // read: every record's whole path of tokens

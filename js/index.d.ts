@@ -489,7 +489,7 @@ export interface DecodeOptions {
 
 /**
  * The blobs of a store without a cache, for tools (rlx.openStore, the CLI): a Node directory,
- * IndexedDB or OPFS, opened as a cache opens it (store/tiers.js), so that a store lists the same
+ * IndexedDB or OPFS, opened as a cache opens it (store/open.js), so that a store lists the same
  * whoever reads it. Its list is the store as opened.
  */
 export interface Store {

@@ -1,6 +1,6 @@
 // Store: the blobs of a store without a cache, for tools (rlx.openStore,
 // the CLI): a Node directory, IndexedDB or OPFS through the tiered store
-// (store/tiers.js asToolStore), judged as a cache's open judges them.
+// (store/tiers.js asToolStore, store/prune.js), judged as a cache's open judges them.
 import { toFingerprint, toByteCount } from './args.js';
 import { serialQueue } from '../store/queue.js';
 

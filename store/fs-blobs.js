@@ -276,7 +276,7 @@ export class FsBlobs {
    * `names` whose files exist now) (no change if it returns nothing; its
    * { bytes } if it says more), by a temporary file and a rename. Writers
    * of other processes are not waited for: the last one's index wins, and
-   * an open reads it against the listing (store/tiers.js), so whatever it
+   * an open reads it against the listing (store/open.js), so whatever it
    * misses or says of files gone costs a repair, not a blob. Not synced:
    * after a crash it may be old or empty, which the open repairs or
    * rebuilds alike. Nothing in a read-only directory.

@@ -101,7 +101,7 @@ export class OpfsBlobs {
   /**
    * Opens (creating if missing) the directory `path` ('/a/b': segments
    * under the OPFS root). early: what was asked for while this module
-   * loaded (store/tiers.js opfsEarly): promises of the directory and of the
+   * loaded (store/backends.js opfsEarly): promises of the directory and of the
    * index file's bytes, or none.
    */
   static async open(path, early) {

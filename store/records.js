@@ -1,8 +1,11 @@
-// What the store knows of one blob, its record (store/tiers.js): made from
+// What the store knows of one blob, its record (store/state.js): made from
 // a blob's first bytes, listed as the API lists blobs, judged by its name,
 // and ordered for a prune (leaves first).
 import { RlxkvError, STATUS, statusError } from '../wasm/errors.js';
+import { blobHead, headBytes } from '../format/blob.js';
 import { pageOf } from '../format/store-index.js';
+
+const HEAD_READ = 64 << 10; // first bytes read to make a blob's record (a 8,000-token prompt)
 
 /** Records why a blob cannot be loaded: too large (LIMIT), not of the layout (refused), else corrupt. */
 export function refuse(record, err) {
@@ -85,4 +88,47 @@ export function recordOf(name, bytes, lastUse, info) {
     name, bytes, lastUse, fingerprint: info.fingerprint, status: 'ok',
     dtype: info.dtype, tokens: info.tokens, nValues: info.nValues, rowMajor: info.rowMajor, ...pageOf(info.page),
   };
+}
+
+/** The record of each file { name, bytes, mtimeMs } of `blobs` (headRecord), as many at a time as the backend bears (headReads), those gone left out. */
+export async function headRecords(blobs, files) {
+  return (await mapBounded(files, blobs.headReads, (file) => headRecord(blobs, file))).filter(Boolean);
+}
+
+/**
+ * The record of a store's blob { name, bytes, mtimeMs }, from its first
+ * bytes; null if it is gone; status 'unreadable' if it cannot be read
+ * (kept as it is: never judged, never pruned).
+ */
+async function headRecord(blobs, { name, bytes, mtimeMs }) {
+  try {
+    const head = await blobs.head(name, Math.min(bytes, HEAD_READ));
+    if (!head) return null;
+    let info = blobHead(head, bytes);
+    if (!info) {
+      // More tokens than the first read holds: read up to the first block's length.
+      const nTokens = new DataView(head.buffer, head.byteOffset).getUint32(24, true);
+      const more = await blobs.head(name, Math.min(bytes, headBytes(nTokens, true)));
+      if (!more) return null;
+      info = blobHead(more, bytes);
+    }
+    return recordOf(name, bytes, mtimeMs, info);
+  } catch (err) {
+    if (!(err instanceof RlxkvError)) throw err;
+    return { name, bytes, lastUse: mtimeMs, fingerprint: null, status: 'unreadable', error: err.message };
+  }
+}
+
+/** fn of each item, at most `limit` running at once: their results, in order. */
+async function mapBounded(items, limit, fn) {
+  const out = new Array(items.length);
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i]);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+  return out;
 }

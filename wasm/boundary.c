@@ -286,7 +286,7 @@ int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high
     for (size_t i = 0; i < count; i++) ns[i] = (uint32_t)(st < 0 ? st : s[i].status);
     free(s);
     if (st < 0) return st;
-    /* What the open reports (store/tiers.js #index), counted here rather than
+    /* What the open reports (store/open.js openStore), counted here rather than
      * in a JS pass over every record: indexed, KV bytes, stale, corrupt,
      * foreign, too large, skipped (f64 each), then the count and places of
      * the records JS must look at (bad ones, pages whose path broke). The

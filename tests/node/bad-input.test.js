@@ -193,7 +193,7 @@ test('a small valid blob of ten million empty layers is refused with LIMIT every
 });
 
 test('a valid blob over 2 GiB is listed valid from its header, never pruned as corrupt; only a budget removes it', () => {
-  // A cache reads such a blob straight into its entry (store/tiers.js), so
+  // A cache reads such a blob straight into its entry (store/direct-read.js), so
   // it is no more too large for a store than for the process.
   const dir = tempDir();
   const big = sparseBlob(dir, 0x66n, 1, 2.5 * GiB);

@@ -1,4 +1,4 @@
-// A Node directory's index file (store/fs-blobs.js, RLXKVIX4 in store/tiers.js):
+// A Node directory's index file (store/fs-blobs.js, RLXKVIX4 in format/store-index.js):
 // an open reads it and the listing of names, never a blob; what changed
 // behind it is found against the listing; stores without one, or with an
 // index of an older layout, open with nothing lost; a conversation of
