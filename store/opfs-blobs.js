@@ -34,18 +34,18 @@
 //     every blob (a getFile() and a Web Lock each: seconds for a thousand
 //     blobs). It also holds each blob's last use (a file's mtime cannot be
 //     set here). So that an open need not list the directory to know the
-//     index describes it, a writer first puts a marker file in PENDING_DIR,
-//     held under its own exclusive Web Lock, and removes it after its
-//     index update: a marker whose lock is free (deadMarkers()) is a
-//     writer that died in between, and only then (or with no index) does
-//     an open list the directory and repair the index.
+//     index describes it, a writer first puts a marker file in
+//     .rlxkv-pending, held under its own exclusive Web Lock, and removes it
+//     after its index update: a marker whose lock is free is a writer that
+//     died in between, and only then (or with no index) does an open list
+//     the directory and repair the index (store/opfs-writer-marks.js).
 import { commitFiles } from './backend.js';
 import { RlxkvError, storageError } from '../wasm/errors.js';
 import { OpfsHelper } from './opfs-helper.js';
 import { KeptHandles } from './opfs-kept-handles.js';
+import { WriterMarks } from './opfs-writer-marks.js';
 
 export const INDEX_NAME = '.rlxkv-index';
-const PENDING_DIR = '.rlxkv-pending'; // writers' markers: see the header
 const SUFFIX = '.rlxkv';
 const TMP = '.tmp';
 const SWAP = '.crswap'; // what Chromium's createWritable() writes before replacing on close
@@ -95,8 +95,6 @@ function opfsAvailable() {
     (opfsSyncHandles() || typeof H.prototype.createWritable === 'function'));
 }
 
-let seq = 0;
-
 export class OpfsBlobs {
   /**
    * Opens (creating if missing) the directory `path` ('/a/b': segments
@@ -138,9 +136,8 @@ export class OpfsBlobs {
 
   #helper = null; // a window's OpfsHelper, if it has one
   #helperStarting = null;
-  #pending = null; // promise of this writer's marker { name, release }, while it has one
-  #unindexed = 0; // saves and removals since, that no index update has covered yet
-  #behind = false; // see markBehind()
+  /** This writer's marker while the index may not describe what it did (store/opfs-writer-marks.js). */
+  #marks;
   // Read handles kept open (#keepOpen: store/opfs-kept-handles.js). The
   // channel's name is also the prefix of this directory's Web Locks; the
   // protocol on it ({ release }) is every reader's and writer's of a
@@ -149,6 +146,7 @@ export class OpfsBlobs {
   #kept;
   #writing = new Map(); // name -> moves or removals of it under way here: none of its handles is kept
   #closed = false;
+  #temporaries = 0; // temporary files named, for their names
 
   constructor(path, dir) {
     this.kind = 'opfs';
@@ -162,6 +160,7 @@ export class OpfsBlobs {
     this.indexComplete = true;
     this.headReads = 32;
     this.#channelName = `rlxkv-opfs:${path}`;
+    this.#marks = new WriterMarks(dir, (name, mode, fn, ifAvailable) => this.#lock(name, mode, fn, ifAvailable), path);
     this.#kept = new KeptHandles(this.#channelName, { maxOpen: this.direct && readOnlyHandles() ? MAX_OPEN : 0, keepMs: KEEP_MS, maxNames: MAX_HANDLES });
   }
 
@@ -283,84 +282,12 @@ export class OpfsBlobs {
   }
 
   /**
-   * The markers in PENDING_DIR of writers that are gone (their locks
-   * free): each died after a save or removal and before its index update,
-   * so the index may not describe the directory; null if they cannot be
-   * read (as if some were). See clearMarkers().
-   */
-  async deadMarkers() {
-    try {
-      const dir = await this.#dir.getDirectoryHandle(PENDING_DIR).catch((err) => (isGone(err) ? null : Promise.reject(err)));
-      const dead = [];
-      for await (const [name, h] of dir ? dir.entries() : []) {
-        if (h.kind !== 'file') continue;
-        await this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { dead.push(name); }, true);
-      }
-      return dead;
-    } catch {
-      return null; // unknown: the open lists the directory
-    }
-  }
-
-  /** Removes dead markers (deadMarkers()), once the index describes the directory again. */
-  async clearMarkers(names) {
-    if (!names.length) return;
-    const dir = await this.#dir.getDirectoryHandle(PENDING_DIR).catch(() => null);
-    for (const name of names) await dir?.removeEntry(name).catch(() => {});
-  }
-
-  /**
-   * Before a save or a removal: this writer's marker, a file in
-   * PENDING_DIR held under its own exclusive Web Lock until the index
-   * update that follows (or the writer's end: a marker whose lock is free
-   * is a dead writer's, see deadMarkers()).
-   */
-  #markPending() {
-    this.#pending ??= (async () => {
-      const name = `${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}${(seq++).toString(36)}`;
-      let release;
-      const held = new Promise((resolve) => { release = resolve; });
-      await new Promise((granted, failed) => {
-        this.#lock(`${PENDING_DIR}/${name}`, 'exclusive', () => { granted(); return held; }).catch(failed);
-      });
-      try {
-        const dir = await this.#dir.getDirectoryHandle(PENDING_DIR, { create: true });
-        await dir.getFileHandle(name, { create: true });
-      } catch (err) {
-        release();
-        throw opfsError(err, `saving to ${this.path}`);
-      }
-      return { name, release };
-    })().catch((err) => {
-      this.#pending = null;
-      throw err;
-    });
-    return this.#pending;
-  }
-
-  /**
-   * After an index update that covers every save and removal since
-   * #markPending(), or (ifNothing) a failure before any: the marker goes.
-   */
-  async #clearPending(ifNothing = false) {
-    if (!this.#pending || this.#behind || (ifNothing && this.#unindexed)) return;
-    this.#unindexed = 0;
-    const pending = this.#pending;
-    this.#pending = null;
-    const { name, release } = await pending;
-    try {
-      await (await this.#dir.getDirectoryHandle(PENDING_DIR)).removeEntry(name);
-    } catch { /* left: the next open lists the directory once, nothing else */ }
-    release();
-  }
-
-  /**
    * Backend.openIndex: the index file, vouched for when no writer died
    * between a save or removal and its index update (no dead marker), and
    * it has records.
    */
   async openIndex() {
-    const [bytes, dead] = await Promise.all([this.readIndex(), this.deadMarkers()]);
+    const [bytes, dead] = await Promise.all([this.readIndex(), this.#marks.dead()]);
     return { bytes, describes: (count) => !!dead && !dead.length && count > 0, state: dead };
   }
 
@@ -373,8 +300,8 @@ export class OpfsBlobs {
   async opened({ listed, written, newest, state: dead }) {
     const ready = this.ready(newest());
     if (!listed) return;
-    if (written) await this.clearMarkers(dead ?? []);
-    else await this.markBehind();
+    if (written) await this.#marks.clear(dead ?? []);
+    else await this.#marks.behind();
     await ready;
   }
 
@@ -391,7 +318,7 @@ export class OpfsBlobs {
    * Replaces the index file with update(its bytes or null if there is
    * none, the set of `names` whose files exist now) (no change if it
    * returns nothing; { bytes, behind: true } if the index it makes may not
-   * describe the directory: see markBehind()), atomically as a blob, under
+   * describe the directory: see WriterMarks behind()), atomically as a blob, under
    * a lock that orders every writer of this directory's index (other tabs'
    * too), so that each update sees the one before and the files as they
    * are. Rejects with QUOTA or IO, the file as it was (one that cannot be
@@ -405,27 +332,16 @@ export class OpfsBlobs {
         const present = new Set(found.filter(Boolean));
         let next = update(cur, present);
         if (next && next.behind) {
-          await this.markBehind();
+          await this.#marks.behind();
           next = next.bytes;
         }
         if (next) await this.#save(INDEX_NAME, [next]);
       });
     } catch (err) {
-      if (this.#unindexed) this.#behind = true; // what it would have described, no later update does
+      this.#marks.updateFailed();
       throw err instanceof RlxkvError ? err : opfsError(err, `updating the index of ${this.path}`);
     }
-    await this.#clearPending();
-  }
-
-  /**
-   * This writer's saves and removals may be missing from the index for
-   * good (an update failed, or the index was found gone or damaged): its
-   * marker stays, live while it is open and dead after, so that the next
-   * open lists the directory and repairs the index.
-   */
-  async markBehind() {
-    this.#behind = true;
-    await this.#markPending().catch(() => {});
+    await this.#marks.indexed();
   }
 
   /** Up to n bytes from the start of blob `name` (a slice of a File: only those bytes are read); null if it is gone. */
@@ -637,19 +553,19 @@ export class OpfsBlobs {
   async write(items, done = () => {}) {
     for await (const item of items) {
       try {
-        await this.#markPending();
+        await this.#marks.mark();
         await this.#save(item.name, item.parts);
       } catch (err) {
-        await this.#clearPending(true);
+        await this.#marks.indexed(true);
         throw err;
       }
-      this.#unindexed++;
+      this.#marks.wrote();
       done(item);
     }
   }
 
   async #save(name, parts) {
-    const tmpName = `${name}.${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}${(seq++).toString(36)}${TMP}`;
+    const tmpName = `${name}.${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}${(this.#temporaries++).toString(36)}${TMP}`;
     await this.#lock(tmpName, 'exclusive', async () => {
       let tmp = null;
       try {
@@ -698,18 +614,18 @@ export class OpfsBlobs {
     // Best effort: a store over quota must still be prunable. Without the
     // marker, a crash before the index update leaves records of removed
     // blobs, which a hit finds gone.
-    if (names.length) await this.#markPending().catch(() => {});
+    if (names.length) await this.#marks.mark().catch(() => {});
     for (const name of names) {
       this.#handles.delete(name);
       try {
         await this.#exclusive(name, () => this.#dir.removeEntry(name), retry ? RETRY_BUSY_MS : BUSY_MS);
       } catch (err) {
         if (!isGone(err)) {
-          await this.#clearPending(true);
+          await this.#marks.indexed(true);
           throw opfsError(err, `removing ${name}`);
         }
       }
-      this.#unindexed++;
+      this.#marks.wrote();
       done(name);
     }
   }
@@ -737,8 +653,7 @@ export class OpfsBlobs {
   async close() {
     this.#closed = true; // a read finishing meanwhile keeps nothing
     // Saves or removals the index may not describe: the marker stays, dead, for the next open.
-    if (this.#pending) await this.#pending.then(({ release }) => release(), () => {});
-    this.#pending = null;
+    await this.#marks.close();
     await this.#helperStarting;
     this.#helper?.close();
     this.#kept.close();
