@@ -65,6 +65,7 @@ const REMOTE_TREES = [
   // 8-bit pages (lossy): about a quarter of f32's bytes, under the fingerprint
   // a q8 client folds 'remote-q8' into (bench/ttft_worker.js opens with it).
   { tree: 'q8-256', dtype: 'q8', pageTokens: 256 },
+  { tree: 'q8-64', dtype: 'q8', pageTokens: 64 },   // a grid between: a quarter of q8-16's requests
   { tree: 'q8-16', dtype: 'q8', pageTokens: 16 },
 ];
 /** The model's fingerprint text (its config's): its q8 trees are published under it folded with ' remote-q8'. */
