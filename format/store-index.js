@@ -175,7 +175,7 @@ export function indexColumns(bytes) {
 }
 
 /**
- * The store's records by name (TieredStore's #known): a Map whose values
+ * The store's records by name (store/state.js known): a Map whose values
  * that an index gave at the open (adopt()) stay places in its columns
  * until asked for. get() makes that one record, its path walked up its
  * parents; values(), entries() and iteration make them all, their paths
@@ -290,7 +290,7 @@ export class KnownRecords extends Map {
     }
   }
 
-  /** Record i of the columns, as indexedRecord and #learn make it. */
+  /** Record i of the columns, as indexedRecord and StoreState learn() make it. */
   #make(name, i) {
     const c = this.#cols, f = c.flags[i], start = c.starts[i];
     const tokens = f & (FLAG_CORRUPT | FLAG_TOO_LARGE) ? null : this.#pathOf(i);

@@ -2,7 +2,7 @@
 // removals (a BroadcastChannel per store), only ever a hint: the message's
 // shape, and its channel.
 
-/** The shape of what stores tell each other (#tell); others are ignored. */
+/** The shape of what stores tell each other (store/state.js tell); others are ignored. */
 export const NEWS_VERSION = 2;
 /** A saved blob as told: its name (a listener reads the rest from the store). */
 export const newsOf = (r) => ({ name: r.name });

@@ -34,7 +34,7 @@ export class StoreState {
     this.known = new KnownRecords();
     /** Names whose lastUse changed since the index was last written. */
     this.used = new Set();
-    /** name -> the #step of the save of that name under way (encoded, not yet written). */
+    /** name -> the step of the save of that name under way (encoded, not yet written). */
     this.saving = new Map();
     /**
      * name -> when its removal was asked for (a step): blobs to delete at
