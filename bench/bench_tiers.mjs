@@ -35,11 +35,14 @@ const gc = typeof globalThis.gc === 'function' ? globalThis.gc : () => {};
 const now = () => performance.now();
 
 // ---- the entries ---------------------------------------------------------------
-const TOKENS = 1000, SHARED = 500, LAYERS = 24, HEADS = 2, HEAD_DIM = 64;
+// Entries share no prefix: each is stored as one whole blob, so that a
+// hit-load reads the one file its readFile reads (a hit over pages:
+// bench/bench_pages.mjs). Were they to share one, its KV would be stored
+// once (pages) and a hit would read its parent's file too.
+const TOKENS = 1000, SHARED = 0, LAYERS = 24, HEADS = 2, HEAD_DIM = 64;
 const BLOCK = HEADS * TOKENS * HEAD_DIM; // values per K or V block
-// Where an entry's marker goes: k[0] at head 0's first token past the shared
-// prefix (head-major). The shared tokens' KV is stored once, the first
-// entry's (pages), so a marker there would read entry 0's in every hit.
+// Where an entry's marker goes: k[0] at head 0's first token past the
+// shared prefix (head-major), the entry's own.
 const MARK = SHARED * HEAD_DIM;
 const FP = 0x5eed0005n;
 const layout = { order: 'head-major', heads: HEADS, headDim: HEAD_DIM, layers: LAYERS };
