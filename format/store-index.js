@@ -147,9 +147,11 @@ export const newestOf = (records) => records.reduce((a, r) => (!a || r.lastUse >
  * An RLXKVIX4 index's columns, as views of its bytes (no record made), for
  * an open (NativeCache.putIndex, KnownRecords): { count, names, bytes,
  * nValues, lastUse, fps, starts (start, then parentN), ns, parents, flags,
- * low, places, highs (the own tokens' stream as stored) }; null for none,
- * another magic, or sizes that disagree (the per-record checks are
- * putIndex's, in C).
+ * low, places, highs (the own tokens' stream as stored), over(bytes): the
+ * same views over a copy of the index, or over its bytes viewed anew (a
+ * wasm heap that grew detached the views) }; null for none, another
+ * magic, or sizes that disagree (the per-record checks are putIndex's, in
+ * C).
  */
 export function indexColumns(bytes) {
   if (!bytes || bytes.length < 24 || INDEX_VERSIONS[String.fromCharCode.apply(null, bytes.subarray(0, 8))] !== 4) return null;
@@ -158,17 +160,19 @@ export function indexColumns(bytes) {
     const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
     const at = indexLayout(count, total, high, nameBytes, 4);
     if (at.size !== b.length) return null;
-    const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
-    const names = UTF8_DECODER.decode(view(Uint8Array, at.namesAt, nameBytes)).split('/');
+    const names = UTF8_DECODER.decode(b.subarray(at.namesAt, at.namesAt + nameBytes)).split('/');
     if (names.length !== count + 1) return null;
-    return {
-      count, names,
-      bytes: view(Float64Array, at.cols, count), nValues: view(Float64Array, at.cols + 8 * count, count),
-      lastUse: view(Float64Array, at.cols + 16 * count, count), fps: view(BigUint64Array, at.cols + at.fps, count),
-      starts: view(Float64Array, at.cols + at.pageAt, 2 * count), ns: view(Uint32Array, at.cols + at.ns, count),
-      parents: view(Uint32Array, at.cols + at.parentAt, count), flags: view(Uint8Array, at.cols + at.flags, count),
-      low: view(Uint16Array, at.tokensAt, total), places: view(Uint32Array, at.highAt, high), highs: view(Uint16Array, at.highAt + 4 * high, high),
+    const over = (b) => {
+      const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
+      return {
+        bytes: view(Float64Array, at.cols, count), nValues: view(Float64Array, at.cols + 8 * count, count),
+        lastUse: view(Float64Array, at.cols + 16 * count, count), fps: view(BigUint64Array, at.cols + at.fps, count),
+        starts: view(Float64Array, at.cols + at.pageAt, 2 * count), ns: view(Uint32Array, at.cols + at.ns, count),
+        parents: view(Uint32Array, at.cols + at.parentAt, count), flags: view(Uint8Array, at.cols + at.flags, count),
+        low: view(Uint16Array, at.tokensAt, total), places: view(Uint32Array, at.highAt, high), highs: view(Uint16Array, at.highAt + 4 * high, high),
+      };
     };
+    return { count, names, over, ...over(b) };
   } catch {
     return null;
   }
@@ -195,14 +199,20 @@ export class KnownRecords extends Map {
   #pending = false;
   #counts = null;
 
+  /** () => the index's bytes now, where the columns' views are made again when the memory under them moved; or null. */
+  #bytesNow = null;
+
   /**
    * The records of index columns `cols` (fp: the cache's), but those
    * `flags` (a copy of the index's, kept) marks FLAG_SKIP. Their names go
    * into the map only when a name is first asked for (an open that asks
-   * none makes no map of ten thousand names).
+   * none makes no map of ten thousand names). bytesNow: for columns in
+   * a wasm heap, () => the index's bytes viewed now (the heap's growth
+   * detaches views).
    */
-  adopt(cols, fp, flags) {
+  adopt(cols, fp, flags, bytesNow = null) {
     this.#cols = cols;
+    this.#bytesNow = bytesNow;
     this.#fp = fp;
     this.#skip = flags;
     this.#pending = true;
@@ -210,7 +220,7 @@ export class KnownRecords extends Map {
 
   /** Whether adopted record i is of the cache's fingerprint (compared as two u32 halves, no BigInt each). */
   #isMine(i) {
-    const c = this.#cols, fp = this.#fp;
+    const c = this.#columns(), fp = this.#fp;
     this.#halves ??= new Uint32Array(c.fps.buffer, c.fps.byteOffset, 2 * c.count);
     return this.#halves[2 * i] === Number(fp & 0xffffffffn) && this.#halves[2 * i + 1] === Number(fp >> 32n);
   }
@@ -230,6 +240,15 @@ export class KnownRecords extends Map {
     if (this.#status) this.#counts = null; // after putIndex counted: counted again, record by record
     this.#skip[i] |= FLAG_SKIP;
     if (!this.#pending && super.get(this.#cols.names[i]) === i) super.delete(this.#cols.names[i]);
+  }
+
+  /** The adopted columns, their views made again if the heap they lie in grew since. */
+  #columns() {
+    const c = this.#cols;
+    if (!this.#bytesNow || !c.count || c.nValues.buffer.byteLength) return c;
+    Object.assign(c, c.over(this.#bytesNow()));
+    this.#halves = null;
+    return c;
   }
 
   /** The adopted names in the map, once. */
@@ -270,7 +289,7 @@ export class KnownRecords extends Map {
    * nValues, dtype, status) of each record. report: the counts to add to.
    */
   tally(report, fn) {
-    const c = this.#cols;
+    const c = this.#columns();
     if (this.#pending && this.#counts) {
       for (const k of Object.keys(this.#counts)) report[k] += this.#counts[k];
       return;
@@ -292,7 +311,7 @@ export class KnownRecords extends Map {
 
   /** Record i of the columns, as indexedRecord and StoreState learn() make it. */
   #make(name, i) {
-    const c = this.#cols, f = c.flags[i], start = c.starts[i];
+    const c = this.#columns(), f = c.flags[i], start = c.starts[i];
     const tokens = f & (FLAG_CORRUPT | FLAG_TOO_LARGE) ? null : this.#pathOf(i);
     const r = indexedRecord(name, c.bytes[i], c.lastUse[i], c.fps[i], f, tokens, c.nValues[i], start, c.starts[c.count + i], start ? c.names[c.parents[i] - 1] : undefined);
     if (r.status === 'ok') {
@@ -308,7 +327,7 @@ export class KnownRecords extends Map {
     let lazy = false;
     for (const v of super.values()) if (typeof v === 'number') { lazy = true; break; }
     if (!lazy) return;
-    const c = this.#cols;
+    const c = this.#columns();
     this.#paths ??= pathsOf((i) => (c.parents[i] ? c.parents[i] - 1 : -1), c.starts, this.#offsets(), this.#own(), c.flags, c.count);
     for (const [name, v] of super.entries()) if (typeof v === 'number') this.#make(name, v);
   }
@@ -316,7 +335,7 @@ export class KnownRecords extends Map {
   /** The own tokens, widened (once). */
   #own() {
     if (!this.#tokens) {
-      const c = this.#cols, t = new Uint32Array(c.low);
+      const c = this.#columns(), t = new Uint32Array(c.low);
       for (let h = 0; h < c.places.length; h++) t[c.places[h]] += c.highs[h] * 0x10000;
       this.#tokens = t;
     }
@@ -326,7 +345,7 @@ export class KnownRecords extends Map {
   /** Where each record's own tokens begin (count + 1 of them). */
   #offsets() {
     if (!this.#offs) {
-      const { ns, count } = this.#cols, o = new Float64Array(count + 1);
+      const { ns, count } = this.#columns(), o = new Float64Array(count + 1);
       for (let i = 0; i < count; i++) o[i + 1] = o[i] + ns[i];
       this.#offs = o;
     }
@@ -336,7 +355,7 @@ export class KnownRecords extends Map {
   /** Record i's path: its own tokens after its parents' (putIndex found it whole), or the shared paths once made. */
   #pathOf(i) {
     if (this.#paths) return this.#paths[i];
-    const c = this.#cols, own = this.#own(), offs = this.#offsets();
+    const c = this.#columns(), own = this.#own(), offs = this.#offsets();
     const len = (k) => c.starts[k] + c.ns[k];
     const out = new Uint32Array(len(i));
     let cur = i, end = out.length;

@@ -1479,6 +1479,33 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
     return put_stored_at(c, c ? c->root : NULL, tokens, n_tokens, dtype, n_values, row_major, NULL, &at);
 }
 
+/* The tokens of a put_stored_many call: an array, or packed (a store
+ * index's: rlxkv_packed_tokens). */
+typedef struct token_source {
+    const uint32_t *array;
+    const rlxkv_packed_tokens *packed;
+    size_t n;
+} token_source;
+
+/* Tokens [at, at + n) of src into dst, unpacked: the low halves, then the
+ * high halves of those of 0x10000 or more (their places ascending: the
+ * first at or after `at` found by binary search). */
+static void tokens_copy(uint32_t *dst, const token_source *src, size_t at, size_t n) {
+    const rlxkv_packed_tokens *p = src->packed;
+    if (!p) {
+        memcpy(dst, src->array + at, n * sizeof *dst);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) dst[i] = p->low[at + i];
+    size_t lo = 0, hi = p->high;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->places[mid] < at) lo = mid + 1;
+        else hi = mid;
+    }
+    for (size_t h = lo; h < p->high && p->places[h] < at + n; h++) dst[p->places[h] - at] |= (uint32_t)p->highs[h] << 16;
+}
+
 /* The paths of put_stored_many's specs: a blob's (no parent), its own
  * tokens, in one block (*shared: a copy of the span of the array they lie
  * in, made here); a page's, its parent's first `start` tokens, then its
@@ -1489,7 +1516,7 @@ int rlxkv_cache_put_stored(rlxkv_cache *c, const uint32_t *tokens, size_t n_toke
  * of range, of another length than parent_n, or broken; a loop) gets path
  * NULL. path[i], block[i], len[i]: out; blocks: every block made,
  * *n_blocks of them. Returns 0 if out of memory. */
-static int stored_paths(const uint32_t *tokens, size_t n_tokens, size_t **shared, const rlxkv_stored *s, size_t count,
+static int stored_paths(const token_source *tokens, size_t n_tokens, size_t **shared, const rlxkv_stored *s, size_t count,
                         const uint32_t **path, size_t **block, size_t *len, size_t **blocks, size_t *n_blocks,
                         size_t *chain, unsigned char *extended) {
     size_t lo = n_tokens, hi = 0;
@@ -1509,7 +1536,7 @@ static int stored_paths(const uint32_t *tokens, size_t n_tokens, size_t **shared
     if (hi < lo) lo = hi;
     if (!(*shared = block_new(hi - lo))) return 0;
     const uint32_t *copy = (uint32_t *)(*shared + 1);
-    if (hi > lo) memcpy(*shared + 1, tokens + lo, (hi - lo) * sizeof *tokens);
+    if (hi > lo) tokens_copy((uint32_t *)(*shared + 1), tokens, lo, hi - lo);
     for (size_t i = 0; i < count; i++) {
         size_t p = s[i].parent;
         if (p && p <= count && len[i] != SIZE_MAX && s[i].start == len[p - 1]) extended[p - 1] = 1;
@@ -1535,7 +1562,7 @@ static int stored_paths(const uint32_t *tokens, size_t n_tokens, size_t **shared
                     break;
                 }
                 size_t start = s[cur].parent ? s[cur].start : 0;
-                if (end > start) memcpy(buf + start, tokens + s[cur].tokens_at, (end - start) * sizeof *buf);
+                if (end > start) tokens_copy(buf + start, tokens, s[cur].tokens_at, end - start);
                 if (end == len[cur]) chain[n_chain++] = cur;
                 if (!s[cur].parent) break;
                 size_t p = s[cur].parent - 1;
@@ -1597,10 +1624,14 @@ static size_t fold_run(rlxkv_cache *c, node *from, const rlxkv_stored *s, size_t
  * path) each: 10,000 pages in chains of 200 are 16 million path tokens,
  * 160 thousand of their own. A run of pages is placed folded (see Folds):
  * one stub and node for it all, at once. */
-int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
-                                size_t count) {
-    if (!c || (!tokens && n_tokens) || (!specs && count)) return RLXKV_ERR_INVALID;
+static int put_stored_many(rlxkv_cache *c, const token_source *tokens, rlxkv_stored *specs, size_t count) {
+    size_t n_tokens = tokens->n;
+    const rlxkv_packed_tokens *p = tokens->packed;
+    if (!c || (!specs && count)) return RLXKV_ERR_INVALID;
     for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_ERR_INVALID;
+    if (p ? (!p->low && n_tokens) || (!(p->places && p->highs) && p->high) : !tokens->array && n_tokens) return RLXKV_ERR_INVALID;
+    for (size_t h = 0; p && h < p->high; h++)
+        if (p->places[h] >= n_tokens || (h && p->places[h] <= p->places[h - 1])) return RLXKV_ERR_INVALID;
     if (!c->cap_bytes) {
         for (size_t i = 0; i < count; i++) specs[i].status = RLXKV_OK;
         return RLXKV_OK;
@@ -1689,6 +1720,19 @@ out:
     free(chain);
     free(extended);
     return st;
+}
+
+int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
+                                size_t count) {
+    token_source src = {tokens, NULL, n_tokens};
+    return put_stored_many(c, &src, specs, count);
+}
+
+int rlxkv_cache_put_stored_many_packed(rlxkv_cache *c, const rlxkv_packed_tokens *tokens, rlxkv_stored *specs,
+                                       size_t count) {
+    if (!tokens) return RLXKV_ERR_INVALID;
+    token_source src = {NULL, tokens, tokens->n_tokens};
+    return put_stored_many(c, &src, specs, count);
 }
 
 int rlxkv_cache_insert(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens,

@@ -351,6 +351,24 @@ typedef struct rlxkv_stored {
 int rlxkv_cache_put_stored_many(rlxkv_cache *c, const uint32_t *tokens, size_t n_tokens, rlxkv_stored *specs,
                                 size_t count);
 
+/* Tokens packed as a store index packs them (FORMATS.md, RLXKVIX4): each
+ * one's low 16 bits, then the places, ascending, and the high 16 bits of
+ * the `high` ones of 0x10000 or more. */
+typedef struct rlxkv_packed_tokens {
+    const uint16_t *low;
+    size_t n_tokens;
+    const uint32_t *places;
+    const uint16_t *highs;
+    size_t high;
+} rlxkv_packed_tokens;
+
+/* rlxkv_cache_put_stored_many over packed tokens (tokens_at and n_tokens
+ * count in them), unpacked straight into the copies the stubs share: no
+ * array of the tokens widened is made. RLXKV_ERR_INVALID (every status
+ * INVALID) also if a place is out of range or not after the one before. */
+int rlxkv_cache_put_stored_many_packed(rlxkv_cache *c, const rlxkv_packed_tokens *tokens, rlxkv_stored *specs,
+                                       size_t count);
+
 #define RLXKV_MATCH_PARTIAL 1u /* as lookup_partial, else as lookup */
 /* The longest cached prefix among resident and stored-only entries alike:
  * as rlxkv_cache_lookup, or with RLXKV_MATCH_PARTIAL as

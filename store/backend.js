@@ -32,8 +32,10 @@
 //   removal in the index before it tells anyone of it: a rescan may read
 //   the index instead of the blobs (IndexedDB, OPFS; not a directory, whose
 //   writers of other processes update it last one winning)
-// @property {() => Promise<{bytes: Uint8Array|null, describes: (count: number) => boolean, state?: any}>} openIndex
-//   an open's first read: the index's bytes (null: none, or unreadable),
+// @property {(into?: (size: number) => Uint8Array) => Promise<{bytes: Uint8Array|null, describes: (count: number) => boolean, state?: any}>} openIndex
+//   an open's first read: the index's bytes (null: none, or unreadable;
+//   a backend that reads synchronously reads them into into(size), wasm
+//   memory where the open uses them in place; others return their own),
 //   whether the backend vouches, by its own evidence (a directory's
 //   stamp, OPFS's writers' markers, IndexedDB's census), that an index of
 //   `count` records describes every blob, and that evidence (state), which

@@ -250,9 +250,9 @@ export class FsBlobs {
     return { blobs, temporaries: temporaries.filter((t) => !swept.includes(t.name)), swept: swept.length };
   }
 
-  /** Backend.openIndex: the index file, vouched for by its stamp (indexState()). */
-  async openIndex() {
-    const [bytes, state] = await Promise.all([this.readIndex(), this.indexState()]);
+  /** Backend.openIndex: the index file (read into `into`'s memory), vouched for by its stamp (indexState()). */
+  async openIndex(into) {
+    const [bytes, state] = await Promise.all([into ? this.#readIndexInto(into) : this.readIndex(), this.indexState()]);
     return { bytes, describes: () => state.stamped, state };
   }
 
@@ -268,6 +268,31 @@ export class FsBlobs {
       return new Uint8Array(b.buffer, b.byteOffset, b.length);
     } catch {
       return null;
+    }
+  }
+
+  /**
+   * The index file read with synchronous reads into into(its size) (a
+   * view of wasm memory, which may not move under an await), or null as
+   * readIndex() gives it.
+   */
+  #readIndexInto(into) {
+    let fd;
+    try {
+      fd = fsSync.openSync(this.#path(INDEX_NAME), fsSync.constants.O_RDONLY | fsSync.constants.O_NONBLOCK);
+      const st = fsSync.fstatSync(fd);
+      if (!st.isFile()) return null;
+      const bytes = into(st.size);
+      for (let got = 0; got < bytes.length;) {
+        const n = fsSync.readSync(fd, bytes, got, Math.min(CHUNK, bytes.length - got), got);
+        if (!n) return null; // shorter than it was (rewritten in place by another program)
+        got += n;
+      }
+      return bytes;
+    } catch {
+      return null;
+    } finally {
+      if (fd !== undefined) fsSync.closeSync(fd);
     }
   }
 

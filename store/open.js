@@ -52,7 +52,8 @@ export async function openStore(s) {
  */
 async function openIndex(s) {
   const blobs = s.blobs;
-  const { bytes, describes, state } = await blobs.openIndex();
+  // A backend that reads synchronously (a directory) reads the index straight into wasm memory.
+  const { bytes, describes, state } = await blobs.openIndex((n) => s.native.holdIndex(n));
   const adopted = adoptIndex(s, bytes);
   if (adopted && describes(adopted.count)) {
     // Pages whose path breaks in it (orphans) are read by name, as they always are: nothing to list.
@@ -77,8 +78,10 @@ async function openIndex(s) {
 /**
  * Takes in an index (its bytes) as the open's first known records, those
  * of this cache as stored-only entries: an RLXKVIX4 one by its columns,
- * in one C call (NativeCache.putIndex), its records made only when asked
- * for (KnownRecords); an older one record by record. null if there is
+ * in wasm memory (the cache's index block: read there, or copied there
+ * once), where one C call (NativeCache.putIndex) reads them in place and
+ * the records are made from them only when asked for (KnownRecords); an
+ * older one record by record. null if there is
  * no index or it is damaged; else { bad: name -> status of records
  * corrupt or too large (kept, to read again: a writer may have replaced
  * them since), unresolved: names of pages whose path breaks in it (left
@@ -87,9 +90,15 @@ async function openIndex(s) {
  */
 function adoptIndex(s, bytes) {
   const bad = new Map(), unresolved = new Set();
-  const cols = indexColumns(bytes);
+  const native = s.native;
+  // Read into the index block (bytes is its view, or was: the heap's growth detaches views), or elsewhere and copied into one.
+  let held = native.indexBytes();
+  if (!bytes || (bytes.buffer !== held?.buffer && bytes.buffer.byteLength)) native.holdIndex(bytes ? bytes.length : 0)?.set(bytes);
+  held = native.indexBytes();
+  const cols = indexColumns(held);
   if (!cols) {
-    const stored = parseIndex(bytes);
+    const stored = parseIndex(held);
+    native.holdIndex(0);
     if (!stored) return null;
     const kept = [...stored.values()];
     for (const r of kept) if (r.status === 'corrupt' || r.status === 'too-large') bad.set(r.name, r.status);
@@ -99,10 +108,11 @@ function adoptIndex(s, bytes) {
   const { count, names } = cols;
   const flags = cols.flags.slice();
   const known = s.known;
-  known.adopt(cols, s.fp, flags);
-  const placed = s.native.putIndex({ ...cols, flags });
+  known.adopt(cols, s.fp, flags, () => native.indexBytes());
+  const placed = native.putIndex(cols); // (flags still the index's: no record is skipped yet)
   if (typeof placed === 'number') { // a column no index holds: damaged
     known.clear();
+    native.holdIndex(0);
     return null;
   }
   // The few records to look at again, as C found them (no pass over all here).

@@ -231,89 +231,91 @@ int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
                                        count);
 }
 
-/* Stored-only entries for the count records of a store index (format/store-index.js,
- * RLXKVIX4), as its columns lie in the scratch area (js: putIndex):
- *   f64 n_values, start, parent_n, bytes, last use (checked: sizes a blob
- *   can have, a finite time); u64 fingerprint; u32 n (own tokens),
- *   parent (its place + 1, or 0); u8 flags (INDEX_*), then the own tokens
- *   (n_tokens u32, record after record: their low 16 bits), the places of
- *   the `high` ones of 0x10000 or more (u32) and their high halves (u16).
+/* Stored-only entries for the count records of a store index
+ * (format/store-index.js, RLXKVIX4), read in place: the scratch area
+ * holds the addresses of its columns (js: putIndex), in this order:
+ *   f64 n_values, bytes, last use (checked: sizes a blob can have, a
+ *   finite time), start then parent_n (2 * count); u64 fingerprint; u32
+ *   n (own tokens), parent (its place + 1, or 0); u8 flags (INDEX_*);
+ *   the own tokens, record after record: n_tokens u16 low halves, then
+ *   the places (u32) and high halves (u16) of the `high` ones of 0x10000
+ *   or more.
  * A record is placed if it is valid, of the cache's fingerprint and not
- * flagged otherwise (INDEX_SKIP: the store lacks its blob); each one's
- * status (an i32 over its n) is RLXKV_OK, RLXKV_ERR_NOTFOUND (its path
+ * flagged otherwise (INDEX_SKIP: the store lacks its blob). Out, in the
+ * scratch area: 7 f64 sums (see below), the count (word 14) and places
+ * (from word 16) of the records JS must look at, and from word 16 + count
+ * each record's status (an i32): RLXKV_OK, RLXKV_ERR_NOTFOUND (its path
  * breaks: a parent missing or of another length), RLXKV_ERR_INVALID (not
  * placed: bad, foreign, of another fingerprint, skipped) or an error.
- * RLXKV_ERR_CORRUPT, nothing placed, if a column holds what no index does. */
+ * RLXKV_ERR_CORRUPT, nothing placed, if a column holds what no index does.
+ * The columns are only read. */
 enum { INDEX_CORRUPT = 1, INDEX_F16 = 2, INDEX_ROW_MAJOR = 4, INDEX_FOREIGN = 8, INDEX_TOO_LARGE = 16, INDEX_SKIP = 128 };
 static int index_count(double x, size_t *out) {
     if (!(x >= 0 && x <= 9007199254740991.0) || x != (double)(uint64_t)x) return 0;
     *out = x > (double)SIZE_MAX ? SIZE_MAX : (size_t)x;
     return 1;
 }
+#define INDEX_COLUMN(type, k) ((const type *)(uintptr_t)w->tokens[k])
 int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high) {
-    const double *f64 = (const double *)w->tokens; /* n_values, start, parent_n, bytes, last use */
-    const uint64_t *fps = (const uint64_t *)(f64 + 5 * count);
-    uint32_t *ns = (uint32_t *)(fps + count), *parents = ns + count;
-    const uint8_t *flags = (const uint8_t *)(parents + count);
-    uint32_t *tokens = w->tokens + 14 * count + (count + 3) / 4;
-    const uint32_t *places = tokens + n_tokens;
-    const uint16_t *highs = (const uint16_t *)(places + high);
-    for (size_t h = 0; h < high; h++) {
-        if (places[h] >= n_tokens) return RLXKV_ERR_CORRUPT;
-        tokens[places[h]] += (uint32_t)highs[h] << 16;
-    }
+    const double *n_values = INDEX_COLUMN(double, 0), *bytes = INDEX_COLUMN(double, 1);
+    const double *last_use = INDEX_COLUMN(double, 2), *starts = INDEX_COLUMN(double, 3);
+    const uint64_t *fps = INDEX_COLUMN(uint64_t, 4);
+    const uint32_t *ns = INDEX_COLUMN(uint32_t, 5), *parents = INDEX_COLUMN(uint32_t, 6);
+    const uint8_t *flags = INDEX_COLUMN(uint8_t, 7);
+    const uint16_t *low = INDEX_COLUMN(uint16_t, 8), *highs = INDEX_COLUMN(uint16_t, 10);
+    const uint32_t *places = INDEX_COLUMN(uint32_t, 9);
+    int32_t *status = (int32_t *)(w->tokens + 16 + count);
+    uint64_t fp = rlxkv_cache_fingerprint(w->cache);
+    rlxkv_packed_tokens tokens = {low, n_tokens, places, highs, high};
     rlxkv_stored *s = malloc((count ? count : 1) * sizeof *s);
     if (!s) return RLXKV_ERR_NOMEM;
-    uint64_t fp = rlxkv_cache_fingerprint(w->cache);
+    int st = RLXKV_ERR_CORRUPT;
     size_t at = 0;
     for (size_t i = 0; i < count; i++) {
-        size_t n_values, start, parent_n, bytes, p = parents[i];
-        double last_use = f64[4 * count + i];
-        if (!index_count(f64[i], &n_values) || !index_count(f64[count + i], &start) ||
-            !index_count(f64[3 * count + i], &bytes) || !(last_use - last_use == 0) ||
-            !index_count(f64[2 * count + i], &parent_n) || (start && (!ns[i] || parent_n < start || p > count)) ||
-            ns[i] > n_tokens - at) {
-            free(s);
-            return RLXKV_ERR_CORRUPT;
-        }
+        size_t n_value, start, parent_n, size, p = parents[i];
+        if (!index_count(n_values[i], &n_value) || !index_count(starts[i], &start) || !index_count(bytes[i], &size) ||
+            !(last_use[i] - last_use[i] == 0) || !index_count(starts[count + i], &parent_n) ||
+            (start && (!ns[i] || parent_n < start || p > count)) || ns[i] > n_tokens - at)
+            goto out;
         int placed = !(flags[i] & (INDEX_CORRUPT | INDEX_FOREIGN | INDEX_TOO_LARGE | INDEX_SKIP)) && fps[i] == fp;
         /* A page whose parent the index lacks (p 0) gets a place past the end: NOTFOUND. */
-        s[i] = (rlxkv_stored){at, ns[i], n_values, 0, start ? (p ? p : count + 1) : 0, start, parent_n,
+        s[i] = (rlxkv_stored){at, ns[i], n_value, 0, start ? (p ? p : count + 1) : 0, start, parent_n,
                               placed ? (flags[i] & INDEX_F16 ? RLXKV_F16 : RLXKV_F32) : -1, (flags[i] & INDEX_ROW_MAJOR) != 0, 0};
         at += ns[i];
     }
-    int st = rlxkv_cache_put_stored_many(w->cache, tokens, n_tokens, s, count);
-    for (size_t i = 0; i < count; i++) ns[i] = (uint32_t)(st < 0 ? st : s[i].status);
+    st = rlxkv_cache_put_stored_many_packed(w->cache, &tokens, s, count);
+    if (st == RLXKV_ERR_INVALID) st = RLXKV_ERR_CORRUPT; /* places out of order or range (the cache and specs are valid) */
+    for (size_t i = 0; i < count; i++) status[i] = st < 0 ? st : s[i].status;
+out:
     free(s);
     if (st < 0) return st;
     /* What the open reports (store/open.js openStore), counted here rather than
      * in a JS pass over every record: indexed, KV bytes, stale, corrupt,
      * foreign, too large, skipped (f64 each), then the count and places of
-     * the records JS must look at (bad ones, pages whose path broke). The
-     * columns read above are done with: this overwrites them. */
+     * the records JS must look at (bad ones, pages whose path broke). */
     double sum[7] = {0};
+    uint32_t *special = w->tokens + 16, n_special = 0;
     for (size_t i = 0; i < count; i++) {
-        int f = flags[i], status = (int32_t)ns[i];
-        if ((f & INDEX_SKIP) || status == RLXKV_ERR_NOTFOUND) continue;
+        int f = flags[i];
+        if ((f & INDEX_SKIP) || status[i] == RLXKV_ERR_NOTFOUND) continue;
         if (f & INDEX_CORRUPT) sum[3]++;
         else if (f & INDEX_TOO_LARGE) sum[5]++;
         else if (f & INDEX_FOREIGN) sum[4]++;
         else if (fps[i] != fp) sum[2]++;
-        else if (status >= 0) {
+        else if (status[i] >= 0) {
             sum[0]++;
-            sum[1] += f64[i] * (f & INDEX_F16 ? 2 : 4);
+            sum[1] += n_values[i] * (f & INDEX_F16 ? 2 : 4);
         } else sum[6]++;
     }
-    /* Then the places (over the f64 columns, read by now: the sums are kept aside). */
-    uint32_t *special = w->tokens + 16, n_special = 0;
     for (size_t i = 0; i < count; i++) {
-        int f = flags[i], status = (int32_t)ns[i];
-        if (!(f & INDEX_SKIP) && ((f & (INDEX_CORRUPT | INDEX_TOO_LARGE)) || status == RLXKV_ERR_NOTFOUND)) special[n_special++] = (uint32_t)i;
+        int f = flags[i];
+        if (!(f & INDEX_SKIP) && ((f & (INDEX_CORRUPT | INDEX_TOO_LARGE)) || status[i] == RLXKV_ERR_NOTFOUND)) special[n_special++] = (uint32_t)i;
     }
     memcpy(w->tokens, sum, sizeof sum);
     w->tokens[14] = n_special;
     return st;
 }
+#undef INDEX_COLUMN
 
 /* Marks the resident entry of the n scratch tokens clean (how 1) or
  * unstored (how 2), if it is still the one of this serial (not replaced

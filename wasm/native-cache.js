@@ -123,11 +123,35 @@ export class NativeCache {
 
   get paging() { return this.#paging; }
 
+  /** The store index's block of wasm memory (holdIndex): its address (malloc's: 16-aligned, as its f64 columns need) and length. */
+  #index = [0, 0];
+
+  /**
+   * A block of n bytes of wasm memory for a store's index, held until
+   * free() (its columns serve putIndex in place, and the records made
+   * later from them: format/store-index.js KnownRecords), in place of the
+   * one held before (n 0: none). Returns a view of it now (or null);
+   * indexBytes() views it again after the heap grows (which detaches
+   * every view of it).
+   */
+  holdIndex(n) {
+    this.#core.free(this.#index[0]);
+    this.#index = [n && this.#core.alloc(n), n];
+    return this.indexBytes();
+  }
+
+  /** The held index's bytes (holdIndex), viewed now; null if none is held. */
+  indexBytes() {
+    const [at, n] = this.#index;
+    return at ? this.#core.u8.subarray(at, at + n) : null;
+  }
+
   /** Frees the C cache and everything it holds. */
   free() {
     if (!this.#w) return;
     this.#C.rlxkv_web_cache_free(this.#w);
     this.#core.free(this.#stats);
+    this.holdIndex(0);
     this.#w = 0;
   }
 
@@ -368,8 +392,9 @@ export class NativeCache {
 
   /**
    * Stored-only entries for the records of a store index as its columns
-   * give them (format/store-index.js, RLXKVIX4), in one C call (rlxkv_web_put_index):
-   * { count, nValues, starts (start, then parentN: 2 × count), bytes,
+   * give them (format/store-index.js, RLXKVIX4), in one C call
+   * (rlxkv_web_put_index) that reads them in place: views of the index
+   * block (holdIndex) { count, nValues, starts (start, then parentN: 2 × count), bytes,
    * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
    * (the index's, 128: skip), low, places, highs (the own tokens as the
    * index stores them: low 16 bits, and the places and high halves of
@@ -382,29 +407,18 @@ export class NativeCache {
    * (CORRUPT: a column no index holds).
    */
   putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
-    const C = this.#C, high = places.length;
-    const flagWords = (count + 3) >> 2;
-    // (At least room for what comes back: 16 words of sums, then up to count places.)
-    const words = Math.max(14 * count + flagWords + low.length + high + ((high + 1) >> 1), 17 + count);
-    const p = C.rlxkv_web_scratch(this.#web, words) >>> 2;
+    const core = this.#core, C = this.#C;
+    // (Taken before the scratch area may grow the heap, which detaches the views.)
+    const addresses = [nValues, bytes, lastUse, starts, fps, ns, parents, flags, low, places, highs].map((c) => c.byteOffset);
+    // The addresses in; 16 words of sums, then the special places and each record's status, out.
+    const p = C.rlxkv_web_scratch(this.#web, 16 + 2 * count) >>> 2;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
-    const buf = this.#core.u32.buffer, at = 4 * p, tokensAt = at + 56 * count + 4 * flagWords;
-    new Float64Array(buf, at, count).set(nValues);
-    new Float64Array(buf, at + 8 * count, 2 * count).set(starts);
-    new Float64Array(buf, at + 24 * count, count).set(bytes);
-    new Float64Array(buf, at + 32 * count, count).set(lastUse);
-    new BigUint64Array(buf, at + 40 * count, count).set(fps);
-    new Uint32Array(buf, at + 48 * count, count).set(ns);
-    new Uint32Array(buf, at + 52 * count, count).set(parents);
-    new Uint8Array(buf, at + 56 * count, count).set(flags);
-    new Uint32Array(buf, tokensAt, low.length).set(low); // widened by the copy; the high halves added in C
-    new Uint32Array(buf, tokensAt + 4 * low.length, high).set(places);
-    new Uint16Array(buf, tokensAt + 4 * (low.length + high), high).set(highs);
-    const st = C.rlxkv_web_put_index(this.#web, count, low.length, high);
+    core.u32.set(addresses, p);
+    const st = C.rlxkv_web_put_index(this.#web, count, low.length, places.length);
     if (st < 0) return st;
-    const out = this.#core.u32.buffer, sums = new Float64Array(out, at, 7), n = new Uint32Array(out, at + 56, 1)[0];
+    const out = core.u32.buffer, at = 4 * p, sums = new Float64Array(out, at, 7), n = core.u32[p + 14];
     return {
-      status: new Int32Array(out, at + 48 * count, count).slice(),
+      status: new Int32Array(out, at + 4 * (16 + count), count).slice(),
       counts: { indexed: sums[0], bytes: sums[1], stale: sums[2], corrupt: sums[3], foreign: sums[4], tooLarge: sums[5], skipped: sums[6] },
       special: new Uint32Array(out, at + 64, n).slice(),
     };

@@ -1199,6 +1199,63 @@ static void put_stored_many_builds_paths_from_parents(void) {
     rlxkv_cache_free(c);
 }
 
+/* Tokens packed as a store index packs them place what the same tokens
+ * in an array do: the same statuses, paths and hits; places out of order
+ * or past the tokens are refused, nothing placed. */
+static void put_stored_many_packed_places_what_the_array_places(void) {
+    uint32_t own[12];
+    uint16_t low[12], highs[12];
+    uint32_t places[12];
+    size_t high = 0;
+    for (uint32_t i = 0; i < 12; i++) {
+        own[i] = (i + 1) + (i % 3 ? 0x10000u * (i % 3) : 0);
+        low[i] = (uint16_t)own[i];
+        if (own[i] > 0xffff) {
+            places[high] = i;
+            highs[high++] = (uint16_t)(own[i] >> 16);
+        }
+    }
+    rlxkv_stored a[] = {
+        PAGE(6, 3, 3, 6, 6), PAGE(0, 4, 0, 0, 0), PAGE(4, 2, 2, 4, 4), PAGE(9, 1, 2, 2, 4),
+        PAGE(10, 1, 6, 1, 2), PAGE(11, 1, 5, 1, 2), PAGE(9, 1, 2, 4, 5), PAGE(9, 1, 99, 4, 4),
+    };
+    rlxkv_stored b[8];
+    memcpy(b, a, sizeof a);
+    rlxkv_cache *ca = rlxkv_cache_new(1 << 20, 0), *cb = rlxkv_cache_new(1 << 20, 0);
+    const rlxkv_packed_tokens packed = {low, 12, places, highs, high};
+    CHECK_EQ(rlxkv_cache_put_stored_many(ca, own, 12, a, 8), RLXKV_OK);
+    CHECK_EQ(rlxkv_cache_put_stored_many_packed(cb, &packed, b, 8), RLXKV_OK);
+    CHECK(consistent(cb));
+    CHECK_EQ(stats(cb).stored_entries, stats(ca).stored_entries);
+    for (int i = 0; i < 8; i++) CHECK_EQ(b[i].status, a[i].status);
+    const rlxkv_entry *e = rlxkv_cache_next_stored(cb, NULL);
+    for (; e; e = rlxkv_cache_next_stored(cb, e)) {
+        const rlxkv_entry *same = rlxkv_cache_get(ca, rlxkv_entry_tokens(e), rlxkv_entry_n_tokens(e));
+        CHECK(same && !rlxkv_entry_is_resident(same));
+    }
+    rlxkv_hit ha, hb;
+    const uint32_t q[] = {own[0], own[1], own[2], own[3], own[4], own[5], own[6], own[7], own[8], 77};
+    CHECK_EQ(match(ca, q, 10, 0, &ha), RLXKV_HIT);
+    CHECK_EQ(match(cb, q, 10, 0, &hb), RLXKV_HIT);
+    CHECK_EQ(hb.matched, 9);
+    CHECK_EQ(hb.matched, ha.matched);
+    /* Places out of order, or past the tokens: refused. */
+    rlxkv_cache *cc = rlxkv_cache_new(1 << 20, 0);
+    memcpy(b, a, sizeof a);
+    uint32_t swapped[12];
+    memcpy(swapped, places, sizeof places);
+    swapped[0] = places[1];
+    swapped[1] = places[0];
+    const rlxkv_packed_tokens unordered = {low, 12, swapped, highs, high}, past = {low, 3, places, highs, high};
+    CHECK_EQ(rlxkv_cache_put_stored_many_packed(cc, &unordered, b, 8), RLXKV_ERR_INVALID);
+    CHECK_EQ(b[0].status, RLXKV_ERR_INVALID);
+    CHECK_EQ(rlxkv_cache_put_stored_many_packed(cc, &past, b, 8), RLXKV_ERR_INVALID);
+    CHECK_EQ(stats(cc).stored_entries, 0);
+    rlxkv_cache_free(ca);
+    rlxkv_cache_free(cb);
+    rlxkv_cache_free(cc);
+}
+
 /* ---- folds: put_stored_many against placing each stub alone ------------- */
 
 /* A random index of pages (runs of them, branches, pages that leave their
@@ -1411,6 +1468,7 @@ int main(void) {
     RUN(a_put_replaces_a_stored_only_entry_and_keeps_its_pin);
     RUN(put_stored_many_places_a_chain_from_one_copy);
     RUN(put_stored_many_builds_paths_from_parents);
+    RUN(put_stored_many_packed_places_what_the_array_places);
     RUN(put_stored_many_folds_runs_as_placing_each_would);
     RUN(evicting_a_stored_entry_leaves_it_stored_only);
     RUN(match_prefers_a_resident_hit_of_equal_length);

@@ -169,6 +169,33 @@ test('fs: a page replaced behind the index by one of other tokens is refused, an
   await cacheOpen.close();
 });
 
+test('fs: an index whose tokens of 0x10000 or more lie out of order, or past the tokens, is damaged: rebuilt from the pages', async () => {
+  const dir = tempDir();
+  // A large vocabulary's tokens: the index packs their high halves apart (FORMATS.md, RLXKVIX4).
+  const big = (t) => t.map((x) => x + 0x20000);
+  const turns = [system, ...[1, 2, 3].map((n) => conversation(1, n))].map(big);
+  const cache = await open('fs', dir);
+  for (const t of turns) cache.insert(t, kvOf(t));
+  await cache.close();
+  const indexFile = join(dir, '.rlxkv-index');
+  const index = new Uint8Array(readFileSync(indexFile));
+  const [count, total, high] = new Uint32Array(index.buffer, 8, 3);
+  assert.deepEqual([count, high], [4, total], 'four pages, every token 0x10000 or more');
+  const pad4 = (n) => (n + 3) & ~3;
+  const placesAt = pad4(pad4(24 + 57 * count) + 2 * total); // the columns' layout: FORMATS.md
+  for (const [what, damage] of [['out of order', (p) => p.reverse()], ['past the tokens', (p) => { p[high - 1] = total; }]]) {
+    const b = index.slice();
+    damage(new Uint32Array(b.buffer, placesAt, high));
+    writeFileSync(indexFile, b);
+    const reopened = await open('fs', dir);
+    assert.equal(reopened.restoreReport.indexed, 4, what);
+    const last = turns.at(-1), hit = await reopened.match([...last, 7]);
+    assert.equal(hit?.matched, last.length, `${what}: the whole conversation, its pages read by their own tokens`);
+    assert.deepEqual(hit.k, kvOf(last).k, what);
+    await reopened.close();
+  }
+});
+
 test('idb: a store of pages bounded by storageCapBytes keeps every page a stored page needs', async () => {
   const path = where('idb');
   const cache = await open('idb', path);
