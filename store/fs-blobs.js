@@ -10,6 +10,17 @@ import { RlxkvError } from '../wasm/errors.js';
 import { commitFiles } from './backend.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
+
+/** Fills buffer from file offset `at` of fd with synchronous reads; the bytes read (fewer at the file's end). */
+function readFully(fd, buffer, at) {
+  let got = 0;
+  while (got < buffer.length) {
+    const n = fsSync.readSync(fd, buffer, got, Math.min(CHUNK, buffer.length - got), at + got);
+    if (!n) break;
+    got += n;
+  }
+  return got;
+}
 const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
 const SUFFIX = '.rlxkv';
 /**
@@ -157,15 +168,7 @@ export class FsBlobs {
         }
         return size;
       };
-      const read = (buffer, at) => {
-        let got = 0;
-        while (got < buffer.length) {
-          const n = fsSync.readSync(fd, buffer, got, Math.min(CHUNK, buffer.length - got), at + got);
-          if (!n) break;
-          got += n;
-        }
-        return got;
-      };
+      const read = (buffer, at) => readFully(fd, buffer, at);
       // One scatter read (preadv) for many buffers, IOV_BATCH at a time,
       // on until they are full or the file ends.
       const readv = (buffers, at) => {
@@ -283,12 +286,7 @@ export class FsBlobs {
       const st = fsSync.fstatSync(fd);
       if (!st.isFile()) return null;
       const bytes = into(st.size);
-      for (let got = 0; got < bytes.length;) {
-        const n = fsSync.readSync(fd, bytes, got, Math.min(CHUNK, bytes.length - got), got);
-        if (!n) return null; // shorter than it was (rewritten in place by another program)
-        got += n;
-      }
-      return bytes;
+      return readFully(fd, bytes, 0) === bytes.length ? bytes : null; // shorter: rewritten in place by another program
     } catch {
       return null;
     } finally {
