@@ -408,13 +408,14 @@ export class NativeCache {
    */
   putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
     const core = this.#core, C = this.#C;
-    // (Taken before the scratch area may grow the heap, which detaches the views.)
+    // (Taken before the scratch area may grow the heap, which detaches the views: offsets and lengths read 0 after.)
     const addresses = [nValues, bytes, lastUse, starts, fps, ns, parents, flags, low, places, highs].map((c) => c.byteOffset);
+    const nTokens = low.length, high = places.length;
     // The addresses in; 16 words of sums, then the special places and each record's status, out.
     const p = C.rlxkv_web_scratch(this.#web, 16 + 2 * count) >>> 2;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
     core.u32.set(addresses, p);
-    const st = C.rlxkv_web_put_index(this.#web, count, low.length, places.length);
+    const st = C.rlxkv_web_put_index(this.#web, count, nTokens, high);
     if (st < 0) return st;
     const out = core.u32.buffer, at = 4 * p, sums = new Float64Array(out, at, 7), n = core.u32[p + 14];
     return {
