@@ -30,7 +30,7 @@ import { decodeBlob } from '../format/blob.js';
 import { publishPages } from '../store/publish.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--model');
+const positional = process.argv.slice(2).filter((a, i, all) => !a.startsWith('--') && all[i - 1] !== '--model' && all[i - 1] !== '--trees');
 const out = positional[0] || join(root, 'build/bench/ttft.json');
 const quick = process.argv.includes('--quick');
 const REPS = quick ? 2 : 5;
@@ -41,6 +41,9 @@ const modelAt = process.argv.indexOf('--model');
 const MODEL = modelAt > 0 ? process.argv[modelAt + 1] : 'rlxkv-smollm2-135m-shape';
 const SMOLLM = MODEL === 'rlxkv-smollm2-135m-shape';
 const remoteOnly = process.argv.includes('--remote-only');
+// --trees A,B: those remote trees alone (REMOTE_TREES' names).
+const treesAt = process.argv.indexOf('--trees');
+const treesAsked = treesAt > 0 ? process.argv[treesAt + 1].split(',') : null;
 const EXECUTABLE = process.env.RLXKV_CHROMIUM || '/usr/bin/chromium';
 const ARGS = ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update',
   '--disable-sync', '--no-first-run', '--js-flags=--expose-gc'];
@@ -67,6 +70,16 @@ const REMOTE_TREES = [
   { tree: 'q8-256', dtype: 'q8', pageTokens: 256 },
   { tree: 'q8-64', dtype: 'q8', pageTokens: 64 },   // a grid between: a quarter of q8-16's requests
   { tree: 'q8-16', dtype: 'q8', pageTokens: 16 },
+].filter((t) => !treesAsked || treesAsked.includes(t.tree));
+/**
+ * First visits that fetch while the model loads (bench/ttft_worker.js,
+ * remote with prefetch): an app that starts its match of the system
+ * prompt before the model's load. Each a row of its own, by `run`.
+ */
+const PREFETCH_TREES = ['f16-16', 'q8-64'];
+const REMOTE_RUNS = [
+  ...REMOTE_TREES.map((t) => ({ ...t, run: t.tree, prefetch: false })),
+  ...REMOTE_TREES.filter((t) => PREFETCH_TREES.includes(t.tree)).map((t) => ({ ...t, run: `${t.tree}, prefetched`, prefetch: true })),
 ];
 /** The model's fingerprint text (its config's): its q8 trees are published under it folded with ' remote-q8'. */
 const FINGERPRINT_KEY = () => JSON.parse(readFileSync(join(root, 'build/models', MODEL, 'config.json'), 'utf8')).rlxkv.fingerprint_key;
@@ -112,17 +125,18 @@ try {
   for (const { tree, dtype, pageTokens } of REMOTE_TREES) {
     await publishPages(rlx, [seed], join(cdnDir, tree), { layout: pubLayout, pageTokens, dtype, ...(dtype === 'q8' ? q8 : {}) });
   }
-  const remoteRuns = { cold: [], ...Object.fromEntries(REMOTE_TREES.map((t) => [t.tree, []])) };
-  const variants = [{ tree: 'cold' }, ...REMOTE_TREES];
+  const remoteRuns = { cold: [], ...Object.fromEntries(REMOTE_RUNS.map((t) => [t.run, []])) };
+  const variants = [{ tree: 'cold', run: 'cold' }, ...REMOTE_RUNS];
   for (let r = 0; r < REPS; r++) {
     for (let i = 0; i < variants.length; i++) {
       const v = variants[(i + r) % variants.length];
       await page.reload();
       const x = await call('remote', {
-        url: v.dtype ? `${cdn.url}/kv/${v.tree}/` : null, dtype: v.dtype, pageTokens: v.pageTokens, msg: r + 1, path: `/bench-ttft-remote-${v.tree}`,
+        url: v.dtype ? `${cdn.url}/kv/${v.tree}/` : null, dtype: v.dtype, pageTokens: v.pageTokens, msg: r + 1, path: `/bench-ttft-remote-${v.tree}`, prefetch: v.prefetch,
       });
-      remoteRuns[v.tree].push(x);
-      console.error(`  ttft: first visit ${r + 1}/${REPS} ${v.tree}: TTFT ${x.warm.ttft.toFixed(0)} ms, reused ${x.warm.reused}${x.remote ? `, fetched ${x.remote.pages} pages (${(x.remote.bytes / 2 ** 20).toFixed(1)} MiB) in ${x.fetchMs.toFixed(0)} ms` : ''}`);
+      remoteRuns[v.run].push(x);
+      const fetched = x.prefetch ? `fetched while the model loaded in ${x.fetchMs.toFixed(0)} ms (waited ${x.waitMs.toFixed(0)} ms after it)` : `fetched in ${x.fetchMs.toFixed(0)} ms`;
+      console.error(`  ttft: first visit ${r + 1}/${REPS} ${v.run}: TTFT ${x.warm.ttft.toFixed(0)} ms, reused ${x.warm.reused}${x.remote ? `, ${x.remote.pages} pages (${(x.remote.bytes / 2 ** 20).toFixed(1)} MiB) ${fetched}` : ''}`);
     }
   }
   if (outside.length) throw new Error(`requests to other origins: ${outside.join(', ')}`);
@@ -131,7 +145,7 @@ try {
   // Greedy tokens: every warm run's against the cold run of the same prompt.
   const coldToken = new Map(first.cold.map((t) => [t.msg, t.token]));
   // 8-bit pages are lossy: their greedy tokens are counted apart (remoteSummary), not held to the cold run's.
-  const lossy = new Set(REMOTE_TREES.filter((t) => t.dtype === 'q8').map((t) => t.tree));
+  const lossy = new Set(REMOTE_RUNS.filter((t) => t.dtype === 'q8').map((t) => t.run));
   const warmRuns = [
     ...first.memory.map((t) => ['memory', t]),
     ...Object.entries(remoteRuns).filter(([tree]) => !lossy.has(tree)).flatMap(([tree, xs]) => xs.map((x) => [`first visit, ${tree}`, x.warm])),
@@ -227,10 +241,11 @@ console.error(`  ttft: ${result.config.system_tokens}-token system prompt, ${res
  */
 function remoteSummary(runs, ms, coldToken) {
   const cold = ms(runs.cold.map((x) => x.warm.ttft));
-  const trees = Object.fromEntries(REMOTE_TREES.map(({ tree, dtype, pageTokens }) => {
-    const xs = runs[tree];
+  const trees = Object.fromEntries(REMOTE_RUNS.map(({ run, tree, dtype, pageTokens, prefetch }) => {
+    const xs = runs[run];
     const ttft = ms(xs.map((x) => x.warm.ttft));
-    return [tree, {
+    return [run, {
+      tree, prefetch, ...(prefetch ? { wait_ms: ms(xs.map((x) => x.waitMs)) } : {}),
       dtype, page_tokens: pageTokens, ttft_ms: ttft, reused: ms(xs.map((x) => x.warm.reused)), fetch_ms: ms(xs.map((x) => x.fetchMs)),
       bytes: ms(xs.map((x) => x.remote.bytes)), pages: ms(xs.map((x) => x.remote.pages)), over_cold: ttft / cold, target_met: ttft / cold <= 0.2,
       tokens_as_cold: xs.filter((x) => x.warm.token === coldToken.get(x.warm.msg)).length, runs: xs.length,

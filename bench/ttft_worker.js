@@ -43,6 +43,9 @@ export const PATHS = { idb: '/bench-ttft-idb', opfs: '/bench-ttft-opfs' };
 const now = () => performance.now();
 let env = null;
 
+/** Exactly SYSTEM_TOKENS tokens of system prompt (the byte-level tokenizer: one per byte). */
+const systemText = () => (DEFAULT_SYSTEM_PROMPT + DEFAULT_SYSTEM_PROMPT).slice(0, SYSTEM_TOKENS);
+
 async function setup() {
   if (env) return env;
   const t0 = now();
@@ -56,8 +59,7 @@ async function setup() {
   const t1 = now();
   await model.generate({ input_ids: tokenizer('Hi').input_ids, max_new_tokens: 1, do_sample: false });
   const warmupMs = now() - t1;
-  // Exactly SYSTEM_TOKENS tokens of system prompt (the byte-level tokenizer: one per byte).
-  const system = (DEFAULT_SYSTEM_PROMPT + DEFAULT_SYSTEM_PROMPT).slice(0, SYSTEM_TOKENS);
+  const system = systemText();
   const systemTokens = tokenizer(system, { add_special_tokens: false }).input_ids.dims[1];
   if (systemTokens !== SYSTEM_TOKENS) throw new Error(`the system prompt is ${systemTokens} tokens, not ${SYSTEM_TOKENS}`);
   const layout = adapter.layoutOf(model.config);
@@ -188,23 +190,64 @@ export async function reload({ storage, msg, after, preload = false }) {
  * With url null, the same visit with no remote tier: cold, computed. With
  * dtype 'q8' (approximate KV) the cache's fingerprint is the model's
  * folded with 'remote-q8', as README advises, and the tree's.
+ *
+ * With prefetch, as an app that knows its system prompt before its model
+ * has loaded: the cache opened and its match of the system prompt's
+ * tokens started first (the tokenizer and the model's config are small),
+ * the model loaded beside it, the match awaited after the load (any wait
+ * counted in the TTFT), and the request served from memory.
  */
-export async function remote({ url, dtype, pageTokens, msg, path }) {
-  const e = await setup();
-  const { rlx, layout, model } = e;
-  const fingerprint = dtype === 'q8' ? rlx.fingerprintOf(`${model.config.rlxkv.fingerprint_key} remote-q8`) : e.fingerprint;
+export async function remote({ url, dtype, pageTokens, msg, path, prefetch = false }) {
   const events = [];
-  const cache = await rlx.openCache({
-    capBytes: CAP, fingerprint, layout, storage: 'idb', path, onEvent: (ev) => events.push(ev),
+  const open = (rlx, config, layout) => rlx.openCache({
+    capBytes: CAP, layout, storage: 'idb', path, onEvent: (ev) => events.push(ev),
+    fingerprint: rlx.fingerprintOf(`${config.rlxkv.fingerprint_key}${dtype === 'q8' ? ' remote-q8' : ''}`),
     ...(url ? { remote: { url, dtype, pageTokens, timeoutMs: 60000 } } : {}),
   });
-  try {
+  let cache = null, fetching = null, fetched = null, waitMs = 0;
+  if (prefetch) {
+    const t0 = now();
+    const [rlx, tf] = await Promise.all([init(), localTransformers()]);
+    const config = await (await fetch(`/build/models/${MODEL_ID}/config.json`)).json();
+    const tokenizer = await tf.AutoTokenizer.from_pretrained(MODEL_ID);
+    const system = Uint32Array.from(tokenizer(systemText()).input_ids.data, Number);
+    cache = await open(rlx, config, adapter.layoutOf(config));
     await cache.clear({ stored: true });
+    const t1 = now();
+    fetching = cache.match(system, { view: true }).then((hit) => {
+      fetched = { ms: now() - t1, startMs: t1 - t0, matched: hit ? hit.matched : 0, system };
+    });
+  }
+  const e = await setup();
+  const { rlx, layout, model } = e;
+  if (prefetch) {
+    const t1 = now();
+    await fetching;
+    waitMs = now() - t1;
+    const ids = promptOf(e, msg).data;
+    if (fetched.system.some((t, i) => t !== Number(ids[i]))) throw new Error('the system prompt\'s tokens are not a prefix of the prompt\'s');
+  } else {
+    cache = await open(rlx, model.config, layout);
+    await cache.clear({ stored: true });
+  }
+  try {
+    const remoteHits = events.filter((ev) => ev.type === 'hit');
+    events.length = 0;
     const t = await turn(e, cache, msg);
     const hits = events.filter((ev) => ev.type === 'hit');
-    if (url && (hits.length !== 1 || hits[0].source !== 'remote')) throw new Error(`remote ${url}: the run's hit was ${JSON.stringify(hits)}, not one from remote (${JSON.stringify(cache.stats.remote)})`);
-    if (!url && t.reused) throw new Error(`a cold first visit reused ${t.reused} tokens`);
-    return { url, dtype, pageTokens, loadMs: e.loadMs, warm: t, fetchMs: hits[0]?.ms ?? 0, remote: cache.stats.remote ?? null };
+    if (prefetch) {
+      if (remoteHits.length !== 1 || remoteHits[0].source !== 'remote') throw new Error(`remote ${url}: the prefetch's hit was ${JSON.stringify(remoteHits)}, not one from remote (${JSON.stringify(cache.stats.remote)})`);
+      if (hits.length !== 1 || hits[0].source !== 'memory') throw new Error(`remote ${url}: the run's hit after the prefetch was ${JSON.stringify(hits)}, not one from memory`);
+    } else {
+      if (url && (hits.length !== 1 || hits[0].source !== 'remote')) throw new Error(`remote ${url}: the run's hit was ${JSON.stringify(hits)}, not one from remote (${JSON.stringify(cache.stats.remote)})`);
+      if (!url && t.reused) throw new Error(`a cold first visit reused ${t.reused} tokens`);
+    }
+    // With prefetch, the TTFT counts any wait for the prefetch after the model had loaded.
+    const warm = { ...t, ttft: t.ttft + waitMs };
+    return {
+      url, dtype, pageTokens, prefetch, loadMs: e.loadMs, warm, waitMs, fetchMs: prefetch ? fetched.ms : hits[0]?.ms ?? 0,
+      prefetched: prefetch ? fetched.matched : 0, prefetchStartMs: prefetch ? fetched.startMs : 0, remote: cache.stats.remote ?? null,
+    };
   } finally {
     await cache.clear({ stored: true });
     await cache.close({ flush: false });

@@ -34,7 +34,8 @@ declare function writeFileSync(file: string, data: string | ArrayBufferView): vo
 declare const rlx: import('rlxkv').Rlxkv;
 declare const fingerprint: bigint;
 declare const layout: import('rlxkv').Layout;
-declare const promptTokens: number[];`,
+declare const promptTokens: number[];
+declare const systemTokens: number[];`,
   'Forget, wipe': `
 declare const rlx: import('rlxkv').Rlxkv;
 declare const cache: import('rlxkv').Cache;`,
