@@ -62,6 +62,66 @@ async function nameOf(tokens) {
   return storeFiles(dir)[0];
 }
 
+/**
+ * Opens the store at `path` in a new module instance after a memory-only
+ * cache there took `filler` bytes of KV, so that the open's allocations
+ * meet the end of wasm memory where the filler leaves it: { cache, counts
+ * (the blob reads the open made), grewIn: where the heap first grew:
+ * 'filler', the NativeCache method under which it grew during the open
+ * ('holdIndex', 'putIndex'), 'other', or null }.
+ */
+async function openAfterFiller(path, filler) {
+  const stacks = [];
+  const grow = WebAssembly.Memory.prototype.grow;
+  WebAssembly.Memory.prototype.grow = function (...args) {
+    stacks.push(new Error().stack);
+    return grow.apply(this, args);
+  };
+  try {
+    const rlx = await page();
+    if (filler) {
+      const values = new Float32Array(filler / 8);
+      rlx.createCache({ capBytes: 1 << 30, fingerprint: 1n }).insert(range(0, 1), { k: [values], v: [values] });
+    }
+    const before = stacks.length;
+    const { result: cache, counts } = await countingReads(() => rlx.openCache({ capBytes: 1 << 24, fingerprint: FP, storage: 'fs', path }));
+    const grewIn = before ? 'filler' : stacks.length
+      ? (['holdIndex', 'putIndex'].find((m) => stacks[0].includes(`NativeCache.${m}`)) ?? 'other') : null;
+    return { cache, counts, grewIn };
+  } finally {
+    WebAssembly.Memory.prototype.grow = grow;
+  }
+}
+
+test('fs: an index opens from itself wherever wasm memory runs out during its open (the heap grown under its columns)', async () => {
+  const N = 1000;
+  const path = await storeOf(N);
+  // Growth moves earlier in the open as the filler grows: search for the
+  // largest filler under which the heap still grows inside putIndex (at
+  // its scratch area, the first thing it allocates), not before it.
+  const phase = async (filler) => {
+    const { cache, counts, grewIn } = await openAfterFiller(path, filler);
+    // Wherever it grew, the open read the index, no blob, and knows every entry.
+    assert.deepEqual(counts, { head: 0, read: 0, readWith: 0 }, `filler ${filler}: grew in ${grewIn}`);
+    assert.equal(cache.restoreReport.indexed, N);
+    await cache.close({ flush: false });
+    return grewIn;
+  };
+  let lo = 0, hi = 32 << 20; // phase(lo): no growth, or inside putIndex; phase(hi): before it (the filler's own)
+  assert.equal(await phase(hi), 'filler');
+  while (hi - lo > 2048) {
+    const mid = lo + Math.floor((hi - lo) / 2 / 8) * 8;
+    const at = await phase(mid);
+    if (at === null || at === 'putIndex') lo = mid;
+    else hi = mid;
+  }
+  assert.equal(await phase(lo), 'putIndex', 'the search found a filler under which the heap grows inside putIndex');
+  // The index was read into its block, and its columns' views detached when the heap grew at putIndex's scratch area.
+  const { cache } = await openAfterFiller(path, lo);
+  assert.deepEqual((await cache.match(range(7000, 9))).k, kv(7).k);
+  await cache.close({ flush: false });
+});
+
 test('fs: files added, removed or rewritten behind the index are found at the open', async () => {
   const path = await storeOf(6);
   const gone = await nameOf(range(1000, 8)), torn = await nameOf(range(2000, 8));
