@@ -262,12 +262,13 @@ export class Cache {
 
   /**
    * The remote tier's pages of t past the `held` tokens memory holds, up to
-   * maxMatched, put in memory as one entry (dirty: the next flush keeps it
-   * in storage). Whether one was put. Never rejects for the network or the
-   * server (stats.remote counts those); the match's signal does.
+   * maxMatched, put in memory as they arrive (dirty: the next flush keeps
+   * them in storage), each page an entry over the one before it. Whether
+   * any was put. Never rejects for the network or the server (stats.remote
+   * counts those); the match's signal does.
    */
   async #fromRemote(t, maxMatched, held, signal) {
-    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey, copyPages, rowRuns }));
+    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey, copyPages, rowRuns, entryOfRows }));
     let tier;
     try {
       tier = await this.#remoteTier;
@@ -277,18 +278,9 @@ export class Cache {
       this.#remoteStats.lastError = `loading the remote tier: ${err?.message ?? String(err)}`;
       return false;
     }
-    const run = await tier.fetchRun(t, held, maxMatched, signal);
-    const native = this.#live();
-    if (!run || (run.start && !native.paging)) return false;
-    const made = entryOfRows(native, t.subarray(0, run.end), run.start, this.#layout, run.dtype, run.layers);
-    if (typeof made === 'number') return false;
-    try {
-      tier.fill(native.valuesOf(made), run);
-    } catch (err) {
-      native.entryFree(made);
-      throw err;
-    }
-    return native.entryPut(made, false) >= 0; // NOTFOUND: memory let go of the first `start` tokens meanwhile
+    const taken = await tier.fetchRun(t, held, maxMatched, signal);
+    this.#live();
+    return taken > 0;
   }
 
   /** match()'s answer, told to onEvent. */

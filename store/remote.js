@@ -12,14 +12,16 @@
 //           over the tokens), fetched at once (at most maxInFlight in
 //           flight, maxPages in all), in order; each checked as a stored
 //           page is (format, fingerprint, its tokens, its parent's key,
-//           the layout's shape). The run from the first that arrived whole
-//           and right is put in memory as one entry (dirty: the next flush
-//           keeps it in local storage). A 404, a failure or a bad page ends
-//           the run there: a shorter hit, never a rejected match().
+//           the layout's shape). Each page that arrived whole and right,
+//           once every page before it has, is put in memory as an entry
+//           over the one before it (dirty: the next flush keeps it in
+//           local storage), filled while the rest are on the way. A 404, a
+//           failure or a bad page ends the run there: a shorter hit, never
+//           a rejected match().
 //
 // With dtype 'q8' the pages are 8-bit (format/q8.js), each checked whole
 // (every scale too) as it arrives, and dequantized straight into the
-// entry, in the dtype they were published from: what memory and local
+// entries, in the dtype they were published from: what memory and local
 // storage then hold is f32 or f16 KV close to the model's, not equal.
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
@@ -38,7 +40,7 @@ export class RemoteTier {
   #layout;
   /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
   stats;
-  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js), copyPages and rowRuns (store/chain.js). */
+  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js), copyPages, rowRuns and entryOfRows (store/chain.js). */
   #checks;
 
   constructor(options, native, fingerprint, layout, stats, checks) {
@@ -57,17 +59,27 @@ export class RemoteTier {
    * The grid pages of `tokens` past the grid point at or before `held`
    * (the tokens memory holds), up to the last grid point at or before
    * `upTo`, then a tail page to where a published entry ends, fetched and
-   * checked: { start, end, dtype, layers, pages } (dtype: the entry's to
-   * fill, f32 or f16; pages: { from, to, page }, page decodeBlob's or
-   * decodeQ8's, in order, tiling start..end), or null when none arrived
-   * right. Never rejects for the network or the server: signal (the
+   * checked, each put in memory (#put) as soon as it and every page before
+   * it have arrived, so that it is filled while the rest are on the way; a
+   * page memory does not take ends the run there. Resolves to how many
+   * were put. Never rejects for the network or the server: signal (the
    * match's) aborting does.
+   *
+   *   1. The names of the grid pages, from one pass over the tokens; the
+   *      last grid point's hint file asked for beside them.
+   *   2. At most maxInFlight requests at once, in order. A page that fails
+   *      (missing, refused, of another dtype than the run's) cuts off the
+   *      requests after it; the pages before it stand.
+   *   3. Each arrival hands on the pages from the first not yet taken up
+   *      to the first still missing.
+   *   4. When every grid page was taken, or the run stopped short, the
+   *      tail page past its end, if a hint lists one the prompt reaches.
    */
-  async fetchRun(tokens, held, upTo, signal = null) {
+  async fetchRun(tokens, held, upTo, signal) {
     const P = this.#o.pageTokens;
     const start = Math.floor(held / P) * P;
     const end = Math.min(Math.floor(upTo / P), start / P + this.#o.maxPages) * P;
-    if (end <= held || end <= start) return null;
+    if (end <= held || end <= start) return 0;
     const wanted = (end - start) / P;
     const grid = Array.from({ length: wanted + 1 }, (_, i) => start + i * P).filter(Boolean);
     const names = [...(start ? [] : [null]), ...this.#native.pageNames(tokens, this.#o.dtype, grid)];
@@ -78,68 +90,97 @@ export class RemoteTier {
     const lastHint = this.#fetchEnds(names.at(-1), shared);
     const cuts = new Array(wanted).fill(null);
     const pages = new Array(wanted).fill(null);
-    let stop = wanted; // pages at and past stop are of no use: one before them failed
-    let next = 0;
+    let stop = wanted; // pages at and past stop are of no use: one before them failed, or was not taken
+    let next = 0, taken = 0, dtype = null;
+    const cutFrom = (i) => {
+      stop = Math.min(stop, i);
+      for (let j = i; j < wanted; j++) cuts[j]?.abort();
+    };
+    const handOn = () => {
+      while (taken < stop && pages[taken]) {
+        const page = pages[taken], from = start + taken * P;
+        if (!this.#sameRun(dtype, page, names[taken + 1]) || !this.#put(tokens, { from, to: from + P, dtype: page.dtype, page })) {
+          cutFrom(taken);
+          return;
+        }
+        dtype = page.dtype;
+        pages[taken++] = null; // its bytes are the entry's now
+      }
+    };
     const fetchOne = async (i) => {
       cuts[i] = new AbortController();
       const page = await this.#fetchPage(names[i + 1], tokens, start + i * P, start + (i + 1) * P, names[i],
         AbortSignal.any([cuts[i].signal, shared]), cuts[i].signal);
-      pages[i] = page;
-      if (!page && i < stop) {
-        stop = i;
-        for (let j = i + 1; j < wanted; j++) cuts[j]?.abort();
+      if (signal?.aborted || i >= stop) return;
+      if (!page) {
+        cutFrom(i);
+        return;
       }
+      pages[i] = page;
+      handOn();
     };
     const worker = async () => {
       while (next < stop) await fetchOne(next++);
     };
     await Promise.all(Array.from({ length: Math.min(this.#o.maxInFlight, wanted) }, worker));
     signal?.throwIfAborted();
-    let n = 0;
-    while (n < wanted && this.#sameRun(pages[0], pages[n], names[n + 1])) n++;
-    if (!n) return null;
-    const run = {
-      start, end: start + n * P, dtype: pages[0].dtype, layers: pages[0].k.length,
-      pages: pages.slice(0, n).map((page, i) => ({ from: start + i * P, to: start + (i + 1) * P, page })),
-    };
-    const tail = await this.#fetchTail(tokens, run.end, names[n], upTo, n === wanted ? lastHint : this.#fetchEnds(names[n], shared), shared);
+    if (!taken) return 0;
+    const at = start + taken * P;
+    const tail = await this.#fetchTail(tokens, at, names[taken], upTo, taken === wanted ? lastHint : this.#fetchEnds(names[taken], shared), shared);
     signal?.throwIfAborted();
-    if (tail && this.#sameRun(pages[0], tail.page, tail.name)) {
-      run.pages.push(tail);
-      run.end = tail.to;
-    }
-    return run;
+    if (tail && this.#sameRun(dtype, tail.page, tail.name) && this.#put(tokens, { from: at, to: tail.to, dtype: tail.page.dtype, page: tail.page })) taken++;
+    return taken;
   }
 
   /**
-   * Whether `page` (named `name`) arrived and may join a run that begins
-   * with `first`: 8-bit pages restore to the dtype they were published
+   * Whether `page` (named `name`) may join a run of pages of `dtype` (null:
+   * it is the first): 8-bit pages restore to the dtype they were published
    * from, one for the whole run (a tree published twice, from f32 and f16
    * KV under one fingerprint, is refused where it changes).
    */
-  #sameRun(first, page, name) {
-    if (!page || page.dtype === first.dtype) return !!page;
+  #sameRun(dtype, page, name) {
+    if (!dtype || page.dtype === dtype) return true;
     this.stats.refused++;
-    this.stats.lastError = `${name}: refused: a q8 page of ${page.dtype} values after ${first.dtype} ones`;
+    this.stats.lastError = `${name}: refused: a q8 page of ${page.dtype} values after ${dtype} ones`;
     return false;
   }
 
   /**
-   * Copies (or, for 8-bit pages, dequantizes) the pages of `run`
-   * (fetchRun's) into `values`: an entry's (entryOfRows, store/chain.js)
-   * of run.dtype that holds the run's tokens from run.start on.
+   * Puts a page of `tokens` that arrived ({ from, to, dtype, page }: its
+   * tokens from..to-1, the dtype to restore it to, f32 or f16, and
+   * decodeBlob's or decodeQ8's page) in memory, as an entry over the
+   * tokens before it, while the cache is open. Whether memory took it
+   * (not: too large for it, or it let go of the tokens before `from`
+   * meanwhile).
    */
-  fill(values, { start, end, dtype, pages }) {
-    const l = this.#layout, rows = end - start, { copyPages, rowRuns } = this.#checks;
+  #put(tokens, { from, to, dtype, page }) {
+    const native = this.#native;
+    if (native.closed) return false;
+    const made = this.#checks.entryOfRows(native, tokens.subarray(0, to), from, this.#layout, dtype, page.k.length);
+    if (typeof made === 'number') return false;
+    try {
+      this.#fill(native.valuesOf(made), from, to, dtype, page);
+    } catch (err) {
+      native.entryFree(made);
+      throw err;
+    }
+    return native.entryPut(made, false) >= 0;
+  }
+
+  /**
+   * Copies (or, for 8-bit pages, dequantizes) `page` into `values`: an
+   * entry's (entryOfRows, store/chain.js) of `dtype` that holds tokens
+   * from..to-1.
+   */
+  #fill(values, from, to, dtype, page) {
+    const l = this.#layout, rows = to - from, { copyPages, rowRuns } = this.#checks;
     if (this.#o.dtype !== 'q8') {
-      copyPages(values, l, rows, start, pages.map(({ from, to, page }) => ({ from, to, dtype, blocks: [...page.k, ...page.v] })));
+      copyPages(values, l, rows, from, [{ from, to, dtype, blocks: [...page.k, ...page.v] }]);
       return;
     }
-    for (const { from, to, page } of pages) {
-      [...page.k, ...page.v].forEach(({ at }, b) => {
-        for (const run of rowRuns(values, l, dtype, rows, b, from - start, to - from)) at = dequantRows(page.bytes, at, run, page.group, dtype);
-      });
-    }
+    [...page.k, ...page.v].forEach(({ at }, b) => {
+      for (const run of rowRuns(values, l, dtype, rows, b, 0, rows)) at = dequantRows(page.bytes, at, run, page.group, dtype);
+    });
   }
 
   /**

@@ -199,6 +199,53 @@ test('pages served compressed (Content-Encoding: gzip) are taken as fetch takes 
   assert.equal(stats.refused, 0);
 });
 
+/** Answers page `name` when the returned release() is called: with its bytes, or with `status`. */
+function holdBack(name, status = 200) {
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  behaviour.set(name, (res) => {
+    released.then(() => (status === 200 ? res.writeHead(200).end(readFileSync(join(published, name))) : res.writeHead(status).end()));
+    return true;
+  });
+  return release;
+}
+/** Waits (at most 10 s) until memory holds `n` tokens of prompt(1); their count then. */
+async function heldReaches(cache, n) {
+  const held = () => cache.lookup(prompt(1), { partial: true })?.matched ?? 0;
+  for (let i = 0; i < 1000 && held() < n; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return held();
+}
+
+test('pages are put in memory as they arrive: while the last is held back, the pages before it are already there', async () => {
+  reset();
+  const release = holdBack(nameAt(9 * P));
+  const cache = await open();
+  const matching = cache.match(prompt(1), { partial: true });
+  assert.equal(await heldReaches(cache, 8 * P), 8 * P);
+  assert.deepEqual(cache.lookup(prompt(1), { partial: true }).k, kvOf(system.subarray(0, 8 * P)).k);
+  release();
+  const hit = await matching;
+  assert.equal(hit.matched, system.length);
+  assert.deepEqual(hit.v, kvOf(system).v);
+  await cache.close();
+});
+
+test('a match aborted while pages are on the way rejects, and the pages that arrived before stay', async () => {
+  reset();
+  const release = holdBack(nameAt(5 * P));
+  const cache = await open();
+  const stop = new AbortController();
+  const matching = cache.match(prompt(1), { partial: true, signal: stop.signal });
+  assert.equal(await heldReaches(cache, 4 * P), 4 * P);
+  stop.abort();
+  await assert.rejects(matching, { name: 'AbortError' });
+  release();
+  const hit = cache.lookup(prompt(1), { partial: true });
+  assert.equal(hit.matched, 4 * P, 'pages 1 to 4; none past the one held back');
+  assert.deepEqual(hit.k, kvOf(system.subarray(0, 4 * P)).k);
+  await cache.close();
+});
+
 test('a prompt nothing was published for misses after one round of requests (one a worker in flight)', async () => {
   reset();
   const cache = await open();
