@@ -145,13 +145,14 @@ export const newestOf = (records) => records.reduce((a, r) => (!a || r.lastUse >
 
 /**
  * An RLXKVIX4 index's columns, as views of its bytes (no record made), for
- * an open (NativeCache.putIndex, KnownRecords): { count, names, bytes,
- * nValues, lastUse, fps, starts (start, then parentN), ns, parents, flags,
- * low, places, highs (the own tokens' stream as stored), over(bytes): the
- * same views over a copy of the index, or over its bytes viewed anew (a
- * wasm heap that grew detached the views) }; null for none, another
- * magic, or sizes that disagree (the per-record checks are putIndex's, in
- * C).
+ * an open (NativeCache.putIndex, KnownRecords): { count, bytes, nValues,
+ * lastUse, fps, starts (start, then parentN), ns, parents, flags, low,
+ * places, highs (the own tokens' stream as stored), nameBytes (the names,
+ * each followed by '/', not decoded: KnownRecords.nameOf), over(bytes):
+ * the same views over a copy of the index, or over its bytes viewed anew
+ * (a wasm heap that grew detached the views) }; null for none, another
+ * magic, or sizes that disagree (the per-record checks, and the count of
+ * the names, are putIndex's, in C).
  */
 export function indexColumns(bytes) {
   if (!bytes || bytes.length < 24 || INDEX_VERSIONS[String.fromCharCode.apply(null, bytes.subarray(0, 8))] !== 4) return null;
@@ -160,8 +161,6 @@ export function indexColumns(bytes) {
     const [count, total, high, nameBytes] = new Uint32Array(b.buffer, b.byteOffset + 8, 4);
     const at = indexLayout(count, total, high, nameBytes, 4);
     if (at.size !== b.length) return null;
-    const names = UTF8_DECODER.decode(b.subarray(at.namesAt, at.namesAt + nameBytes)).split('/');
-    if (names.length !== count + 1) return null;
     const over = (b) => {
       const view = (Type, from, n) => new Type(b.buffer, b.byteOffset + from, n);
       return {
@@ -170,9 +169,10 @@ export function indexColumns(bytes) {
         starts: view(Float64Array, at.cols + at.pageAt, 2 * count), ns: view(Uint32Array, at.cols + at.ns, count),
         parents: view(Uint32Array, at.cols + at.parentAt, count), flags: view(Uint8Array, at.cols + at.flags, count),
         low: view(Uint16Array, at.tokensAt, total), places: view(Uint32Array, at.highAt, high), highs: view(Uint16Array, at.highAt + 4 * high, high),
+        nameBytes: view(Uint8Array, at.namesAt, nameBytes),
       };
     };
-    return { count, names, over, ...over(b) };
+    return { count, over, ...over(b) };
   } catch {
     return null;
   }
@@ -194,6 +194,8 @@ export class KnownRecords extends Map {
   #tokens = null;
   #offs = null;
   #paths = null;
+  /** The adopted records' names, decoded when first needed all (nameOf). */
+  #names = null;
   /** The adopted records' flags, FLAG_SKIP on those left out; while #pending, their names are not in the map yet. */
   #skip = null;
   #pending = false;
@@ -212,6 +214,7 @@ export class KnownRecords extends Map {
    */
   adopt(cols, fp, flags, bytesNow = null) {
     this.#cols = cols;
+    this.#names = null;
     this.#bytesNow = bytesNow;
     this.#fp = fp;
     this.#skip = flags;
@@ -239,7 +242,7 @@ export class KnownRecords extends Map {
   skip(i) {
     if (this.#status) this.#counts = null; // after putIndex counted: counted again, record by record
     this.#skip[i] |= FLAG_SKIP;
-    if (!this.#pending && super.get(this.#cols.names[i]) === i) super.delete(this.#cols.names[i]);
+    if (!this.#pending && super.get(this.nameOf(i)) === i) super.delete(this.nameOf(i));
   }
 
   /** The adopted columns, their views made again if the heap they lie in grew since. */
@@ -251,11 +254,29 @@ export class KnownRecords extends Map {
     return c;
   }
 
+  /**
+   * Adopted record i's name. One of the last few is read alone (an open
+   * asks for the newest); else every name is decoded, once.
+   */
+  nameOf(i) {
+    if (this.#names || i < this.#cols.count - 4) return this.#allNames()[i];
+    const b = this.#columns().nameBytes;
+    let end = b.length - 1; // the '/' after the last name
+    for (let k = this.#cols.count; --k > i;) end = b.lastIndexOf(47, end - 1);
+    return UTF8_DECODER.decode(b.subarray(b.lastIndexOf(47, end - 1) + 1, end));
+  }
+
+  /** Every adopted name (decoded once). */
+  #allNames() {
+    this.#names ??= UTF8_DECODER.decode(this.#columns().nameBytes).split('/');
+    return this.#names;
+  }
+
   /** The adopted names in the map, once. */
   #ensure() {
     if (!this.#pending) return;
     this.#pending = false;
-    const { names, count } = this.#cols, skip = this.#skip;
+    const { count } = this.#cols, skip = this.#skip, names = this.#allNames();
     for (let i = 0; i < count; i++) if (!(skip[i] & FLAG_SKIP)) super.set(names[i], i);
   }
 
@@ -313,7 +334,7 @@ export class KnownRecords extends Map {
   #make(name, i) {
     const c = this.#columns(), f = c.flags[i], start = c.starts[i];
     const tokens = f & (FLAG_CORRUPT | FLAG_TOO_LARGE) ? null : this.#pathOf(i);
-    const r = indexedRecord(name, c.bytes[i], c.lastUse[i], c.fps[i], f, tokens, c.nValues[i], start, c.starts[c.count + i], start ? c.names[c.parents[i] - 1] : undefined);
+    const r = indexedRecord(name, c.bytes[i], c.lastUse[i], c.fps[i], f, tokens, c.nValues[i], start, c.starts[c.count + i], start ? this.nameOf(c.parents[i] - 1) : undefined);
     if (r.status === 'ok') {
       if (r.fingerprint !== this.#fp) r.status = 'stale';
       else r.admitted = this.#status[i] >= 0;
@@ -360,7 +381,7 @@ export class KnownRecords extends Map {
     const out = new Uint32Array(len(i));
     let cur = i, end = out.length;
     for (let steps = 0; end > 0 && steps <= c.count; steps++) {
-      const made = cur !== i ? super.get(c.names[cur]) : null;
+      const made = cur !== i ? super.get(this.nameOf(cur)) : null;
       if (made && typeof made === 'object' && made.tokens && made.tokens.length >= end) {
         out.set(made.tokens.subarray(0, end));
         break;

@@ -105,7 +105,7 @@ function adoptIndex(s, bytes) {
     admit(s, kept);
     return { bad, unresolved, newest: newestOf(kept), count: stored.size };
   }
-  const { count, names } = cols;
+  const { count } = cols;
   const flags = cols.flags.slice();
   const known = s.known;
   known.adopt(cols, s.fp, flags, () => native.indexBytes());
@@ -119,12 +119,12 @@ function adoptIndex(s, bytes) {
   for (const i of placed.special) {
     if (placed.status[i] === STATUS.NOTFOUND) {
       known.skip(i);
-      unresolved.add(names[i]);
-    } else bad.set(names[i], flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
+      unresolved.add(known.nameOf(i));
+    } else bad.set(known.nameOf(i), flags[i] & FLAG_CORRUPT ? 'corrupt' : 'too-large');
   }
   known.admit(placed.status, placed.counts);
   let newest = null;
-  for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = names[i]; // oldest use first
+  for (let i = count - 1; i >= 0 && !newest; i--) if (!(flags[i] & FLAG_SKIP)) newest = known.nameOf(i); // oldest use first
   return { bad, unresolved, newest, count };
 }
 

@@ -239,7 +239,9 @@ int rlxkv_web_put_stored(web_cache *w, size_t count, size_t n_tokens) {
  *   n (own tokens), parent (its place + 1, or 0); u8 flags (INDEX_*);
  *   the own tokens, record after record: n_tokens u16 low halves, then
  *   the places (u32) and high halves (u16) of the `high` ones of 0x10000
- *   or more.
+ *   or more; the names, name_bytes bytes (each name followed by '/').
+ * The names are not read here, only counted: one '/' a record, the last
+ * byte's.
  * A record is placed if it is valid, of the cache's fingerprint and not
  * flagged otherwise (INDEX_SKIP: the store lacks its blob). Out, in the
  * scratch area: 7 f64 sums (see below), the count (word 14) and places
@@ -256,7 +258,7 @@ static int index_count(double x, size_t *out) {
     return 1;
 }
 #define INDEX_COLUMN(type, k) ((const type *)(uintptr_t)w->tokens[k])
-int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high) {
+int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high, size_t name_bytes) {
     const double *n_values = INDEX_COLUMN(double, 0), *bytes = INDEX_COLUMN(double, 1);
     const double *last_use = INDEX_COLUMN(double, 2), *starts = INDEX_COLUMN(double, 3);
     const uint64_t *fps = INDEX_COLUMN(uint64_t, 4);
@@ -264,13 +266,16 @@ int rlxkv_web_put_index(web_cache *w, size_t count, size_t n_tokens, size_t high
     const uint8_t *flags = INDEX_COLUMN(uint8_t, 7);
     const uint16_t *low = INDEX_COLUMN(uint16_t, 8), *highs = INDEX_COLUMN(uint16_t, 10);
     const uint32_t *places = INDEX_COLUMN(uint32_t, 9);
+    const uint8_t *names = INDEX_COLUMN(uint8_t, 11);
     int32_t *status = (int32_t *)(w->tokens + 16 + count);
     uint64_t fp = rlxkv_cache_fingerprint(w->cache);
     rlxkv_packed_tokens tokens = {low, n_tokens, places, highs, high};
     rlxkv_stored *s = malloc((count ? count : 1) * sizeof *s);
     if (!s) return RLXKV_ERR_NOMEM;
     int st = RLXKV_ERR_CORRUPT;
-    size_t at = 0;
+    size_t at = 0, slashes = 0;
+    for (size_t k = 0; k < name_bytes; k++) slashes += names[k] == '/';
+    if (slashes != count || (name_bytes && names[name_bytes - 1] != '/')) goto out;
     for (size_t i = 0; i < count; i++) {
         size_t n_value, start, parent_n, size, p = parents[i];
         if (!index_count(n_values[i], &n_value) || !index_count(starts[i], &start) || !index_count(bytes[i], &size) ||

@@ -398,24 +398,25 @@ export class NativeCache {
    * lastUse, fps, ns (own token counts), parents (place + 1, or 0), flags
    * (the index's, 128: skip), low, places, highs (the own tokens as the
    * index stores them: low 16 bits, and the places and high halves of
-   * those of 0x10000 or more) }. Resolves to { status: each record's C
+   * those of 0x10000 or more), nameBytes (the names, each followed by
+   * '/': only counted here) }. Resolves to { status: each record's C
    * status, an Int32Array (NOTFOUND: its path breaks; INVALID: not
    * placed), counts: the open's report of the records not skipped whose
    * path holds ({ indexed, bytes, stale, corrupt, foreign, tooLarge,
    * skipped }), special: the places of those not skipped that are corrupt,
    * too large or whose path breaks }, or a status < 0 for them all
-   * (CORRUPT: a column no index holds).
+   * (CORRUPT: a column no index holds, or names of another count).
    */
-  putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs }) {
+  putIndex({ count, nValues, starts, bytes, lastUse, fps, ns, parents, flags, low, places, highs, nameBytes }) {
     const core = this.#core, C = this.#C;
     // (Taken before the scratch area may grow the heap, which detaches the views: offsets and lengths read 0 after.)
-    const addresses = [nValues, bytes, lastUse, starts, fps, ns, parents, flags, low, places, highs].map((c) => c.byteOffset);
-    const nTokens = low.length, high = places.length;
+    const addresses = [nValues, bytes, lastUse, starts, fps, ns, parents, flags, low, places, highs, nameBytes].map((c) => c.byteOffset);
+    const nTokens = low.length, high = places.length, nNames = nameBytes.length;
     // The addresses in; 16 words of sums, then the special places and each record's status, out.
     const p = C.rlxkv_web_scratch(this.#web, 16 + 2 * count) >>> 2;
     if (!p) throw new RlxkvError('NOMEM', `out of wasm memory for ${count} stored entries`);
     core.u32.set(addresses, p);
-    const st = C.rlxkv_web_put_index(this.#web, count, nTokens, high);
+    const st = C.rlxkv_web_put_index(this.#web, count, nTokens, high, nNames);
     if (st < 0) return st;
     const out = core.u32.buffer, at = 4 * p, sums = new Float64Array(out, at, 7), n = core.u32[p + 14];
     return {

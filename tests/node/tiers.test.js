@@ -281,6 +281,7 @@ test('idb: a damaged index is rebuilt from the blobs; one read back at any offse
     'tokens off by one': u32(good, 12, new DataView(good.buffer, good.byteOffset).getUint32(12, true) + 1),
     'a blob\'s token count past the stream': u32(good, 24 + 32 * 3, new DataView(good.buffer, good.byteOffset).getUint32(24 + 32 * 3, true) + 1),
     'a name run together': Uint8Array.from(good, (x, i) => (i === good.lastIndexOf(47, good.length - 2) ? 120 : x)), // a '/' made 'x'
+    'the last name\'s \'/\' and the byte before it swapped': Uint8Array.from(good, (x, i) => (i < good.length - 2 ? x : good[2 * good.length - 3 - i])),
     'unknown magic': Uint8Array.from(good, (x, i) => (i === 7 ? 57 : x)),
   };
   try {
