@@ -279,7 +279,7 @@ export class Cache {
       return false;
     }
     const taken = await tier.fetchRun(t, held, maxMatched, signal);
-    this.#live();
+    this.#live(); // closed meanwhile: TypeError, as every call on a closed cache
     return taken > 0;
   }
 

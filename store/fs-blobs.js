@@ -10,6 +10,8 @@ import { RlxkvError } from '../wasm/errors.js';
 import { commitFiles } from './backend.js';
 
 const CHUNK = 4 << 20; // bytes per read or write call: each is one await
+const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
+const SUFFIX = '.rlxkv';
 
 /** Fills buffer from file offset `at` of fd with synchronous reads; the bytes read (fewer at the file's end). */
 function readFully(fd, buffer, at) {
@@ -21,8 +23,7 @@ function readFully(fd, buffer, at) {
   }
   return got;
 }
-const IOV_BATCH = 512; // buffers per readv call, below Linux's IOV_MAX (1,024)
-const SUFFIX = '.rlxkv';
+
 /**
  * Temporary files, the one rule (FORMATS.md, "A store directory"): a save
  * writes NAME.rlxkv.<pid>-<time>-<seq>.tmp (hex: the writer's process id,

@@ -209,12 +209,13 @@ function holdBack(name, status = 200) {
   });
   return release;
 }
-/** Waits (at most 10 s) until memory holds `n` tokens of prompt(1); their count then. */
-async function heldReaches(cache, n) {
-  const held = () => cache.lookup(prompt(1), { partial: true })?.matched ?? 0;
-  for (let i = 0; i < 1000 && held() < n; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-  return held();
+/** Waits (at most 10 s) until `value()` reaches n; its value then. */
+async function reaches(value, n) {
+  for (let i = 0; i < 1000 && value() < n; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+  return value();
 }
+/** Waits (at most 10 s) until memory holds `n` tokens of prompt(1); their count then. */
+const heldReaches = (cache, n) => reaches(() => cache.lookup(prompt(1), { partial: true })?.matched ?? 0, n);
 
 test('pages are put in memory as they arrive: while the last is held back, the pages before it are already there', async () => {
   reset();
@@ -237,6 +238,8 @@ test('a match aborted while pages are on the way rejects, and the pages that arr
   const stop = new AbortController();
   const matching = cache.match(prompt(1), { partial: true, signal: stop.signal });
   assert.equal(await heldReaches(cache, 4 * P), 4 * P);
+  // Every request of the run made (its 9 grid pages and the hint), so that none reaches the server after this test.
+  assert.equal(await reaches(() => requests.length, 10), 10);
   stop.abort();
   await assert.rejects(matching, { name: 'AbortError' });
   release();
