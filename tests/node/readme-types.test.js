@@ -1,7 +1,8 @@
 // The README's js examples, and the fixtures in tests/node/types/, compile
 // under tsc --strict against the package's own types: as a TypeScript user
-// imports them ('rlxkv' and 'rlxkv/transformers' through package.json's
-// exports), with transformers.js 4.x and 3.8 (the 'transformers-v3' alias).
+// imports them ('rlxkv', 'rlxkv/browser' and 'rlxkv/transformers' through
+// package.json's exports, and through typesVersions under node10's
+// resolution), with transformers.js 4.x and 3.8 (the 'transformers-v3' alias).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync, copyFileSync, symlinkSync, mkdirSync, readdirSync, existsSync } from 'node:fs';
@@ -109,7 +110,7 @@ function userProject() {
   for (const f of readdirSync(fixtures).filter((f) => f.endsWith('.ts'))) copyFileSync(join(fixtures, f), join(dir, f));
   writeFileSync(join(dir, 'tensors-v3.ts'), asV3(readFileSync(join(fixtures, 'tensors.ts'), 'utf8')));
   files.withTransformers.push('tensors.ts', 'tensors-v3.ts');
-  files.plain.push('nullable.ts', 'ort.ts');
+  files.plain.push('nullable.ts', 'ort.ts', 'subpaths.ts');
   return { dir, files };
 }
 
@@ -144,6 +145,11 @@ test('the README examples and the type fixtures compile under tsc --strict', () 
     compile(dir, 'node16', {
       module: 'node16', moduleResolution: 'node16', lib: ['es2022', 'dom'], skipDefaultLibCheck: true,
     }, files.plain),
+    // The resolution before exports maps (node10: main, types, typesVersions),
+    // which older projects still use: every entry point found all the same.
+    compile(dir, 'node10', {
+      module: 'esnext', moduleResolution: 'node10', lib: ['es2022', 'dom'], skipDefaultLibCheck: true,
+    }, ['subpaths.ts', 'nullable.ts']),
   ].filter(Boolean);
   if (errors.length) assert.fail(errors.join('\n'));
 });
