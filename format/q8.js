@@ -1,6 +1,7 @@
 // The 8-bit page of a published tree, RLXKVPQ8 (FORMATS.md, "8-bit pages"):
-// its writer (store/publish.js), its reader and dequantizer (the remote
-// tier, store/remote.js; `rlxkv verify`). Each row of head_dim values (one
+// its writer (store/publish.js) and its reader (the remote tier,
+// store/remote.js, which has C dequantize what it read: rlxkv_q8_dequant;
+// `rlxkv verify`). Each row of head_dim values (one
 // token of one head) is one f16 scale and head_dim int8s, as ggml's Q8_0
 // block is one scale and 32 int8s. The reader: the remote tier's chunk of
 // the browser bundle carries it, and it imports nothing, so that the
@@ -17,7 +18,6 @@ export const MAX_GROUP = 65536;
 export const DTYPES = ['f32', 'f16'];
 /** The largest finite binary16, and the first scale bits that are not a finite non-negative one (0x7c00: +Inf). */
 export const F16_MAX = 65504, SCALE_LIMIT = 0x7c00;
-const F16 = globalThis.Float16Array;
 
 /** A u64 field as a number (as format/blob.js reads them; here so that the reader imports no codec of the main bundle). */
 const getU64 = (dv, at) => dv.getUint32(at + 4, true) * 2 ** 32 + dv.getUint32(at, true);
@@ -34,22 +34,6 @@ export const scaleOf = (bits) => {
   const e = bits >>> 10, f = bits & 0x3ff;
   return e ? (1024 + f) * 2 ** (e - 25) : f * 2 ** -24;
 };
-
-const wide = new Float32Array(1), wideBits = new Uint32Array(wide.buffer);
-/** x (finite) rounded to the nearest binary16, ties to even, at most ±65504: its bits. */
-function narrow(x) {
-  wide[0] = x;
-  const b = wideBits[0], sign = (b >>> 16) & 0x8000, exp = (b >>> 23) & 0xff, frac = b & 0x7fffff;
-  if (exp > 112) {
-    const r = frac & 0x1fff, base = ((exp - 112) << 10) | (frac >>> 13);
-    return sign | Math.min(base + (r > 0x1000 || (r === 0x1000 && (base & 1)) ? 1 : 0), 0x7bff);
-  }
-  if (exp > 101) {
-    const m = frac | 0x800000, shift = 126 - exp, r = m & ((1 << shift) - 1), half = 1 << (shift - 1), base = m >>> shift;
-    return sign | (base + (r > half || (r === half && (base & 1)) ? 1 : 0));
-  }
-  return sign;
-}
 
 // ---- reading ------------------------------------------------------------
 
@@ -112,31 +96,4 @@ export function decodeQ8(bytes, expectFp) {
     fingerprint, format: 'RLXKVPQ8', dtype, tokens, page: start ? { start, parentN, parent } : null, group,
     k: blocks.slice(0, nLayers), v: blocks.slice(nLayers), bytes,
   };
-}
-
-/**
- * Dequantizes rows of a block decodeQ8 checked, from offset `at` of its
- * page's bytes, into `out`: a Uint8Array over values of dtype ('f32' or
- * 'f16', 4-byte or 2-byte aligned), as many rows of `group` as it holds,
- * each value q × scale (exact in f32; for f16 rounded to nearest, ties to
- * even, at most ±65504). One pass, no copy. Returns the offset after them.
- */
-export function dequantRows(bytes, at, out, group, dtype) {
-  const q = new Int8Array(bytes.buffer, bytes.byteOffset, bytes.length);
-  const n = out.length / (dtype === 'f32' ? 4 : 2);
-  const f32 = dtype === 'f32', fast = f32 || F16;
-  const Type = f32 ? Float32Array : F16 ?? Uint16Array;
-  const dst = new Type(out.buffer, out.byteOffset, n);
-  let bits = fast ? null : dst;
-  for (let o = 0; o < n; o += group, at += group) {
-    const s = scaleOf(bytes[at] | (bytes[at + 1] << 8));
-    at += 2;
-    // Float16Array rounds as narrow() does, short of 127 × s past the largest f16 (its Inf, narrow()'s 65504).
-    if (fast && (f32 || 127 * s <= F16_MAX)) for (let j = 0; j < group; j++) dst[o + j] = q[at + j] * s;
-    else {
-      bits ??= new Uint16Array(out.buffer, out.byteOffset, n);
-      for (let j = 0; j < group; j++) bits[o + j] = narrow(q[at + j] * s);
-    }
-  }
-  return at;
 }

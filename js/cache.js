@@ -8,7 +8,7 @@ import { serialQueue } from '../store/queue.js';
 import { TieredStore } from '../store/tiers.js';
 import { remoteStats } from '../store/remote-options.js';
 import { nameOfKey } from '../format/store-index.js';
-import { copyPages, entryOfRows, rowRuns } from '../store/chain.js';
+import { copyPages, entryOfRows } from '../store/chain.js';
 import { toTokens, toKv, toByteCount, toBytes, toOptions, checkShape } from './args.js';
 import { encodeBlob, decodeBlob, blobFingerprint, bitsOf } from '../format/blob.js';
 
@@ -268,7 +268,7 @@ export class Cache {
    * counts those); the match's signal does.
    */
   async #fromRemote(t, maxMatched, held, signal) {
-    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, { decodeBlob, checkShape, nameOfKey, copyPages, rowRuns, entryOfRows }));
+    this.#remoteTier ??= import('../store/remote.js').then(({ RemoteTier }) => new RemoteTier(this.#remote, this.#native, this.#fp, this.#layout, this.#remoteStats, [decodeBlob, checkShape, nameOfKey, copyPages, entryOfRows]));
     let tier;
     try {
       tier = await this.#remoteTier;

@@ -8,12 +8,13 @@ import { RlxkvError } from '../wasm/errors.js';
 import { Cache, lookupOptions } from './cache.js';
 import { remoteOptions } from '../store/remote-options.js';
 import { TieredStore } from '../store/tiers.js';
-import { copyBlobs, deleteBlobs } from '../store/backends.js';
-import { ownName } from '../store/records.js';
+import { BACKENDS, deleteBlobs } from '../store/backends.js';
+import { ownName, recordOf } from '../store/records.js';
+import { mergeIndex, parseIndex } from '../format/store-index.js';
 import { Store } from './store.js';
 import { NativeCache } from '../wasm/native-cache.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
-import { blobSize, encodeBlob, decodeBlob, bitsOf } from '../format/blob.js';
+import { blobHead, blobSize, encodeBlob, decodeBlob, bitsOf } from '../format/blob.js';
 
 export { RlxkvError };
 
@@ -185,7 +186,8 @@ class Rlxkv {
     // The C naming rules, from a cache that holds nothing, to judge each blob's name.
     const namer = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
-      return await copyBlobs(places[0], places[1], (record) => ownName(namer, record));
+      const { copyBlobs } = await import('../store/copy.js');
+      return await copyBlobs(places[0], places[1], (record) => ownName(namer, record), [BACKENDS, parseIndex, mergeIndex, recordOf, blobHead]);
     } finally {
       namer.free();
     }

@@ -93,6 +93,57 @@ void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n) {
 }
 
 /* ---------------------------------------------------------------------- *
+ * 8-bit pages: dequantization
+ * ---------------------------------------------------------------------- */
+
+/* x (finite, no f32 subnormal) rounded to the nearest binary16, ties to
+ * even, at most +-65504 (the largest finite: a value past it saturates, it
+ * does not become infinite): its bits, as FORMATS.md's 8-bit pages restore
+ * to f16. With e the exponent of |x| (at least -14, binary16's least
+ * normal one), |x| x 2^(10 - e) is exact, and rounded to an integer n (the
+ * FPU's ties to even) it is the binary16's 11-bit significand, 1024 to
+ * 2048 for a normal (2048 carries into the exponent, as the bits add up),
+ * below 1024 a subnormal's: the bits are ((e + 14) << 10) + n. */
+static uint16_t narrow1(float x) {
+    uint32_t b, to_units;
+    float units;
+    memcpy(&b, &x, 4);
+    int e = (int)(b >> 23 & 0xff) - 127;
+    if (e < -14) e = -14;
+    to_units = (uint32_t)(137 - e) << 23; /* 2^(10 - e) */
+    memcpy(&units, &to_units, 4);
+    uint32_t h = ((uint32_t)(e + 14) << 10) + (uint32_t)__builtin_rintf(__builtin_fabsf(x) * units);
+    return (uint16_t)((b >> 16 & 0x8000u) | (h < 0x7bffu ? h : 0x7bffu));
+}
+
+size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t n_blocks, size_t n_rows, size_t group) {
+    float *f32 = dst;
+    uint16_t *f16 = dst;
+    const uint8_t *at = src;
+    /* (group at most the format's 65536, so a block's rows fit in size_t under this bound) */
+    if ((unsigned)dtype > RLXKV_F16 || !src || group - 1 >= 65536 || n_rows > SIZE_MAX / 65538 / (n_blocks | 1)) return 0;
+    for (size_t b = 0; b < n_blocks; b++) {
+        if (rlxkv_load_u64le(at) != (uint64_t)n_rows * group) return 0; /* not a block of n_rows rows */
+        at += 8;
+        for (size_t r = 0; r < n_rows; r++) {
+            /* The scale: a finite, non-negative binary16 (the reader checked), exact in f32. */
+            uint32_t h = at[0] | at[1] << 8, bits = (h + (112u << 10)) << 13;
+            float scale;
+            memcpy(&scale, &bits, 4);
+            if (h < 0x400) scale = (float)h * 0x1p-24f;
+            at += 2;
+            /* q x scale is exact in f32 (8 bits by 11): only the f16 store rounds. */
+            for (size_t j = 0; j < group; j++) {
+                float x = (float)(int8_t)*at++ * scale;
+                if (dtype == RLXKV_F32) *f32++ = x;
+                else *f16++ = narrow1(x);
+            }
+        }
+    }
+    return (size_t)(at - src);
+}
+
+/* ---------------------------------------------------------------------- *
  * Encoding
  * ---------------------------------------------------------------------- */
 

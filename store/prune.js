@@ -4,7 +4,7 @@
 // the CLI: by fingerprint, or every valid blob), and the blobs given up
 // (forget, clear), deleted at the next flush. Either prune takes pages
 // that others need only after them (leaves first).
-import { rescan } from './watch.js';
+import { rescan } from './rescan.js';
 import { childCounts, infoOf, leavesFirst } from './records.js';
 
 /**

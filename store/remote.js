@@ -21,14 +21,16 @@
 //
 // With dtype 'q8' the pages are 8-bit (format/q8.js), each checked whole
 // (every scale too) as it arrives, and dequantized straight into the
-// entries, in the dtype they were published from: what memory and local
+// entries by C (rlxkv_q8_dequant: as fast on a page's first rows as on
+// its last, where JS ran unoptimized while the model's own code took the
+// compiler), in the dtype they were published from: what memory and local
 // storage then hold is f32 or f16 KV close to the model's, not equal.
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
 // browser bundle, importing nothing of the main one but format/q8.js: the
 // cache passes in the page checks and copies it uses);
 // store/remote-options.js checks the option at openCache.
-import { decodeQ8, dequantRows } from '../format/q8.js';
+import { decodeQ8 } from '../format/q8.js';
 
 /** Tail pages asked for after one grid point at most: a prompt that parts from the listed entries costs a few 404s. */
 const TAIL_TRIES = 3;
@@ -40,13 +42,14 @@ export class RemoteTier {
   #layout;
   /** What the tier did, for cache.stats.remote (remoteStats(), counted here). */
   stats;
-  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js), copyPages, rowRuns and entryOfRows (store/chain.js). */
+  /** decodeBlob (format/blob.js), checkShape (format/layout.js), nameOfKey (format/store-index.js), copyPages and entryOfRows (store/chain.js). */
   #checks;
 
-  constructor(options, native, fingerprint, layout, stats, checks) {
+  /** checks: #checks' functions, in that order (an array, as store/copy.js's uses). */
+  constructor(options, native, fingerprint, layout, stats, [decodeBlob, checkShape, nameOfKey, copyPages, entryOfRows]) {
     this.#o = options;
     this.stats = stats;
-    this.#checks = checks;
+    this.#checks = { decodeBlob, checkShape, nameOfKey, copyPages, entryOfRows };
     this.#native = native;
     this.#fp = fingerprint;
     this.#layout = layout;
@@ -158,29 +161,20 @@ export class RemoteTier {
     if (native.closed) return false;
     const made = this.#checks.entryOfRows(native, tokens.subarray(0, to), from, this.#layout, dtype, page.k.length);
     if (typeof made === 'number') return false;
+    let filled = true;
     try {
-      this.#fill(native.valuesOf(made), from, to, dtype, page);
+      // An 8-bit page's blocks are rows in the entry's order (FORMATS.md): each dequantized straight into its block, in C.
+      if (this.#o.dtype === 'q8') filled = native.dequantInto(made, page, dtype);
+      else this.#checks.copyPages(native.valuesOf(made), this.#layout, to - from, from, [{ from, to, dtype, blocks: [...page.k, ...page.v] }]);
     } catch (err) {
       native.entryFree(made);
       throw err;
     }
-    return native.entryPut(made, false) >= 0;
-  }
-
-  /**
-   * Copies (or, for 8-bit pages, dequantizes) `page` into `values`: an
-   * entry's (entryOfRows, store/chain.js) of `dtype` that holds tokens
-   * from..to-1.
-   */
-  #fill(values, from, to, dtype, page) {
-    const l = this.#layout, rows = to - from, { copyPages, rowRuns } = this.#checks;
-    if (this.#o.dtype !== 'q8') {
-      copyPages(values, l, rows, from, [{ from, to, dtype, blocks: [...page.k, ...page.v] }]);
-      return;
+    if (!filled) {
+      native.entryFree(made);
+      return false;
     }
-    [...page.k, ...page.v].forEach(({ at }, b) => {
-      for (const run of rowRuns(values, l, dtype, rows, b, 0, rows)) at = dequantRows(page.bytes, at, run, page.group, dtype);
-    });
+    return native.entryPut(made, false) >= 0;
   }
 
   /**

@@ -15,8 +15,8 @@
 //                          parent, with the index's update in one commit;
 //   prune: store/prune.js  least recently used first, leaves first; the
 //                          blobs given up deleted;
-//   watch: store/watch.js  what other writers saved and deleted, told or
-//                          read again.
+//   watch: store/watch.js  what other writers saved and deleted, told
+//                          (read again: store/rescan.js).
 //
 // The backends by kind and whole-store copies are in store/backends.js,
 // the records of blobs in store/records.js.
@@ -24,12 +24,12 @@ import { RlxkvError } from '../wasm/errors.js';
 import { BACKENDS } from './backends.js';
 import { flush } from './flush.js';
 import { HitLoader } from './hits.js';
-import { channelOf } from './news.js';
+import { NEWS_VERSION, channelOf, isBlobName } from './news.js';
 import { openStore } from './open.js';
 import { forget, forgetAll, listAll, prune, pruneAll, wipe } from './prune.js';
 import { infoOf } from './records.js';
+import { storeRecords } from './rescan.js';
 import { StoreState } from './state.js';
-import { unwatch, watch } from './watch.js';
 
 export class TieredStore {
   /**
@@ -53,11 +53,12 @@ export class TieredStore {
     s.channelName = channelOf(kind, blobs, path);
     try {
       store.report = await openStore(s);
+      // Watching is a chunk of its own in the browser bundle: loaded by the caches that watch.
+      if (opts.watch) (await import('./watch.js')).watch(s, [storeRecords, NEWS_VERSION, isBlobName]);
     } catch (err) {
       await blobs.close();
       throw err;
     }
-    if (opts.watch) watch(s);
     return store;
   }
 
@@ -122,7 +123,8 @@ export class TieredStore {
   asToolStore() { return this.#s.blobs.toolStore?.(this, this.#s.temporaryFiles) ?? this; }
 
   async close() {
-    unwatch(this.#s);
+    this.#s.channel?.close(); // stops watching
+    this.#s.channel = null;
     await this.#hits.close();
     await this.#s.blobs.close();
   }

@@ -53,6 +53,7 @@ const C_FUNCTIONS = [
   'rlxkv_entry_kv_bytes',
   'rlxkv_entry_n_tokens',
   'rlxkv_entry_tokens',
+  'rlxkv_q8_dequant',
   'rlxkv_web_cache_free',
   'rlxkv_web_cache_new',
   'rlxkv_web_cache_of',
@@ -293,6 +294,22 @@ export class NativeCache {
     return { e, data: core.u32[this.#rec() + REC.DATA], bytes: C.rlxkv_entry_kv_bytes(e) >>> 0 };
   }
   valuesOf({ data, bytes }) { return this.#core.u8.subarray(data, data + bytes); }
+  /**
+   * Fills entryNew's entry (values `dtype`, 'f32' or 'f16') from an 8-bit
+   * page (format/q8.js decodeQ8's, its blocks of the entry's rows):
+   * dequantized in C (rlxkv_q8_dequant), the page's bytes copied into wasm
+   * memory for it (RlxkvError NOMEM if it cannot be had), which may grow
+   * the heap: views made before are stale. False if a block is not of the
+   * entry's rows.
+   */
+  dequantInto({ data }, { bytes, group, k, v }, dtype) {
+    const core = this.#core, src = core.alloc(bytes.length);
+    core.u8.set(bytes, src);
+    // From the first block's length on: the blocks follow one another.
+    const read = this.#C.rlxkv_q8_dequant(data, DTYPE[dtype], src + k[0].at - 8, k.length + v.length, k[0].length / group, group);
+    core.free(src);
+    return read > 0;
+  }
   entryFree({ e }) { this.#C.rlxkv_entry_free(e); }
   /** Puts entryNew's entry (taken in every case): the C status of the put. loaded: as put's. */
   entryPut({ e }, loaded = false) {

@@ -612,6 +612,104 @@ static void test_widen_every_f16(void) {
     free(f);
 }
 
+/* The binary16 nearest x (a finite double), ties to even, saturating at
+ * +-65504, as a double: an oracle of its own (units of the binary16
+ * spacing at |x|, rounded in double), beside rlxkv_q8_dequant's bit
+ * arithmetic. */
+static double f16_nearest_oracle(double x) {
+    double a = fabs(x), units, whole;
+    int e;
+    if (a >= 65520.0) return x < 0 ? -65504.0 : 65504.0; /* past the last tie: saturated */
+    frexp(a, &e); /* a in [2^(e-1), 2^e) */
+    double unit = ldexp(1.0, (e - 1 < -14 ? -14 : e - 1) - 10);
+    units = a / unit; /* exact: a power of two */
+    whole = floor(units);
+    if (units - whole > 0.5 || (units - whole == 0.5 && fmod(whole, 2.0) == 1.0)) whole += 1.0;
+    a = whole * unit > 65504.0 ? 65504.0 : whole * unit;
+    return x < 0 || (x == 0 && signbit(x)) ? -a : a;
+}
+
+/* A q8 block's length field: n values, u64 little-endian. */
+static void put_len(uint8_t *at, uint64_t n) {
+    for (int b = 0; b < 8; b++) at[b] = (uint8_t)(n >> (8 * b));
+}
+
+/* rlxkv_q8_dequant over every scale a page may hold (each finite,
+ * non-negative binary16) and every int8: into f32 each q x scale exactly;
+ * into f16 each rounded to nearest, ties to even, saturating (the
+ * oracle's, and bit for bit the sign of zero). Then blocks one after
+ * another, its sizes and refusals. */
+static void test_q8_dequant(void) {
+    enum { GROUP = 256, BLOCK = 8 + GROUP + 2 };
+    uint8_t block[BLOCK], *row = block + 8;
+    float f32[GROUP];
+    uint16_t f16[GROUP];
+    size_t bad32 = 0, bad16 = 0;
+    put_len(block, GROUP);
+    for (int j = 0; j < GROUP; j++) row[2 + j] = (uint8_t)j; /* q: 0..127, then -128..-1 */
+    for (uint32_t bits = 0; bits < 0x7c00u; bits++) {
+        uint16_t h = (uint16_t)bits;
+        float s;
+        rlxkv_f16_widen(&s, &h, 1);
+        row[0] = (uint8_t)bits;
+        row[1] = (uint8_t)(bits >> 8);
+        CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, GROUP), BLOCK);
+        CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, block, 1, 1, GROUP), BLOCK);
+        for (int j = 0; j < GROUP; j++) {
+            double want = (double)(int8_t)row[2 + j] * s, got;
+            float w = (float)want;
+            bad32 += f2u(f32[j]) != f2u(w) || (double)w != want;
+            rlxkv_f16_widen(&w, &f16[j], 1);
+            got = w;
+            bad16 += got != f16_nearest_oracle(want) || signbit(got) != signbit(f16_nearest_oracle(want));
+        }
+    }
+    CHECK_EQ(bad32, 0);
+    CHECK_EQ(bad16, 0);
+    /* Two blocks of two rows of 4, each after its length. Landmarks: -0 (a
+     * negative q times scale 0), saturation past 65504, and the second
+     * block's rows read after its own length field. */
+    uint8_t two[2 * (8 + 2 * 6)] = {0};
+    const uint8_t rows[2][12] = {{0x00, 0x00, 0x80, 0x05, 0x7f, 0x81,   /* scale 0: -128 -> -0, 5, 127, -127 */
+                                  0xb0, 0x60, 0x7f, 0x81, 0x03, 0x01},  /* scale 600: 127 x 600 past 65504 */
+                                 {0x00, 0x3c, 0x01, 0xff, 0x02, 0xfe,   /* scale 1 */
+                                  0x00, 0x40, 0x01, 0x00, 0x00, 0x00}}; /* scale 2 */
+    for (int b = 0; b < 2; b++) {
+        put_len(two + 20 * b, 8);
+        memcpy(two + 20 * b + 8, rows[b], 12);
+    }
+    CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, two, 2, 2, 4), sizeof two);
+    CHECK_EQ(f16[0], 0x8000);
+    CHECK_EQ(f16[1], 0x0000);
+    CHECK_EQ(f16[4], 0x7bff);
+    CHECK_EQ(f16[5], 0xfbff);
+    CHECK_EQ(f16[6], 0x6708); /* 1800 */
+    CHECK_EQ(f16[7], 0x60b0); /* 600 */
+    CHECK_EQ(f16[8], 0x3c00);  /* 1 */
+    CHECK_EQ(f16[9], 0xbc00);  /* -1 */
+    CHECK_EQ(f16[12], 0x4000); /* 2 */
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, 2, 2, 4), sizeof two);
+    CHECK_EQ(f2u(f32[0]), 0x80000000u); /* -0 */
+    CHECK_EQ(f2u(f32[4]), f2u(76200.0f)); /* f32 does not saturate */
+    CHECK_EQ(f2u(f32[11]), f2u(-2.0f));
+    CHECK_EQ(f2u(f32[12]), f2u(2.0f));
+    /* A block whose length is not n_rows x group: 0 (the blocks before it written). */
+    put_len(two + 20, 9);
+    f32[8] = 7;
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, 2, 2, 4), 0);
+    CHECK_EQ(f2u(f32[8]), f2u(7.0f));
+    /* Nothing read or written for another dtype, no source, a group outside 1..65536, or a size past SIZE_MAX. */
+    f32[0] = 7;
+    CHECK_EQ(rlxkv_q8_dequant(f32, 2, block, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, -1, block, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, NULL, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, 0), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, 65537), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 2, SIZE_MAX / 65538, GROUP), 0);
+    CHECK_EQ(f2u(f32[0]), f2u(7.0f));
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 0, 1, GROUP), 0); /* no blocks: nothing read */
+}
+
 /* An f16 entry whose values are every landmark bit pattern, and tokens at
  * the extremes. */
 static rlxkv_entry *f16_entry(size_t *lens) {
@@ -853,6 +951,7 @@ int main(void) {
     RUN(test_many_layers);
     RUN(test_encoded_size_overflow);
     RUN(test_widen_every_f16);
+    RUN(test_q8_dequant);
     RUN(test_f16_round_trip);
     RUN(test_encode_f32_widens);
     RUN(test_layer_limit);

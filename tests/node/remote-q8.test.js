@@ -17,7 +17,7 @@ import { fileURLToPath } from 'node:url';
 import init from '../../js/index.js';
 import { publishPages } from '../../store/publish.js';
 import { narrowF32, widenF16 } from '../../format/f16.js';
-import { decodeQ8, dequantRows } from '../../format/q8.js';
+import { decodeQ8 } from '../../format/q8.js';
 import { encodeQ8 } from '../../format/q8-write.js';
 import { storeFiles, tempDir } from './helpers.js';
 
@@ -164,36 +164,59 @@ function reset() {
 
 // ---- the format -------------------------------------------------------------
 
-test('q8 rows: every value comes back within half its row\'s scale, the scale at most one f16 step over max/127', () => {
+/**
+ * The KV a cache restores from one q8 page of token 5 (pageTokens 1, its
+ * only request that finds anything), fetched through remote.fetch: the
+ * hit on [5], from remote.
+ */
+async function restored(bytes, layout) {
+  const cache = await rlx.openCache({
+    capBytes: 1 << 20, fingerprint: FP, layout, storage: 'none', f16As: 'Uint16Array',
+    remote: { url: 'https://kv.test/', pageTokens: 1, dtype: 'q8', fetch: async (url) => new Response(url.endsWith('.rlxkv') ? bytes : null, { status: url.endsWith('.rlxkv') ? 200 : 404 }) },
+  });
+  const hit = await cache.match(Uint32Array.of(5));
+  assert.equal(hit?.matched, 1, `stats ${JSON.stringify(cache.stats.remote)}`);
+  await cache.close();
+  return hit;
+}
+
+test('q8 rows: every value comes back within half its row\'s scale, the scale at most one f16 step over max/127', async () => {
   const rows = [[0, 0, 0, 0], [1, -1, 0.5, 127], [2 ** -30, -(2 ** -31), 0, 2 ** -32], [65504 * 127, 1, -2, 3], [-3.3, 1e-3, 2.2, 0.1]];
   const block = Float32Array.from(rows.flat());
-  const bytes = encodeQ8(Uint32Array.of(5), [block, new Float32Array(0)], FP, { dtype: 'f32', group: 4 });
+  const bytes = encodeQ8(Uint32Array.of(5), [block, block], FP, { dtype: 'f32', group: 4 });
   const page = decodeQ8(bytes, FP);
   assert.equal(page.page, null);
   assert.deepEqual(page.k.map((b) => b.length), [20]);
-  const out = new Float32Array(20);
-  assert.equal(dequantRows(bytes, page.k[0].at, new Uint8Array(out.buffer), 4, 'f32'), page.v[0].at - 8);
-  rows.forEach((row, r) => {
-    const s = widenF16(Uint16Array.of(bytes[page.k[0].at + 6 * r] | (bytes[page.k[0].at + 6 * r + 1] << 8)))[0];
-    const max = Math.max(...row.map(Math.abs));
-    assert.ok(s >= max / 127 && s <= Math.max((max / 127) * (1 + 2 ** -10), 2 ** -24), `row ${r}: scale ${s} for max ${max}`);
-    row.forEach((x, d) => assert.ok(Math.abs(out[4 * r + d] - Math.fround(x)) <= s / 2, `row ${r} value ${d}: ${out[4 * r + d]} for ${x}`));
-  });
-  assert.deepEqual([...out.subarray(0, 4)], [0, 0, 0, 0]);
+  // One token of 5 heads of 4: the block's rows are the heads'.
+  const hit = await restored(bytes, { order: 'head-major', heads: 5, headDim: 4, layers: 1 });
+  for (const out of [hit.k[0], hit.v[0]]) {
+    assert.ok(out instanceof Float32Array && out.length === 20);
+    rows.forEach((row, r) => {
+      const s = widenF16(Uint16Array.of(bytes[page.k[0].at + 6 * r] | (bytes[page.k[0].at + 6 * r + 1] << 8)))[0];
+      const max = Math.max(...row.map(Math.abs));
+      assert.ok(s >= max / 127 && s <= Math.max((max / 127) * (1 + 2 ** -10), 2 ** -24), `row ${r}: scale ${s} for max ${max}`);
+      row.forEach((x, d) => {
+        assert.equal(out[4 * r + d], Math.fround(new Int8Array(bytes.buffer)[page.k[0].at + 6 * r + 2 + d] * s), `row ${r} value ${d}: q × scale, exactly`);
+        assert.ok(Math.abs(out[4 * r + d] - Math.fround(x)) <= s / 2, `row ${r} value ${d}: ${out[4 * r + d]} for ${x}`);
+      });
+    });
+    assert.deepEqual([...out.subarray(0, 4)], [0, 0, 0, 0]);
+  }
   assert.throws(() => encodeQ8(Uint32Array.of(5), [Float32Array.of(1, NaN, 0, 0), new Float32Array(0)], FP, { dtype: 'f32', group: 4 }), /not finite/);
   assert.throws(() => encodeQ8(Uint32Array.of(5), [Float32Array.of(1, 2, 3), new Float32Array(0)], FP, { dtype: 'f32', group: 4 }), /not rows of 4/);
 });
 
-test('q8 into f16 rounds each q × scale to nearest even, and saturates at ±65504 instead of overflowing', () => {
+test('q8 into f16 rounds each q × scale to nearest even, and saturates at ±65504 instead of overflowing', async () => {
   const block = Float32Array.from({ length: 64 }, (_, i) => (i - 32) * 0.37 + (i % 3) * 1e-3);
-  const bytes = encodeQ8(Uint32Array.of(1), [block, new Float32Array(0)], FP, { dtype: 'f16', group: 64 });
+  const bytes = encodeQ8(Uint32Array.of(5), [block, block], FP, { dtype: 'f16', group: 64 });
   const page = decodeQ8(bytes, FP);
   assert.equal(page.dtype, 'f16');
-  const out = new Uint16Array(64);
-  dequantRows(bytes, page.k[0].at, new Uint8Array(out.buffer), 64, 'f16');
+  const layout = { order: 'head-major', heads: 1, headDim: 64, layers: 1 };
+  const hit = await restored(bytes, layout);
+  assert.equal(hit.dtype, 'f16');
   const s = widenF16(Uint16Array.of(bytes[page.k[0].at] | (bytes[page.k[0].at + 1] << 8)))[0];
   const exact = Float32Array.from({ length: 64 }, (_, i) => new Int8Array(bytes.buffer)[page.k[0].at + 2 + i] * s);
-  assert.deepEqual([...out], [...narrowF32(exact)]);
+  assert.deepEqual([...hit.k[0]], [...narrowF32(exact)]);
   // A scale of 600 (bits 0x60b0): 127 × 600 is past the largest f16.
   const big = Uint8Array.from(bytes);
   big[page.k[0].at] = 0xb0;
@@ -201,8 +224,7 @@ test('q8 into f16 rounds each q × scale to nearest even, and saturates at ±655
   big[page.k[0].at + 2] = 127;
   big[page.k[0].at + 3] = -127 & 0xff;
   big[page.k[0].at + 4] = 3;
-  dequantRows(big, page.k[0].at, new Uint8Array(out.buffer), 64, 'f16');
-  assert.deepEqual([...out.subarray(0, 3)], [0x7bff, 0xfbff, narrowF32(Float32Array.of(1800))[0]]);
+  assert.deepEqual([...(await restored(big, layout)).k[0].subarray(0, 3)], [0x7bff, 0xfbff, narrowF32(Float32Array.of(1800))[0]]);
 });
 
 test('a q8 page is checked whole: every cut is truncated; bad scales, counts and parents are corrupt; another fingerprint is stale', () => {
