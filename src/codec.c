@@ -116,19 +116,22 @@ static uint16_t narrow1(float x) {
     return (uint16_t)((b >> 16 & 0x8000u) | (h < 0x7bffu ? h : 0x7bffu));
 }
 
-size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t n_blocks, size_t n_rows, size_t group) {
+size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t src_len, size_t n_blocks, size_t n_rows, size_t group) {
     float *f32 = dst;
     uint16_t *f16 = dst;
     const uint8_t *at = src;
-    /* (group at most the format's 65536, so a block's rows fit in size_t under this bound) */
-    if ((unsigned)dtype > RLXKV_F16 || !src || group - 1 >= 65536 || n_rows > SIZE_MAX / 65538 / (n_blocks | 1)) return 0;
+    /* A block: its length, then n_rows rows of a scale and group int8s (group at most the format's 65536). */
+    if ((unsigned)dtype > RLXKV_F16 || !src || group - 1 >= 65536 || n_rows > (SIZE_MAX - 8) / (group + 2) ||
+        n_blocks > src_len / (8 + n_rows * (group + 2)))
+        return 0;
     for (size_t b = 0; b < n_blocks; b++) {
         if (rlxkv_load_u64le(at) != (uint64_t)n_rows * group) return 0; /* not a block of n_rows rows */
         at += 8;
         for (size_t r = 0; r < n_rows; r++) {
-            /* The scale: a finite, non-negative binary16 (the reader checked), exact in f32. */
+            /* The scale: a finite, non-negative binary16, exact in f32. */
             uint32_t h = at[0] | at[1] << 8, bits = (h + (112u << 10)) << 13;
             float scale;
+            if (h >= 0x7c00) return 0; /* infinite, NaN or negative: no page's */
             memcpy(&scale, &bits, 4);
             if (h < 0x400) scale = (float)h * 0x1p-24f;
             at += 2;

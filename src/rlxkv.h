@@ -457,17 +457,18 @@ int rlxkv_encode_f32(const rlxkv_entry *e, uint64_t fingerprint, uint8_t *buf,
  * payload (shifted into the top of the f32 mantissa). */
 void rlxkv_f16_widen(float *dst, const uint16_t *src, size_t n);
 /* 8-bit pages (FORMATS.md, "8-bit pages"): n_blocks blocks of a page,
- * one after another from src (each a u64 little-endian length, which must
+ * one after another in src's src_len bytes (each a u64 little-endian length, which must
  * be n_rows x group, then n_rows rows: a binary16 scale, u16
- * little-endian, finite and non-negative as the page's reader checks, and
- * `group` int8s), dequantized into dst as dtype values, block after block:
+ * little-endian, finite and non-negative, and `group` int8s), dequantized into dst as dtype values, block after block:
  * each q x scale, exact in f32 (RLXKV_F32); for RLXKV_F16 that rounded to
  * the nearest binary16, ties to even, at most +-65504 (bits). dst holds
  * n_blocks x n_rows x group values, aligned for dtype (caller-owned, as
  * src is). Returns the bytes of src read; 0 for another dtype, no src, a
- * group outside 1..65536, sizes past SIZE_MAX, or a block of another
- * length (the blocks before it written). */
-size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t n_blocks, size_t n_rows, size_t group);
+ * group outside 1..65536, blocks past src_len (or SIZE_MAX), or a block
+ * of another length or a scale that is not finite and non-negative (what
+ * came before it written). */
+size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t src_len, size_t n_blocks, size_t n_rows,
+                        size_t group);
 /* Validates a whole blob of either format without allocating: OK, or an
  * error. Fills *meta (may be NULL). Stale-ness is not judged here. */
 int rlxkv_inspect(const uint8_t *buf, size_t len, rlxkv_blob_meta *meta);

@@ -306,7 +306,8 @@ export class NativeCache {
     const core = this.#core, src = core.alloc(bytes.length);
     core.u8.set(bytes, src);
     // From the first block's length on: the blocks follow one another.
-    const read = this.#C.rlxkv_q8_dequant(data, DTYPE[dtype], src + k[0].at - 8, k.length + v.length, k[0].length / group, group);
+    const from = k[0].at - 8;
+    const read = this.#C.rlxkv_q8_dequant(data, DTYPE[dtype], src + from, bytes.length - from, k.length + v.length, k[0].length / group, group);
     core.free(src);
     return read > 0;
   }

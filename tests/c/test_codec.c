@@ -653,8 +653,8 @@ static void test_q8_dequant(void) {
         rlxkv_f16_widen(&s, &h, 1);
         row[0] = (uint8_t)bits;
         row[1] = (uint8_t)(bits >> 8);
-        CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, GROUP), BLOCK);
-        CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, block, 1, 1, GROUP), BLOCK);
+        CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, BLOCK, 1, 1, GROUP), BLOCK);
+        CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, block, BLOCK, 1, 1, GROUP), BLOCK);
         for (int j = 0; j < GROUP; j++) {
             double want = (double)(int8_t)row[2 + j] * s, got;
             float w = (float)want;
@@ -678,7 +678,7 @@ static void test_q8_dequant(void) {
         put_len(two + 20 * b, 8);
         memcpy(two + 20 * b + 8, rows[b], 12);
     }
-    CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, two, 2, 2, 4), sizeof two);
+    CHECK_EQ(rlxkv_q8_dequant(f16, RLXKV_F16, two, sizeof two, 2, 2, 4), sizeof two);
     CHECK_EQ(f16[0], 0x8000);
     CHECK_EQ(f16[1], 0x0000);
     CHECK_EQ(f16[4], 0x7bff);
@@ -688,7 +688,7 @@ static void test_q8_dequant(void) {
     CHECK_EQ(f16[8], 0x3c00);  /* 1 */
     CHECK_EQ(f16[9], 0xbc00);  /* -1 */
     CHECK_EQ(f16[12], 0x4000); /* 2 */
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, 2, 2, 4), sizeof two);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, sizeof two, 2, 2, 4), sizeof two);
     CHECK_EQ(f2u(f32[0]), 0x80000000u); /* -0 */
     CHECK_EQ(f2u(f32[4]), f2u(76200.0f)); /* f32 does not saturate */
     CHECK_EQ(f2u(f32[11]), f2u(-2.0f));
@@ -696,18 +696,31 @@ static void test_q8_dequant(void) {
     /* A block whose length is not n_rows x group: 0 (the blocks before it written). */
     put_len(two + 20, 9);
     f32[8] = 7;
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, 2, 2, 4), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, sizeof two, 2, 2, 4), 0);
     CHECK_EQ(f2u(f32[8]), f2u(7.0f));
+    /* A scale that is infinite, NaN or negative: 0. */
+    two[8] = 0x00;
+    two[9] = 0x7c;
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, sizeof two, 2, 2, 4), 0);
+    two[9] = 0x80;
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, sizeof two, 2, 2, 4), 0);
+    two[9] = 0x00;
+    /* Blocks past the bytes given: nothing read. */
+    put_len(two + 20, 8);
+    f32[0] = 7;
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, two, sizeof two - 1, 2, 2, 4), 0);
+    CHECK_EQ(f2u(f32[0]), f2u(7.0f));
     /* Nothing read or written for another dtype, no source, a group outside 1..65536, or a size past SIZE_MAX. */
     f32[0] = 7;
-    CHECK_EQ(rlxkv_q8_dequant(f32, 2, block, 1, 1, GROUP), 0);
-    CHECK_EQ(rlxkv_q8_dequant(f32, -1, block, 1, 1, GROUP), 0);
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, NULL, 1, 1, GROUP), 0);
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, 0), 0);
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 1, 1, 65537), 0);
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 2, SIZE_MAX / 65538, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, 2, block, BLOCK, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, -1, block, BLOCK, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, NULL, BLOCK, 1, 1, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, BLOCK, 1, 1, 0), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, 1, 1, 65537), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, 2, SIZE_MAX / 65538, GROUP), 0);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, SIZE_MAX, 1, 1), 0);
     CHECK_EQ(f2u(f32[0]), f2u(7.0f));
-    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, 0, 1, GROUP), 0); /* no blocks: nothing read */
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, BLOCK, 0, 1, GROUP), 0); /* no blocks: nothing read */
 }
 
 /* An f16 entry whose values are every landmark bit pattern, and tokens at

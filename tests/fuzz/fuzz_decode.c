@@ -21,7 +21,10 @@
  *     nothing leaks (ASan's leak checker at exit, libFuzzer's -detect_leaks
  *     per input);
  *   - a decode costs at most a bound linear in the input's size, in the
- *     thread's CPU time, the fastest of four tries when the first is over.
+ *     thread's CPU time, the fastest of four tries when the first is over;
+ *   - rlxkv_q8_dequant, given the input as its arguments and an 8-bit
+ *     page's blocks, keeps within them and restores each value exactly
+ *     (check_q8).
  *
  * Build: see CMakeLists.txt (RLXKV_FUZZ) or scripts/fuzz.sh. */
 #include <pthread.h>
@@ -300,6 +303,56 @@ static int over_layer_limit(const uint8_t *data, size_t size) {
     return n_layers <= (rem - 8) / 16 && n_layers > RLXKV_MAX_LAYERS;
 }
 
+/* rlxkv_q8_dequant over the input read as its arguments (byte 0: dtype,
+ * 1-2: group, 3: blocks, 4-5: rows) and 8-bit page blocks (the rest): it
+ * reads and writes only within them (ASan), returns 0 or exactly the
+ * blocks' bytes, and then every value is its row's q x scale, exactly in
+ * f32, in f16 the nearest binary16 (within half its spacing, or the
+ * saturated +-65504). */
+static void check_q8(const uint8_t *data, size_t size) {
+    if (size < 6) return;
+    int dtype = data[0] % 3;
+    size_t group = data[1] | (size_t)data[2] << 8, n_blocks = data[3] % 16, n_rows = data[4] | (size_t)data[5] << 8;
+    const uint8_t *src = data + 6;
+    size_t len = size - 6, row = group + 2, block = 8 + n_rows * row;
+    /* Each value takes a byte of src: len values at most. */
+    void *dst = malloc(4 * len + 4);
+    REQUIRE(dst != NULL);
+    size_t got = rlxkv_q8_dequant(dst, dtype, src, len, n_blocks, n_rows, group);
+    if (got) {
+        REQUIRE(dtype != 2 && group >= 1 && group <= 65536 && n_blocks >= 1);
+        if (got != n_blocks * block || got > len) FAIL("q8: read %zu bytes of %zu, blocks %zu of %zu", got, len, n_blocks, block);
+        for (size_t b = 0, k = 0; b < n_blocks; b++) {
+            const uint8_t *at = src + b * block;
+            REQUIRE(load_u64le(at) == (uint64_t)(n_rows * group));
+            for (size_t r = 0; r < n_rows; r++) {
+                const uint8_t *rw = at + 8 + r * row;
+                uint32_t hb = widen_ref((uint16_t)(rw[0] | rw[1] << 8));
+                float s;
+                memcpy(&s, &hb, 4);
+                REQUIRE(s >= 0 && s <= 65504);
+                for (size_t j = 0; j < group; j++, k++) {
+                    double want = (double)(int8_t)rw[2 + j] * s, have;
+                    if (dtype == RLXKV_F32) {
+                        have = ((const float *)dst)[k];
+                        if (have != want) FAIL("q8: f32 value %zu is %g, not %g", k, have, want);
+                    } else {
+                        uint32_t wb = widen_ref(((const uint16_t *)dst)[k]);
+                        float w;
+                        memcpy(&w, &wb, 4);
+                        have = w;
+                        double a = want < 0 ? -want : want, spacing = 0x1p-24; /* binary16's below 2^-13 */
+                        for (double p = 0x1p-14; a >= 2 * p && p < 0x1p15; p *= 2) spacing *= 2;
+                        if (a > 65504 ? have != (want < 0 ? -65504.0 : 65504.0) : (have - want > spacing / 2 || want - have > spacing / 2))
+                            FAIL("q8: f16 value %zu is %g for %g", k, have, want);
+                    }
+                }
+            }
+        }
+    }
+    free(dst);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     rlxkv_blob_meta meta;
     rlxkv_entry *e = NULL, *e2 = NULL;
@@ -373,6 +426,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         REQUIRE(rc != RLXKV_OK);
     }
     rlxkv_entry_free(e2);
+
+    check_q8(data, size);
 
     /* Degenerate arguments. */
     REQUIRE(rlxkv_decode(data, size, NULL, NULL, NULL) == RLXKV_ERR_INVALID);
