@@ -21,14 +21,16 @@
 //
 // With dtype 'q8' the pages are 8-bit (format/q8.js), each checked whole
 // (every scale too) as it arrives, and dequantized straight into the
-// entries by C (rlxkv_q8_dequant: as fast on a page's first rows as on
-// its last, where JS ran unoptimized while the model's own code took the
-// compiler), in the dtype they were published from: what memory and local
-// storage then hold is f32 or f16 KV close to the model's, not equal.
+// entries in the dtype they were published from, by C (rlxkv_q8_dequant:
+// wasm runs compiled from its first call, where a JS loop in a worker that
+// had just loaded a model ran unoptimized, 15 to 40 ms a page of
+// SmolLM2's shape): what memory and local storage then hold is f32 or f16
+// KV close to the model's, not equal.
 //
 // Loaded on a cache's first match with `remote` (a chunk of its own in the
 // browser bundle, importing nothing of the main one but format/q8.js: the
-// cache passes in the page checks and copies it uses);
+// cache passes in the page checks and copies it uses, and NativeCache
+// dequantInto does the C call);
 // store/remote-options.js checks the option at openCache.
 import { decodeQ8 } from '../format/q8.js';
 
