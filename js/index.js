@@ -3,15 +3,15 @@
 //   import init from 'rlxkv';
 //   const rlx = await init();
 //   const cache = await rlx.openCache({ capBytes: 256 << 20, fingerprint, storage: 'auto' });
-import { loadCore, autoStorage } from '../wasm/core.js';
+import { loadCore, loadPart, autoStorage } from '../wasm/core.js';
 import { RlxkvError } from '../wasm/errors.js';
 import { Cache, lookupOptions } from './cache.js';
 import { remoteOptions } from '../store/remote-options.js';
 import { TieredStore } from '../store/tiers.js';
+import { serialQueue } from '../store/queue.js';
 import { BACKENDS, deleteBlobs } from '../store/backends.js';
 import { ownName, recordOf } from '../store/records.js';
 import { mergeIndex, parseIndex } from '../format/store-index.js';
-import { Store } from './store.js';
 import { NativeCache } from '../wasm/native-cache.js';
 import { toTokens, toKv, toFingerprint, toByteCount, toBytes, toOptions, toLayout } from './args.js';
 import { blobHead, blobSize, encodeBlob, decodeBlob, bitsOf } from '../format/blob.js';
@@ -161,8 +161,18 @@ class Rlxkv {
     // each blob's name), as a cache's open reads the store.
     const native = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
+      // The Store class is a chunk of its own in the browser bundle: asked for beside the open.
+      const tools = loadPart(import('./store.js'), 'openStore');
+      tools.catch(() => {}); // (a failed open does not wait for it)
       const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null, tool: true });
-      return new Store(tier.asToolStore(), () => native.free());
+      let Store;
+      try {
+        ({ Store } = await tools);
+      } catch (err) {
+        await tier.close();
+        throw err;
+      }
+      return new Store(tier.asToolStore(), () => native.free(), [toFingerprint, toByteCount, serialQueue]);
     } catch (err) {
       native.free();
       throw err;
@@ -186,7 +196,7 @@ class Rlxkv {
     // The C naming rules, from a cache that holds nothing, to judge each blob's name.
     const namer = new NativeCache(this.#core, { capBytes: 0, fingerprint: 0n, layout: null, f16As: 'Uint16Array' });
     try {
-      const { copyBlobs } = await import('../store/copy.js');
+      const { copyBlobs } = await loadPart(import('../store/copy.js'), 'copyStore');
       return await copyBlobs(places[0], places[1], (record) => ownName(namer, record), [BACKENDS, parseIndex, mergeIndex, recordOf, blobHead]);
     } finally {
       namer.free();
@@ -278,7 +288,7 @@ class Rlxkv {
 
   /** The cache of a model with state (js/state-cache.js, loaded on first use). */
   async #stateCache(base, opts) {
-    const { stateCacheClass, toStateLayout, stateFingerprintText } = await import('./state-cache.js');
+    const { stateCacheClass, toStateLayout, stateFingerprintText } = await loadPart(import('./state-cache.js'), 'state cache');
     const StateCache = stateCacheClass(Cache, { toKv, toByteCount, toTokens, lookupOptions });
     const layout = { ...opts.layout, ...base.layout };
     const { stateCapBytes: cap } = opts;

@@ -1,18 +1,27 @@
 // Store: the blobs of a store without a cache, for tools (rlx.openStore,
 // the CLI): a Node directory, IndexedDB or OPFS through the tiered store
 // (store/tiers.js asToolStore, store/prune.js), judged as a cache's open judges them.
-import { toFingerprint, toByteCount } from './args.js';
-import { serialQueue } from '../store/queue.js';
+// A chunk of its own in the browser bundle, loaded by rlx.openStore: it
+// imports nothing, the main file's functions it uses come in as `uses`
+// (as store/copy.js's).
 
 export class Store {
   #storage;
   #release;
   /** One call at a time, as a cache's are: a prune's removals and its index update are one step. */
-  #serial = serialQueue();
-  /** @internal use rlx.openStore */
-  constructor(storage, release = () => {}) {
+  #serial;
+  #toFingerprint;
+  #toByteCount;
+  /**
+   * @internal use rlx.openStore. uses: [toFingerprint, toByteCount
+   * (js/args.js), serialQueue (store/queue.js)], in that order.
+   */
+  constructor(storage, release, [toFingerprint, toByteCount, serialQueue]) {
     this.#storage = storage;
     this.#release = release;
+    this.#serial = serialQueue();
+    this.#toFingerprint = toFingerprint;
+    this.#toByteCount = toByteCount;
   }
 
   #live() {
@@ -26,7 +35,7 @@ export class Store {
    */
   list(fingerprint) {
     const storage = this.#live();
-    const fp = fingerprint === undefined ? 0n : toFingerprint(fingerprint);
+    const fp = fingerprint === undefined ? 0n : this.#toFingerprint(fingerprint);
     return storage.listAll(fp, fingerprint === undefined);
   }
 
@@ -39,9 +48,9 @@ export class Store {
    */
   async prune(fingerprint, { maxBytes = Infinity, stale = false, dryRun = false } = {}) {
     const storage = this.#live();
-    toByteCount(maxBytes, 'maxBytes', { infinite: true, u64: true });
+    this.#toByteCount(maxBytes, 'maxBytes', { infinite: true, u64: true });
     const any = fingerprint === undefined;
-    const fp = any ? 0n : toFingerprint(fingerprint);
+    const fp = any ? 0n : this.#toFingerprint(fingerprint);
     // A number, as the store's sizes are: exact below 2^53, past which no store's bytes reach.
     return this.#serial(() => storage.pruneAll(fp, { maxBytes: Number(maxBytes), stale: stale && !any, dryRun, any }));
   }

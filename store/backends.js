@@ -2,13 +2,14 @@
 // deleteStore over them (copyStore's copy is store/copy.js).
 import { FsBlobs } from './fs-blobs.js';
 import { IdbBlobs } from './idb-blobs.js';
+import { loadPart } from '../wasm/core.js';
 import { NEWS_VERSION, channelOf, tellOnce } from './news.js';
 
 // OPFS is loaded when a store first uses it: an app on IndexedDB (and the
 // browser bundle's main file) does without its code. While it loads, the
 // store's directory and index file are asked for (opfsEarly; not by a
 // caller that passes null).
-export const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => import('./opfs-blobs.js').then((m) => m.OpfsBlobs.open(path, early)) } };
+export const BACKENDS = { fs: FsBlobs, idb: IdbBlobs, opfs: { open: (path, early = opfsEarly(path)) => loadPart(import('./opfs-blobs.js'), 'OPFS').then((m) => m.OpfsBlobs.open(path, early)) } };
 
 /**
  * OpfsBlobs.open's head start: { dir, index }, promises of the OPFS

@@ -18,9 +18,10 @@
 //   watch: store/watch.js  what other writers saved and deleted, told
 //                          (read again: store/rescan.js).
 //
-// The backends by kind and whole-store copies are in store/backends.js,
-// the records of blobs in store/records.js.
+// The backends by kind are in store/backends.js (whole-store copies in
+// store/copy.js), the records of blobs in store/records.js.
 import { RlxkvError } from '../wasm/errors.js';
+import { loadPart } from '../wasm/core.js';
 import { BACKENDS } from './backends.js';
 import { flush } from './flush.js';
 import { HitLoader } from './hits.js';
@@ -46,6 +47,10 @@ export class TieredStore {
     if (opts.watch && typeof BroadcastChannel !== 'function') {
       throw new RlxkvError('IO', 'watch needs BroadcastChannel, which this environment lacks');
     }
+    // Watching is a chunk of its own in the browser bundle, loaded by the
+    // caches that watch: asked for beside the open, awaited after it.
+    const watching = opts.watch ? loadPart(import('./watch.js'), 'watch') : null;
+    watching?.catch(() => {}); // (a failed open does not wait for it)
     const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
     const s = store.#s;
@@ -53,8 +58,7 @@ export class TieredStore {
     s.channelName = channelOf(kind, blobs, path);
     try {
       store.report = await openStore(s);
-      // Watching is a chunk of its own in the browser bundle: loaded by the caches that watch.
-      if (opts.watch) (await import('./watch.js')).watch(s, [storeRecords, NEWS_VERSION, isBlobName]);
+      if (watching) (await watching).watch(s, [storeRecords, NEWS_VERSION, isBlobName]);
     } catch (err) {
       await blobs.close();
       throw err;

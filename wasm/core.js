@@ -24,6 +24,15 @@ const SIZE_MAX = 0xffffffff;
 /** A non-negative byte count as a wasm32 size_t (larger ones saturate). */
 export const toSize = (n) => Math.min(n, SIZE_MAX);
 
+/**
+ * The import of a part of the library loaded when first used (a chunk of
+ * the browser bundle), failing as an RlxkvError IO naming the part (e.g.
+ * a chunk gone from the server after a deploy renamed it).
+ */
+export const loadPart = (loading, part) => loading.catch((err) => {
+  throw new RlxkvError('IO', `loading rlxkv's ${part} code: ${err}`, { cause: err });
+});
+
 let sharedCore = null;
 
 /**

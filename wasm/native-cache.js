@@ -297,17 +297,22 @@ export class NativeCache {
   /**
    * Fills entryNew's entry (values `dtype`, 'f32' or 'f16') from an 8-bit
    * page (format/q8.js decodeQ8's, its blocks of the entry's rows):
-   * dequantized in C (rlxkv_q8_dequant), the page's bytes copied into wasm
-   * memory for it (RlxkvError NOMEM if it cannot be had), which may grow
-   * the heap: views made before are stale. False if a block is not of the
+   * dequantized in C (rlxkv_q8_dequant), the page's blocks copied into
+   * wasm memory for it, which may grow the heap: views made before are
+   * stale. False if that memory cannot be had, or a block is not of the
    * entry's rows.
    */
   dequantInto({ data }, { bytes, group, k, v }, dtype) {
-    const core = this.#core, src = core.alloc(bytes.length);
-    core.u8.set(bytes, src);
-    // From the first block's length on: the blocks follow one another.
-    const from = k[0].at - 8;
-    const read = this.#C.rlxkv_q8_dequant(data, DTYPE[dtype], src + from, bytes.length - from, k.length + v.length, k[0].length / group, group);
+    if (!k.length) return true; // no layers: no values
+    const core = this.#core, from = k[0].at - 8; // the first block's length: the blocks follow one another to the end
+    let src;
+    try {
+      src = core.alloc(bytes.length - from);
+    } catch {
+      return false;
+    }
+    core.u8.set(bytes.subarray(from), src);
+    const read = this.#C.rlxkv_q8_dequant(data, DTYPE[dtype], src, bytes.length - from, k.length + v.length, k[0].length / group, group);
     core.free(src);
     return read > 0;
   }

@@ -719,6 +719,13 @@ static void test_q8_dequant(void) {
     CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, 1, 1, 65537), 0);
     CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, 2, SIZE_MAX / 65538, GROUP), 0);
     CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, SIZE_MAX, SIZE_MAX, 1, 1), 0);
+#if SIZE_MAX > 0xffffffffu
+    /* Rows whose bytes overflow size_t (2^48 rows of 65534 + 2 wrap to 0):
+     * refused before the block's length is read, though it says as much. */
+    uint8_t wrap[8];
+    put_len(wrap, (uint64_t)65534 << 48);
+    CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, wrap, sizeof wrap, 1, (size_t)1 << 48, 65534), 0);
+#endif
     CHECK_EQ(f2u(f32[0]), f2u(7.0f));
     CHECK_EQ(rlxkv_q8_dequant(f32, RLXKV_F32, block, BLOCK, 0, 1, GROUP), 0); /* no blocks: nothing read */
 }

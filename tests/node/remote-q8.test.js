@@ -227,6 +227,13 @@ test('q8 into f16 rounds each q × scale to nearest even, and saturates at ±655
   assert.deepEqual([...(await restored(big, layout)).k[0].subarray(0, 3)], [0x7bff, 0xfbff, narrowF32(Float32Array.of(1800))[0]]);
 });
 
+test('a q8 page of no layers, for a layout that names none, restores a hit of no values', async () => {
+  const bytes = encodeQ8(Uint32Array.of(5), [], FP, { dtype: 'f32', group: 4 });
+  assert.equal(decodeQ8(bytes, FP).k.length, 0);
+  const hit = await restored(bytes, { order: 'head-major', heads: 1, headDim: 4 });
+  assert.deepEqual([hit.k.length, hit.v.length], [0, 0]);
+});
+
 test('a q8 page is checked whole: every cut is truncated; bad scales, counts and parents are corrupt; another fingerprint is stale', () => {
   const name = pageNamesOf(system, 2 * P, FP_Q8, 'q8')[1];
   const good = readFileSync(join(trees.get('q8'), name));
