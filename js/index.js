@@ -163,7 +163,6 @@ class Rlxkv {
     try {
       // The Store class is a chunk of its own in the browser bundle: asked for beside the open.
       const tools = loadPart(import('./store.js'), 'openStore');
-      tools.catch(() => {}); // (a failed open does not wait for it)
       const tier = await TieredStore.open(native, kind, where, { fingerprint: 0n, layout: null, tool: true });
       let Store;
       try {

@@ -129,11 +129,11 @@ size_t rlxkv_q8_dequant(void *dst, int dtype, const uint8_t *src, size_t src_len
         at += 8;
         for (size_t r = 0; r < n_rows; r++) {
             /* The scale: a finite, non-negative binary16, exact in f32. */
-            uint32_t h = at[0] | at[1] << 8, bits = (h + (112u << 10)) << 13;
+            uint16_t h = (uint16_t)(at[0] | at[1] << 8);
+            uint32_t bits = widen1(h);
             float scale;
             if (h >= 0x7c00) return 0; /* infinite, NaN or negative: no page's */
             memcpy(&scale, &bits, 4);
-            if (h < 0x400) scale = (float)h * 0x1p-24f;
             at += 2;
             /* q x scale is exact in f32 (8 bits by 11): only the f16 store rounds. */
             for (size_t j = 0; j < group; j++) {

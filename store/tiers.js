@@ -50,7 +50,6 @@ export class TieredStore {
     // Watching is a chunk of its own in the browser bundle, loaded by the
     // caches that watch: asked for beside the open, awaited after it.
     const watching = opts.watch ? loadPart(import('./watch.js'), 'watch') : null;
-    watching?.catch(() => {}); // (a failed open does not wait for it)
     const blobs = await BACKENDS[kind].open(path);
     const store = new TieredStore(native, blobs, opts);
     const s = store.#s;

@@ -27,11 +27,17 @@ export const toSize = (n) => Math.min(n, SIZE_MAX);
 /**
  * The import of a part of the library loaded when first used (a chunk of
  * the browser bundle), failing as an RlxkvError IO naming the part (e.g.
- * a chunk gone from the server after a deploy renamed it).
+ * a chunk gone from the server after a deploy renamed it). It may be
+ * asked for early and awaited later, or never: a failure no one awaits
+ * is not reported as unhandled.
  */
-export const loadPart = (loading, part) => loading.catch((err) => {
-  throw new RlxkvError('IO', `loading rlxkv's ${part} code: ${err}`, { cause: err });
-});
+export function loadPart(loading, part) {
+  const loaded = loading.catch((err) => {
+    throw new RlxkvError('IO', `loading rlxkv's ${part} code: ${err}`, { cause: err });
+  });
+  loaded.catch(() => {});
+  return loaded;
+}
 
 let sharedCore = null;
 

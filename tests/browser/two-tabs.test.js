@@ -4,7 +4,7 @@
 // different KV, and flush at the same time. After a reload every entry of
 // both tabs is there, byte-exact; the shared one is entirely one tab's.
 import assert from 'node:assert/strict';
-import { browserTest, call } from './helpers.js';
+import { HARNESS, browserTest, call } from './helpers.js';
 
 const SHAPE = { tokens: 128, layers: 4, width: 64 }; // 256 KiB of KV each
 const TAB_A = [0, 1, 2, 3, 4, 5];
@@ -43,14 +43,25 @@ browserTest('two tabs flushing at once keep both sets, none torn', async (t, ses
   await Promise.all([call(a, 'close', { flush: false }), call(b, 'close', { flush: false })]);
 });
 
-browserTest('a tab that watches finds what another tab saves without reopening', async (t, session) => {
-  const [a, b] = [await session.open(), await session.open()];
-  const path = `${PATH}-watch`;
-  await Promise.all([call(a, 'open', { path }), call(b, 'open', { path, watch: true })]);
-  await call(a, 'insert', TAB_A, 'A', SHAPE);
-  assert.deepEqual(await call(a, 'flush'), { ok: true });
-  assert.deepEqual(await call(b, 'knows', TAB_A, SHAPE), TAB_A, 'tab B knows every entry tab A saved');
-  const found = await call(b, 'verify', TAB_A, ['A'], SHAPE);
-  for (const id of TAB_A) assert.equal(found[id].version, 'A', `entry ${id} read from IndexedDB by tab B`);
-  await Promise.all([call(a, 'close', { flush: false }), call(b, 'close', { flush: false })]);
-});
+// With js/index.js and with the browser bundle, where watching, copyStore
+// and openStore's Store are chunks loaded when first used.
+for (const [lib, query] of [['js/index.js', ''], ['the browser bundle', '?lib=bundle']]) {
+  browserTest(`a tab that watches finds what another tab saves without reopening (${lib}); the store copies and lists whole`, async (t, session) => {
+    const [a, b] = [await session.open(`${HARNESS}${query}`), await session.open(`${HARNESS}${query}`)];
+    const path = `${PATH}-watch${query ? '-bundle' : ''}`;
+    await Promise.all([call(a, 'open', { path }), call(b, 'open', { path, watch: true })]);
+    await call(a, 'insert', TAB_A, 'A', SHAPE);
+    assert.deepEqual(await call(a, 'flush'), { ok: true });
+    assert.deepEqual(await call(b, 'knows', TAB_A, SHAPE), TAB_A, 'tab B knows every entry tab A saved');
+    const found = await call(b, 'verify', TAB_A, ['A'], SHAPE);
+    for (const id of TAB_A) assert.equal(found[id].version, 'A', `entry ${id} read from IndexedDB by tab B`);
+    await Promise.all([call(a, 'close', { flush: false }), call(b, 'close', { flush: false })]);
+    const copied = await call(a, 'copyStore', { storage: 'idb', path }, { storage: 'idb', path: `${path}-copy` });
+    assert.equal(copied.copied, TAB_A.length);
+    assert.equal(await call(a, 'storeBlobs', { storage: 'idb', path: `${path}-copy` }), TAB_A.length, 'openStore lists the copy');
+    await call(a, 'open', { path: `${path}-copy` });
+    const again = await call(a, 'verify', TAB_A, ['A'], SHAPE);
+    for (const id of TAB_A) assert.equal(again[id].version, 'A', `entry ${id} read from the copy`);
+    await call(a, 'close', { flush: false });
+  });
+}

@@ -255,6 +255,16 @@ export function makeApi(rlx) {
     /** rlx.copyStore(from, to). */
     async copyStore(from, to) { return within(rlx.copyStore(from, to), 60000, 'copyStore()'); },
 
+    /** How many blobs rlx.openStore(place) lists. */
+    async storeBlobs(place) {
+      const store = await within(rlx.openStore(place), 30000, 'openStore()');
+      try {
+        return store.list().length;
+      } finally {
+        await store.close();
+      }
+    },
+
     /** Flips bit 0 of byte `at` of the OPFS file path/name, in place (behind any cache's back). */
     async opfsFlip(path, name, at) {
       const dir = await opfsDir(path);
