@@ -10,17 +10,21 @@ jobs=$(nproc 2>/dev/null || echo 2)
 echo "== C: native build and ctest ($(date +%T))"
 cmake -S . -B build/native -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/native -j"$jobs"
-ctest --test-dir build/native --output-on-failure
+ctest --test-dir build/native --output-on-failure -j"$jobs"
 
 echo "== C: valgrind memcheck (uninitialised reads, which ASan does not see; leaks) ($(date +%T))"
+# The three at once (each single-threaded under valgrind); each one's status checked.
+pids=()
 for t in cache codec pages; do
-  valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null
+  valgrind -q --error-exitcode=9 --leak-check=full --errors-for-leak-kinds=definite "build/native/test_$t" >/dev/null &
+  pids+=($!)
 done
+for p in "${pids[@]}"; do wait "$p"; done
 
 echo "== C: ASan + UBSan ($(date +%T))"
 CC=clang cmake -S . -B build/asan -DCMAKE_BUILD_TYPE=Debug -DRLXKV_SANITIZE=ON >/dev/null
 cmake --build build/asan -j"$jobs"
-ctest --test-dir build/asan --output-on-failure
+ctest --test-dir build/asan --output-on-failure -j"$jobs"
 
 echo "== wasm build ($(date +%T))"
 bash scripts/build.sh

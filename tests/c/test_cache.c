@@ -1355,7 +1355,7 @@ static void put_stored_many_folds_runs_as_placing_each_would(void) {
     for (int round = 0; round < 300; round++) {
         fold_case_make(&fc, &x);
         int paging = round % 2, small = round % 5 == 0;
-        size_t cap = small ? 600 : 1 << 20, nodes_a, nodes_b, labels_a, labels_b;
+        size_t cap = small ? 600 : 1 << 20, nodes_a = 0, nodes_b = 0, labels_a = 0, labels_b = 0;
         rlxkv_cache *a = rlxkv_cache_new(cap, 0), *b = rlxkv_cache_new(cap, 0);
         rlxkv_cache_set_paging(a, paging);
         rlxkv_cache_set_paging(b, paging);
