@@ -95,8 +95,8 @@ export class Cache {
 
   /**
    * Loads stored entries, most recently used first, while they fit
-   * capBytes and wasm memory (one that memory cannot hold ends it; it
-   * stays stored). One at a time: a page's read brings the parents memory
+   * capBytes and wasm memory (one that memory cannot hold, with the
+   * pages it extends, ends it; it stays stored). One at a time: a page's read brings the parents memory
    * lacks in the same read (their pages in flight at once), and those are
    * then passed over.
    */
@@ -110,7 +110,8 @@ export class Cache {
       try {
         if (await this.#storage.load(tokens)) loaded++;
       } catch (err) {
-        if (err instanceof RlxkvError && err.code === 'NOMEM') break;
+        // NOSPACE: a page whose chain does not fit beside what is loaded.
+        if (err instanceof RlxkvError && (err.code === 'NOMEM' || err.code === 'NOSPACE')) break;
         throw err;
       }
     }
@@ -228,7 +229,10 @@ export class Cache {
     let source = 'memory', remoteAsked = false;
     // Each round either returns or makes one stored-only entry resident
     // (or drops it, if its blob is gone or bad), or asks the remote tier
-    // once: it ends.
+    // once. An entry read once in this match and evicted since (by a later
+    // read of the same path: capBytes cannot hold the path whole) ends it,
+    // with what memory holds, as NOSPACE does: so it ends.
+    const read = new Set();
     for (;;) {
       signal?.throwIfAborted();
       const hit = this.#live().match(t, how);
@@ -242,6 +246,9 @@ export class Cache {
         if (await this.#fromRemote(t, how.maxMatched, found ? found.matched : 0, signal)) source = 'remote';
         continue;
       }
+      const key = hit.entryTokens.join();
+      if (read.has(key)) return this.#noSpace(hit, t, how, source, t0);
+      read.add(key);
       const before = this.#evictionsNow();
       try {
         await this.#storage.load(hit.entryTokens);
@@ -252,8 +259,7 @@ export class Cache {
         // The stored entry cannot fit in memory beside the pinned ones
         // (capBytes): the longest hit memory holds, rather than none.
         if (!(err instanceof RlxkvError && err.code === 'NOSPACE')) throw err;
-        this.#emit({ type: 'nospace', entryTokens: hit.entryTokens.length });
-        return this.#matched(this.#live().lookup(t, how), t, source, t0);
+        return this.#noSpace(hit, t, how, source, t0);
       }
       if (native.closed) throw new TypeError('cache is closed');
       source = 'storage';
@@ -281,6 +287,12 @@ export class Cache {
     const taken = await tier.fetchRun(t, held, maxMatched, signal);
     this.#live(); // closed meanwhile: TypeError, as every call on a closed cache
     return taken > 0;
+  }
+
+  /** match()'s answer when the stored entry of `hit` cannot be held in memory with what it needs: the longest hit memory holds. */
+  #noSpace(hit, t, how, source, t0) {
+    this.#emit({ type: 'nospace', entryTokens: hit.entryTokens.length });
+    return this.#matched(this.#live().lookup(t, how), t, source, t0);
   }
 
   /** match()'s answer, told to onEvent. */

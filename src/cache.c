@@ -1163,6 +1163,30 @@ static rlxkv_entry *parent_for(rlxkv_cache *c, const uint32_t *q, size_t n, int 
     return NULL;
 }
 
+/* Whether an entry of `own` bytes below parent can stay: it and the chain
+ * it needs within the cap. Else eviction, which takes leaves first, would
+ * take the new entry at once. put then files it whole (rlxkv_cache_held
+ * says nothing is held, so its caller brings every value), or refuses it
+ * (NOSPACE) if it brings only its last tokens' values. */
+static int chain_fits(const rlxkv_cache *c, const rlxkv_entry *parent, size_t own) {
+    for (; parent; parent = parent->parent) own += rlxkv_entry_kv_bytes(parent);
+    return own <= c->cap_bytes;
+}
+
+/* parent_for's parent and cover (at most n), unless the chain cannot stay
+ * beside the n - cover new tokens of token_bytes each (chain_fits): then
+ * NULL and a cover of SIZE_MAX. */
+static rlxkv_entry *parent_kept(rlxkv_cache *c, const uint32_t *q, size_t n, int dtype, size_t n_layers,
+                                const size_t *rows, size_t token_bytes, size_t *cover) {
+    rlxkv_entry *p = parent_for(c, q, n, dtype, n_layers, rows, cover);
+    if (*cover > n) *cover = n;
+    if (p && !chain_fits(c, p, (n - *cover) * token_bytes)) {
+        *cover = SIZE_MAX;
+        return NULL;
+    }
+    return p;
+}
+
 /* Values per token of each of e's blocks into rows (e has own rows). */
 static void rows_of(const rlxkv_entry *e, size_t *rows) {
     size_t own = rlxkv_entry_rows(e);
@@ -1265,8 +1289,11 @@ size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, 
     const node *at = find_node(w, tokens, n);
     if (at && at->entry && !is_stub(at->entry)) return at->entry->start; /* as put: replaced, if hidden too */
     if (c->layout.order == RLXKV_ORDER_ANY && !row_lens) return 0;
-    parent_for(w, tokens, n, dtype, n_layers, row_lens, &cover);
-    return cover < n ? cover : n;
+    size_t per_token = 2 * n_layers * c->layout.heads * c->layout.head_dim;
+    if (row_lens)
+        for (size_t i = per_token = 0; i < 2 * n_layers; i++) per_token += row_lens[i];
+    parent_kept(w, tokens, n, dtype, n_layers, row_lens, per_token * (dtype == RLXKV_F16 ? 2 : 4), &cover);
+    return cover; /* SIZE_MAX: as put, a chain that cannot stay is not used */
 }
 
 void rlxkv_cache_free(rlxkv_cache *c) {
@@ -1314,7 +1341,8 @@ static int trimmable(const rlxkv_cache *c, const rlxkv_entry *e) {
  *   3. with paging on, find e's parent (see Pages): the replaced entry's,
  *      or the entry that serves the most of e's first tokens (parent_for);
  *      e must bring values from there on (else NOTFOUND), and drops those
- *      it brings of tokens before (trim_front);
+ *      it brings of tokens before (trim_front); a parent whose chain cannot
+ *      stay beside e within the cap is not taken (chain_fits);
  *   4. check e fits beside the pinned bytes (the replaced entry's own
  *      excepted): else NOSPACE, nothing changed;
  *   5. reserve its recency slot and its node (make_node): out of memory,
@@ -1358,9 +1386,17 @@ static int put(rlxkv_cache *c, rlxkv_entry *e, unsigned state) {
         }
         if (own && !rows) rows = fixed;
         if (own) rows_of(e, rows);
-        parent = parent_for(c, e->tokens, e->n_tokens, e->dtype, e->n_layers, rows, &cover);
+        size_t held_rows = rlxkv_entry_rows(e);
+        parent = parent_kept(c, e->tokens, e->n_tokens, e->dtype, e->n_layers, rows,
+                             held_rows ? rlxkv_entry_kv_bytes(e) / held_rows : 0, &cover);
         if (rows != fixed) free(rows);
-        if (cover > e->n_tokens) cover = e->n_tokens;
+        if (cover == SIZE_MAX) { /* a chain that cannot stay: e whole, if it can be */
+            if (e->start) {
+                rlxkv_entry_free(e);
+                return RLXKV_ERR_NOSPACE;
+            }
+            cover = 0;
+        }
     }
     if (e->start > cover) {
         rlxkv_entry_free(e); /* its first tokens' values are not held */

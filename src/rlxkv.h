@@ -281,7 +281,11 @@ int rlxkv_cache_set_paging(rlxkv_cache *c, int on);
  * (rlxkv_entry_new_at), and never more than n. For tokens an entry already
  * has, the start of that entry's own values (its put replaces them). For a
  * new entry of dtype and n_layers whose blocks have row_lens[0..2L) values
- * per token (NULL with a layout: the layout's row). 0 with paging off. */
+ * per token (NULL with a layout: the layout's row). 0 with paging off.
+ * SIZE_MAX when entries hold some leading tokens but cannot stay beside
+ * the new ones within the cap (eviction takes leaves first, so it would take
+ * the new entry): the put must bring every value, and is filed whole, or
+ * refused with RLXKV_ERR_NOSPACE if it brings only its last tokens'. */
 size_t rlxkv_cache_held(const rlxkv_cache *c, const uint32_t *tokens, size_t n, int dtype,
                         size_t n_layers, const size_t *row_lens);
 

@@ -11,15 +11,21 @@
 //     read, the structure checked from its first bytes;
 //   - else the blob read whole into new memory and copied once into the
 //     heap (#loadCopying).
-import { STATUS } from '../wasm/errors.js';
+import { RlxkvError, STATUS } from '../wasm/errors.js';
+import { loadPart } from '../wasm/core.js';
 import { DTYPE } from '../wasm/native-cache.js';
-import { decodeBlob, MAX_LAYERS, uniformBlobSize } from '../format/blob.js';
+import { blobSpans, decodeBlob, getU64, headBytes, isUniformHead, MAX_LAYERS, u64Bytes, uniformBlobSize, uniformBlockLength } from '../format/blob.js';
 import { LITTLE_ENDIAN } from '../format/f16.js';
 import { checkShape } from '../format/layout.js';
 import { keyOfName } from '../format/store-index.js';
-import { copyPages, entryOfRows } from './chain.js';
-import { readBlobInto, readPageInto } from './direct-read.js';
+import { copyPages, entryOfRows, rowRuns } from './chain.js';
 import { putFailed, refuse, sameTokens } from './records.js';
+
+/** store/direct-read.js's reads, loaded when a backend with readWith() first reads. */
+let directReading = null;
+const directReads = () => (directReading ??= loadPart(import('./direct-read.js'), 'direct read')
+  .then((m) => m.directReads([RlxkvError, DTYPE, blobSpans, getU64, headBytes, isUniformHead, u64Bytes, uniformBlockLength, checkShape, rowRuns, sameTokens]))
+  .catch((err) => { directReading = null; throw err; }));
 
 /** The answer of #loadChain that leaves the hit to the general reads. */
 const RETRY = Symbol('retry');
@@ -141,6 +147,7 @@ export class HitLoader {
     let filled = false, settled = false;
     try {
       if (this.#s.blobs.direct) {
+        const { readPageInto } = await directReads();
         const reads = await Promise.allSettled(chain.map((c) => this.#s.blobs.readWith(c.name, (f) => readPageInto(this.#s, f, c, made, start, rows, this.#readScratch))));
         filled = reads.every((r) => r.status === 'fulfilled' && r.value === true);
       } else {
@@ -299,6 +306,7 @@ export class HitLoader {
    */
   async #loadDirect(name, tokens) {
     const s = this.#s;
+    const { readBlobInto } = await directReads();
     const { st, err } = await s.blobs.readWith(name, (f) => readBlobInto(s, f, tokens)) ?? { st: null };
     if (st === 'resident') return true;
     const record = this.#s.known.get(name);

@@ -251,7 +251,8 @@ export class NativeCache {
     const at = (this.#scratch(tokens, this.#layout ? 0 : units.length) >>> 2) + tokens.length;
     if (!this.#layout) this.#core.u32.set(units, at);
     const held = this.#C.rlxkv_web_held(this.#web, tokens.length, dtype, layers, this.#layout ? 0 : 1) >>> 0;
-    return held - start;
+    // SIZE_MAX: what is held cannot stay beside these tokens (capBytes): every value is brought, and the put decides.
+    return held === 0xffffffff ? 0 : held - start;
   }
 
   /**

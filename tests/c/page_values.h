@@ -99,6 +99,7 @@ static inline const char *pages_program(uint32_t (*next)(void *), void *ctx, int
             for (size_t i = 0; i < add; i++) t[lens[k] + i] = next(ctx) % 3 ? next(ctx) % 5 : (uint32_t)k;
             lens[k] += add;
             size_t start = next(ctx) % 2 ? 0 : rlxkv_cache_held(c, t, lens[k], RLXKV_F32, LAYERS, NULL);
+            if (start == SIZE_MAX) start = 0; /* held but cannot stay beside them: bring every value */
             int st = rlxkv_cache_put(c, page_of(t, lens[k], start, order));
             if (st != RLXKV_OK && st != RLXKV_ERR_NOSPACE) why = "a put failed";
         } else if (op == 5 && lens[k]) {

@@ -253,6 +253,30 @@ static void randomized_chats_stay_exact(void) {
     }
 }
 
+/* A cap that holds a conversation's system prompt, or its next turn, but
+ * not both: the turn cannot hang below the prompt (eviction, leaves first,
+ * would take the turn at once). held says so (SIZE_MAX); a put of the whole
+ * turn is filed whole and the prompt goes, as the reference keeps its
+ * newest entry; a put of the turn's own tokens only is NOSPACE, nothing
+ * changed. */
+static void a_chain_that_cannot_stay_is_not_used(void) {
+    for (int order = RLXKV_TOKEN_MAJOR; order <= RLXKV_HEAD_MAJOR; order++) {
+        rlxkv_cache *c = paged_cache(44 * TOKEN_BYTES, order);
+        uint32_t t[200];
+        size_t n0 = conversation(t, 0, 0), n = conversation(t, 0, 1);
+        CHECK_EQ(rlxkv_cache_put(c, page_of(t, n0, 0, order)), RLXKV_OK);
+        CHECK_EQ(rlxkv_cache_held(c, t, n, RLXKV_F32, LAYERS, NULL), SIZE_MAX);
+        CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, n0, order)), RLXKV_ERR_NOSPACE);
+        CHECK(hit_is_exact(c, t, n0, n0, order));
+        CHECK_EQ(rlxkv_cache_put(c, page_of(t, n, 0, order)), RLXKV_OK);
+        CHECK(hit_is_exact(c, t, n, n, order));
+        CHECK_EQ(held_bytes(c), n * TOKEN_BYTES); /* alone, over the cap */
+        CHECK_EQ(n_pieces(c, t, n), 1);
+        CHECK(rlxkv_cache_check(c, NULL, NULL));
+        rlxkv_cache_free(c);
+    }
+}
+
 int main(void) {
     RUN(chat_turns_hold_each_token_once);
     RUN(a_put_brings_only_the_new_tokens);
@@ -262,5 +286,6 @@ int main(void) {
     RUN(replacing_a_parent_keeps_its_users);
     RUN(without_a_layout_only_like_rows_share);
     RUN(randomized_chats_stay_exact);
+    RUN(a_chain_that_cannot_stay_is_not_used);
     return check_report();
 }

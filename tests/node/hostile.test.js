@@ -15,7 +15,7 @@ import init from 'rlxkv';
 import { FsBlobs } from '../../store/fs-blobs.js';
 import { IdbBlobs } from '../../store/idb-blobs.js';
 import { RlxkvError } from '../../wasm/errors.js';
-import { dropIndex, kvFor, range, tempDir } from './helpers.js';
+import { dropIndex, kvFor, modelKv, range, tempDir } from './helpers.js';
 
 const page = () => init({ newInstance: true });
 let dbCount = 0;
@@ -401,6 +401,38 @@ for (const kind of ['fs', 'idb']) {
     assert.equal(hit.matched, 8, 'the pinned prefix');
     assert.deepEqual(hit.k, kv(1).k);
     assert.equal(cache.has(long), true, 'still stored');
+    await cache.close();
+  });
+}
+
+for (const kind of ['fs', 'idb']) {
+  test(`${kind}: match() of a stored conversation longer than capBytes ends, and serves it whole, alone`, async () => {
+    // Two pages, a system prompt and a turn over it, each fitting the
+    // budget alone but not together. The turn cannot hang below the prompt
+    // (eviction, leaves first, would take it at once: reading them in turn
+    // never ended): it is read into one entry with the prompt's pages and
+    // held alone, over the budget, as the reference keeps its newest entry.
+    const path = kind === 'fs' ? tempDir() : freshPath();
+    const layout = { order: 'head-major', heads: 2, headDim: 4, layers: 2 };
+    const system = range(1, 20), turn = [...system, ...range(100, 20)];
+    const first = await openOn(kind, path, { layout });
+    first.insert(system, modelKv(system, layout));
+    first.insert(turn, modelKv(turn, layout));
+    await first.close();
+    const events = [];
+    const cache = await openOn(kind, path, { layout, capBytes: 32 * 128, onEvent: (e) => events.push(e.type) });
+    assert.equal((await cache.match(system)).matched, 20);
+    const hit = await cache.match(turn);
+    assert.equal(hit.matched, 40);
+    assert.deepEqual(hit.k, modelKv(turn, layout).k);
+    assert.deepEqual(hit.v, modelKv(turn, layout).v);
+    assert.equal(cache.stats.entries, 1, 'the turn alone');
+    assert.ok(events.filter((e) => e === 'evict').length <= 1, `evictions: ${events.join(' ')}`);
+    // A new turn that fits beside nothing held stays, whole; the old one goes.
+    const next = [...system, ...range(500, 5)];
+    cache.insert(next, modelKv(next, layout));
+    assert.equal(cache.lookup(next).matched, next.length, 'the newest insert is kept');
+    assert.equal(cache.has(turn), true, 'the turn still stored');
     await cache.close();
   });
 }

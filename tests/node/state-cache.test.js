@@ -96,11 +96,15 @@ for (const storage of ['fs', 'idb']) {
 test('KV is never restored without its state, nor state without its KV', async () => {
   const kvBytes = (n) => n * 2 * 2 * 2 * 4 * 4;
   // Room for every checkpoint, and for the KV of the first prompt only:
-  // turn 2's and 3's KV is evicted (leaves first), their checkpoints stay.
+  // turn 2 cannot hang below it, so it is held whole and the first goes;
+  // then turn 3 likewise (the newest entry is kept, alone). Every
+  // checkpoint stays, and each restores over the KV of its own tokens.
   let cache = await rlx.openCache({ capBytes: kvBytes(prompt(1).length) + 4096, stateCapBytes: 4096, fingerprint: 3n, layout, storage: 'none' });
   for (const k of [1, 2, 3]) cache.insert(prompt(k), modelCache(prompt(k)));
   assert.equal(cache.stats.state.entries, 3);
-  assertRestores(cache.lookup([...prompt(3), 1], { partial: true }), prompt(1)); // not turn 3's state over turn 1's KV
+  assert.equal(cache.size, 1);
+  assertRestores(cache.lookup([...prompt(3), 1], { partial: true }), prompt(3));
+  assertRestores(cache.lookup([...prompt(1), 1], { partial: true }), prompt(1)); // turn 3's KV cut, with turn 1's state
   await cache.close();
 
   // Room for all the KV, and for one checkpoint: the last one taken stays.
