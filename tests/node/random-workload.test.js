@@ -1,4 +1,4 @@
-// A chat app's use of a paging cache on a Node directory, as random steps
+// A chat app's use of a paging cache on a Node directory (and IndexedDB), as random steps
 // from fixed seeds: conversations over a few system prompts, each turn
 // inserted whole or as its new tokens only, lookups and matches (partial,
 // views, copies), flushes, removes, pins, a shrinking and growing capBytes,
@@ -9,6 +9,7 @@
 // model's is), so any hit can be checked on its own: a hit never holds KV
 // other than its tokens'. Clean runs also check that nothing flushed is
 // lost: after a reopen every conversation flushed is matched whole.
+import 'fake-indexeddb/auto';
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
@@ -60,12 +61,12 @@ function wrongKv(hit, query) {
  * are damaged or deleted behind the caches, and the check is only that no
  * hit is wrong and nothing throws but an RlxkvError of a documented code.
  */
-async function run(seed, { hostile }) {
+async function run(seed, { hostile, storage = 'fs' }) {
   const r = rng(seed);
-  const dir = tempDir('rlxkv-random-');
+  const dir = storage === 'fs' ? tempDir('rlxkv-random-') : `/rlxkv-random-${seed}`;
   const rlx = await init({ newInstance: true });
   let cap = 64 * 1024;
-  const open = (opts = {}) => rlx.openCache({ capBytes: cap, fingerprint: FP, layout: LAYOUT, storage: 'fs', path: dir, ...opts });
+  const open = (opts = {}) => rlx.openCache({ capBytes: cap, fingerprint: FP, layout: LAYOUT, storage, path: dir, ...opts });
   let cache = await open();
   let other = null; // a second cache on the same store, now and then
   const systems = Array.from({ length: 3 }, (_, s) => Array.from({ length: 20 + r.int(40) }, (_, i) => 1 + s * 1000 + i));
@@ -237,6 +238,13 @@ const seeds = (fixed) => (more ? Array.from({ length: more[2] - more[1] + 1 }, (
 for (const seed of seeds([1, 2, 3, 4])) {
   test(`a random chat workload (seed ${seed}) never serves wrong KV, and loses nothing flushed until it is pruned`, async () => {
     const { hits } = await run(seed, { hostile: false });
+    assert.ok(hits > 50, `only ${hits} hits: the workload does not exercise the cache`);
+  });
+}
+
+for (const seed of seeds([21, 22])) {
+  test(`a random chat workload on IndexedDB (seed ${seed}) never serves wrong KV, and loses nothing flushed until it is pruned`, async () => {
+    const { hits } = await run(seed, { hostile: false, storage: 'idb' });
     assert.ok(hits > 50, `only ${hits} hits: the workload does not exercise the cache`);
   });
 }
