@@ -230,8 +230,9 @@ export class Cache {
     // Each round either returns or makes one stored-only entry resident
     // (or drops it, if its blob is gone or bad), or asks the remote tier
     // once. An entry read once in this match and evicted since (by a later
-    // read of the same path: capBytes cannot hold the path whole) ends it,
-    // with what memory holds, as NOSPACE does: so it ends.
+    // read: capBytes cannot hold what the hit needs) ends it, with what
+    // memory holds, as NOSPACE does: so it ends. (Without this, the
+    // randomized chat workload, tests/node/random-workload.test.js, hangs.)
     const read = new Set();
     for (;;) {
       signal?.throwIfAborted();
@@ -256,8 +257,9 @@ export class Cache {
       } catch (err) {
         // Closed while the blob was read: whatever the read met after.
         if (native.closed) throw new TypeError('cache is closed');
-        // The stored entry cannot fit in memory beside the pinned ones
-        // (capBytes): the longest hit memory holds, rather than none.
+        // The stored entry cannot fit in memory beside the pinned ones, or
+        // beside the pages it extends (capBytes): the longest hit memory
+        // holds, rather than none.
         if (!(err instanceof RlxkvError && err.code === 'NOSPACE')) throw err;
         return this.#noSpace(hit, t, how, source, t0);
       }

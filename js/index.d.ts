@@ -296,7 +296,7 @@ export type CacheEvent =
   | { type: 'miss'; tokens: number; stored: number }
   /** Entries evicted from memory to make room (stored ones stay stored). */
   | { type: 'evict'; entries: number }
-  /** A stored entry that cannot fit in memory beside the pinned ones: match() served a shorter hit. */
+  /** A stored entry that cannot fit in memory beside the pinned ones, or beside the pages it extends (capBytes): match() served a shorter hit. */
   | { type: 'nospace'; entryTokens: number }
   /** A flush: blobs saved and their bytes; removals still pending. */
   | { type: 'flush'; saved: number; bytes: number; pendingRemovals: number; ms: number; error: Error | null }
@@ -380,7 +380,8 @@ export interface Cache {
   /**
    * Stores the KV of a token prefix; an entry with the same tokens is replaced.
    * Blocks that do not fit the layout are a RangeError naming the block; nothing changes.
-   * With paging, only the KV of tokens past the prefix the cache holds is copied.
+   * With paging, only the KV of tokens past the prefix the cache holds is copied (all of it, held whole,
+   * where that prefix and these tokens together would not fit capBytes: the newest entry is kept, alone if need be).
    * With layout.state, kv.state is required: the state after exactly these tokens.
    */
   insert(tokens: Tokens, kv: KV & { state?: readonly KVBlock[] }, opts?: InsertOptions): void;

@@ -1166,9 +1166,12 @@ static rlxkv_entry *parent_for(rlxkv_cache *c, const uint32_t *q, size_t n, int 
 /* Whether an entry of `own` bytes below parent can stay: it and the chain
  * it needs within the cap. Else eviction, which takes leaves first, would
  * take the new entry at once. put then files it whole (rlxkv_cache_held
- * says nothing is held, so its caller brings every value), or refuses it
- * (NOSPACE) if it brings only its last tokens' values. */
+ * says SIZE_MAX, so its caller brings every value), or refuses it
+ * (NOSPACE) if it brings only its last tokens' values. The chain is
+ * resident, so within c->bytes: it is walked only when the cache and e
+ * together pass the cap. */
 static int chain_fits(const rlxkv_cache *c, const rlxkv_entry *parent, size_t own) {
+    if (c->bytes <= c->cap_bytes && own <= c->cap_bytes - c->bytes) return 1;
     for (; parent; parent = parent->parent) own += rlxkv_entry_kv_bytes(parent);
     return own <= c->cap_bytes;
 }

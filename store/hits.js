@@ -21,11 +21,9 @@ import { keyOfName } from '../format/store-index.js';
 import { copyPages, entryOfRows, rowRuns } from './chain.js';
 import { putFailed, refuse, sameTokens } from './records.js';
 
-/** store/direct-read.js's reads, loaded when a backend with readWith() first reads. */
-let directReading = null;
-const directReads = () => (directReading ??= loadPart(import('./direct-read.js'), 'direct read')
-  .then((m) => m.directReads([RlxkvError, DTYPE, blobSpans, getU64, headBytes, isUniformHead, u64Bytes, uniformBlockLength, checkShape, rowRuns, sameTokens]))
-  .catch((err) => { directReading = null; throw err; }));
+/** store/direct-read.js's reads (a chunk of the browser bundle, loaded by a first direct read). */
+const directReads = () => loadPart(import('./direct-read.js'), 'direct read')
+  .then((m) => m.directReads([RlxkvError, DTYPE, blobSpans, getU64, headBytes, isUniformHead, u64Bytes, uniformBlockLength, checkShape, rowRuns, sameTokens]));
 
 /** The answer of #loadChain that leaves the hit to the general reads. */
 const RETRY = Symbol('retry');

@@ -70,9 +70,9 @@ const T = {
       return get.call(this, key, ...rest);
     };
   },
-  /** Starts a module worker running worker.js; returns its index. */
+  /** Starts a module worker running worker.js, on the page's package; returns its index. */
   async spawnWorker() {
-    const w = new Worker('/tests/browser/pages/worker.js', { type: 'module' });
+    const w = new Worker(`/tests/browser/pages/worker.js?lib=${lib}`, { type: 'module' });
     const pending = new Map();
     w.onmessage = ({ data }) => {
       const p = pending.get(data.call);

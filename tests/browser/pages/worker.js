@@ -1,10 +1,13 @@
 // Browser-test module worker: runs the test API (api.js) over rlxkv inside
 // a dedicated Web Worker. Messages { call, fn, args } → { call, result } or
-// { call, error }. 'ping' answers once init() is done.
-import init from '/js/index.js';
+// { call, error }. 'ping' answers once init() is done. It runs the
+// page's package: /js/index.js, or with ?lib=bundle the browser bundle (as
+// the harness page does).
 import { makeApi } from './api.js';
 
-const ready = init().then((rlx) => makeApi(rlx));
+const LIBS = { index: '/js/index.js', bundle: '/wasm/dist/rlxkv.browser.js' };
+const lib = new URL(import.meta.url).searchParams.get('lib') || 'index';
+const ready = import(LIBS[lib]).then(({ default: init }) => init()).then((rlx) => makeApi(rlx));
 
 self.onmessage = async ({ data }) => {
   const { call, fn, args } = data;
